@@ -69,8 +69,9 @@ class Fabric {
   virtual int primary_rail(GpuId gpu) const = 0;
 
   /// Appends to `out` the directed links from `src` to `dst` (src != dst).
-  /// - Same node: the shortest path (fewest hops), never relaying through another GPU unless no
-  ///   other path exists.
+  /// - Same node: the cheapest path, each link weighing more the slower it is (so NVLink is
+  ///   preferred to PCIe, and PCIe to the CPU interconnect, as NCCL ranks its path types), never
+  ///   relaying through another GPU unless no other path exists.
   /// - Different nodes: src -> its node's NIC on rail `src_rail` -> the switch fabric -> the
   ///   destination node's NIC on rail `dst_rail` -> dst. A rail of -1 means the GPU's
   ///   primary rail. Among equal-cost fabric paths one is picked by a deterministic hash of

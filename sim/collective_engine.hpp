@@ -1,0 +1,54 @@
+#pragma once
+/// Runs planned collectives (sim/collective_plan.hpp) on a network model. Several collectives
+/// may run at once; their flows then contend in the network model.
+///
+/// Ring phases run step by step: position p sends step k to p+1 once it has received step k-1
+/// from p-1 and has finished sending its own step k-1 (NCCL's channel sends are sequential); a
+/// step arrives its hop latency after its last byte left. Flow phases start every flow at once
+/// and end when the last one has arrived. A collective ends when its last phase ends.
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "sim/collective_plan.hpp"
+#include "sim/network_model.hpp"
+#include "sim/simulator.hpp"
+
+namespace foresight::sim {
+
+class CollectiveEngine final : private EventHandler {
+ public:
+  CollectiveEngine(Simulator& sim, NetworkModel& network);
+  CollectiveEngine(const CollectiveEngine&) = delete;
+  CollectiveEngine& operator=(const CollectiveEngine&) = delete;
+  ~CollectiveEngine() override;
+
+  /// Starts `plan` now; `done` is scheduled when it completes.
+  void start(CollectivePlan plan, FlowNotify done);
+
+  std::size_t running() const noexcept { return running_; }
+  std::uint64_t flows_started() const noexcept { return flows_started_; }
+
+ private:
+  struct Instance;
+  enum EventKind : std::uint32_t { kPhaseStart = 1, kRingSent, kRingArrived, kFlowSent, kFlowArrived };
+
+  void handle(Simulator& sim, const Event& event) override;
+  void begin_phase(std::uint32_t id);
+  void end_phase(std::uint32_t id);
+  void try_send(std::uint32_t id, std::uint32_t ring, std::uint32_t pos);
+  static std::uint64_t pack(std::uint32_t id, std::uint32_t local) {
+    return (static_cast<std::uint64_t>(id) << 32) | local;
+  }
+
+  Simulator& sim_;
+  NetworkModel& network_;
+  HandlerId self_;
+  std::vector<std::unique_ptr<Instance>> instances_;
+  std::vector<std::uint32_t> free_;
+  std::size_t running_ = 0;
+  std::uint64_t flows_started_ = 0;
+};
+
+}  // namespace foresight::sim

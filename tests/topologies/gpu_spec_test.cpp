@@ -1,0 +1,79 @@
+#include "topologies/gpu_spec.hpp"
+
+#include <catch2/catch.hpp>
+
+#include "sim/error.hpp"
+
+using namespace foresight;
+using topo::find_gpu_spec;
+
+TEST_CASE("the GPU catalog holds the six datasheet models", "[topologies]") {
+  const auto catalog = topo::gpu_catalog();
+  REQUIRE(catalog.size() == 6);
+  for (const char* name : {"V100-SXM2-32GB", "A100-SXM4-40GB", "A100-SXM4-80GB", "A100-PCIE-40GB",
+                           "H100-SXM5-80GB", "H200-SXM-141GB"}) {
+    INFO(name);
+    const auto& spec = find_gpu_spec(name);
+    REQUIRE(spec.name == name);
+    REQUIRE_FALSE(spec.source.empty());
+    REQUIRE(spec.sm_count > 0);
+    REQUIRE(spec.pcie.bytes_per_second() > 0.0);
+  }
+}
+
+TEST_CASE("GPU lookup ignores case and names the known models when it fails", "[topologies]") {
+  REQUIRE(&find_gpu_spec("a100-sxm4-40gb") == &find_gpu_spec("A100-SXM4-40GB"));
+  REQUIRE(topo::try_find_gpu_spec("B300") == nullptr);
+  REQUIRE_THROWS_AS(find_gpu_spec("B300"), sim::TopologyError);
+  REQUIRE_THROWS_WITH(find_gpu_spec("B300"),
+                      Catch::Contains("B300") && Catch::Contains("H100-SXM5-80GB"));
+}
+
+TEST_CASE("PCIe line rates follow GT/s x lanes x 128/130 / 8", "[topologies]") {
+  // Gen3: 8 x 16 x 128/130 / 8 = 15.754 GB/s; Gen4 twice that; Gen5 four times.
+  REQUIRE(topo::pcie_line_rate(3, 16).gigabytes_per_second() == Approx(15.7538).epsilon(1e-4));
+  REQUIRE(topo::pcie_line_rate(4, 16).gigabytes_per_second() == Approx(31.5077).epsilon(1e-4));
+  REQUIRE(topo::pcie_line_rate(5, 16).gigabytes_per_second() == Approx(63.0154).epsilon(1e-4));
+  REQUIRE(topo::pcie_line_rate(4, 8).gigabytes_per_second() == Approx(15.7538).epsilon(1e-4));
+  REQUIRE_THROWS_AS(topo::pcie_line_rate(6, 16), sim::ConfigError);
+  REQUIRE_THROWS_AS(topo::pcie_line_rate(4, 3), sim::ConfigError);
+}
+
+TEST_CASE("A100 and H100 carry their datasheet numbers", "[topologies]") {
+  const auto& a100 = find_gpu_spec("A100-SXM4-40GB");
+  REQUIRE(a100.compute_capability == 80);
+  REQUIRE(a100.sm_count == 108);
+  REQUIRE(a100.fp32.per_second() == Approx(19.5e12));
+  REQUIRE(a100.tf32.per_second() == Approx(156e12));
+  REQUIRE(a100.bf16.per_second() == Approx(312e12));
+  REQUIRE(a100.fp8.per_second() == 0.0);
+  REQUIRE(a100.memory.count() == 40LL << 30);
+  REQUIRE(a100.memory_bandwidth.gigabytes_per_second() == Approx(1555));
+  // 12 NVLink3 lanes x 25 GB/s = 300 GB/s each way (600 GB/s bidirectional).
+  REQUIRE(a100.nvlink_bandwidth().gigabytes_per_second() == Approx(300));
+  REQUIRE(find_gpu_spec("A100-SXM4-80GB").memory_bandwidth.gigabytes_per_second() == Approx(2039));
+
+  const auto& h100 = find_gpu_spec("H100-SXM5-80GB");
+  REQUIRE(h100.compute_capability == 90);
+  REQUIRE(h100.sm_count == 132);
+  REQUIRE(h100.bf16.per_second() == Approx(989.4e12));
+  REQUIRE(h100.fp8.per_second() == Approx(1979e12));
+  REQUIRE(h100.tf32.per_second() == Approx(494.7e12));
+  // 18 NVLink4 lanes x 25 GB/s = 450 GB/s each way (900 GB/s bidirectional).
+  REQUIRE(h100.nvlink_lanes == 18);
+  REQUIRE(h100.nvlink_bandwidth().gigabytes_per_second() == Approx(450));
+  REQUIRE(h100.pcie_generation == 5);
+
+  const auto& h200 = find_gpu_spec("H200-SXM-141GB");
+  REQUIRE(h200.bf16 == h100.bf16);
+  REQUIRE(h200.memory_bandwidth.gigabytes_per_second() == Approx(4800));
+  REQUIRE(h200.memory.count() == 141LL << 30);
+
+  const auto& v100 = find_gpu_spec("V100-SXM2-32GB");
+  REQUIRE(v100.compute_capability == 70);
+  REQUIRE(v100.fp16.per_second() == Approx(125e12));
+  REQUIRE(v100.bf16.per_second() == 0.0);
+  REQUIRE(v100.tf32.per_second() == 0.0);
+  REQUIRE(v100.nvlink_lanes == 6);
+  REQUIRE(v100.pcie.gigabytes_per_second() == Approx(15.7538).epsilon(1e-4));
+}

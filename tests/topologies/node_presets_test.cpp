@@ -1,0 +1,136 @@
+#include "topologies/node_presets.hpp"
+
+#include <fmt/format.h>
+
+#include <catch2/catch.hpp>
+
+#include "path_checks.hpp"
+#include "topologies/cluster_builders.hpp"
+
+using namespace foresight;
+using foresight::test::devices_of_kind;
+using foresight::test::links_of_class;
+using sim::LinkClass;
+using topo::DeviceKind;
+using topo::NodePreset;
+
+TEST_CASE("preset names round-trip and describe themselves", "[topologies]") {
+  REQUIRE(topo::node_presets().size() == 4);
+  for (NodePreset p : topo::node_presets()) {
+    REQUIRE(topo::find_node_preset(topo::to_string(p)) == p);
+    REQUIRE_FALSE(topo::describe(p).empty());
+    REQUIRE(topo::gpus_per_node(p) == 8);
+  }
+  REQUIRE_FALSE(topo::find_node_preset("dgx-b200").has_value());
+}
+
+TEST_CASE("dgx-a100: devices, links per class and facts", "[topologies]") {
+  const auto c = topo::build_single_node(NodePreset::dgx_a100);
+  REQUIRE(c.name() == "dgx-a100");
+  REQUIRE(c.gpu_count() == 8);
+  REQUIRE(c.node_count() == 1);
+  REQUIRE(devices_of_kind(c, DeviceKind::gpu) == 8);
+  REQUIRE(devices_of_kind(c, DeviceKind::nvswitch) == 1);  // six NVSwitch2 chips merged
+  REQUIRE(devices_of_kind(c, DeviceKind::pcie_switch) == 4);
+  REQUIRE(devices_of_kind(c, DeviceKind::nic) == 8);  // compute NICs only, storage not modelled
+  REQUIRE(devices_of_kind(c, DeviceKind::cpu) == 2);
+  // Directed links: 8 GPU<->NVSwitch duplex = 16 nvlink; PCIe: 8 GPU + 8 NIC + 4 uplinks,
+  // each duplex = 40; xGMI duplex = 2.
+  REQUIRE(links_of_class(c, LinkClass::nvlink) == 16);
+  REQUIRE(links_of_class(c, LinkClass::pcie) == 40);
+  REQUIRE(links_of_class(c, LinkClass::cpu_interconnect) == 2);
+  REQUIRE(c.link_count() == 58);
+
+  for (sim::GpuId g = 0; g < 8; ++g) {
+    const auto& f = c.gpu(g);
+    REQUIRE(f.node == 0);
+    REQUIRE(f.local_index == static_cast<int>(g));
+    REQUIRE(f.compute_capability == 80);
+    REQUIRE(f.nvlink_lanes == 12);  // 300 GB/s / 25 GB/s per lane
+    REQUIRE(f.nvlink_lane.gigabytes_per_second() == Approx(25));
+    REQUIRE(f.pcie.gigabytes_per_second() == Approx(31.5077).epsilon(1e-4));
+    REQUIRE(c.gpu_model(g).name == "A100-SXM4-40GB");
+    REQUIRE(c.device(c.gpu_device(g)).name == fmt::format("n0.gpu{}", g));
+  }
+  const auto& n = c.node(0);
+  REQUIRE(n.gpus == 8);
+  REQUIRE(n.nvswitch);
+  REQUIRE_FALSE(n.nvls);
+  REQUIRE(n.nics == 8);
+  REQUIRE(n.nic.gigabytes_per_second() == Approx(25));  // HDR 200 Gb/s
+  REQUIRE(n.cpu == sim::CpuVendor::amd);
+
+  // Switch k holds GPUs 2k, 2k+1 and NICs 2k, 2k+1: GPU 5 and NIC 4 share n0.pcie2.
+  const auto shares_switch = [&](const std::string& a, const std::string& b) {
+    for (sim::LinkId la : c.out_links(*c.find_device(a))) {
+      for (sim::LinkId lb : c.out_links(*c.find_device(b))) {
+        if (c.link_ends(la).to == c.link_ends(lb).to &&
+            c.device(c.link_ends(la).to).kind == DeviceKind::pcie_switch) {
+          return true;
+        }
+      }
+    }
+    return false;
+  };
+  REQUIRE(shares_switch("n0.gpu5", "n0.nic4"));
+  REQUIRE(shares_switch("n0.gpu5", "n0.nic5"));
+  REQUIRE_FALSE(shares_switch("n0.gpu5", "n0.nic6"));
+
+  // Latencies: NIC hop includes NIC processing (0.5 us); NVLink hop 0.1 us.
+  const auto nic0 = *c.find_device("n0.nic0");
+  REQUIRE(c.link(c.out_links(nic0).front()).latency == topo::latency::kNic);
+  const auto nvl = c.nvswitch_links(0);
+  REQUIRE(nvl.has_value());
+  REQUIRE(c.link(nvl->first).latency == topo::latency::kNvlink);
+  REQUIRE(c.link(nvl->first).capacity.gigabytes_per_second() == Approx(300));
+}
+
+TEST_CASE("dgx-a100-80gb differs only in its GPU model", "[topologies]") {
+  const auto c = topo::build_single_node(NodePreset::dgx_a100_80gb);
+  REQUIRE(c.gpu_count() == 8);
+  REQUIRE(c.link_count() == 58);
+  REQUIRE(c.gpu_model(7).name == "A100-SXM4-80GB");
+  REQUIRE(c.gpu(7).nvlink_lanes == 12);
+}
+
+TEST_CASE("dgx-h100: NVLink SHARP, 18 lanes, NDR NICs, Intel CPUs", "[topologies]") {
+  const auto c = topo::build_single_node(NodePreset::dgx_h100);
+  REQUIRE(c.gpu_count() == 8);
+  REQUIRE(devices_of_kind(c, DeviceKind::nic) == 8);
+  REQUIRE(devices_of_kind(c, DeviceKind::pcie_switch) == 4);
+  REQUIRE(links_of_class(c, LinkClass::nvlink) == 16);
+  for (sim::GpuId g = 0; g < 8; ++g) {
+    REQUIRE(c.gpu(g).nvlink_lanes == 18);  // 450 GB/s / 25 GB/s
+    REQUIRE(c.gpu(g).compute_capability == 90);
+    REQUIRE(c.gpu(g).pcie.gigabytes_per_second() == Approx(63.0154).epsilon(1e-4));
+  }
+  const auto& n = c.node(0);
+  REQUIRE(n.nvswitch);
+  REQUIRE(n.nvls);
+  REQUIRE(n.nic.gigabytes_per_second() == Approx(50));  // NDR 400 Gb/s
+  REQUIRE(n.cpu == sim::CpuVendor::intel);
+  REQUIRE(c.link(c.nvswitch_links(3)->second).capacity.gigabytes_per_second() == Approx(450));
+}
+
+TEST_CASE("pcie-8gpu: no NVLink, two switches per socket, four NICs", "[topologies]") {
+  const auto c = topo::build_single_node(NodePreset::pcie_8gpu);
+  REQUIRE(c.gpu_count() == 8);
+  REQUIRE(devices_of_kind(c, DeviceKind::nvswitch) == 0);
+  REQUIRE(devices_of_kind(c, DeviceKind::pcie_switch) == 4);
+  REQUIRE(devices_of_kind(c, DeviceKind::nic) == 4);
+  REQUIRE(devices_of_kind(c, DeviceKind::cpu) == 2);
+  // PCIe: 8 GPU + 4 NIC + 4 uplinks, duplex = 32; UPI duplex = 2; no NVLink.
+  REQUIRE(links_of_class(c, LinkClass::nvlink) == 0);
+  REQUIRE(links_of_class(c, LinkClass::pcie) == 32);
+  REQUIRE(links_of_class(c, LinkClass::cpu_interconnect) == 2);
+  for (sim::GpuId g = 0; g < 8; ++g) {
+    REQUIRE(c.gpu(g).nvlink_lanes == 0);
+    REQUIRE_FALSE(c.nvswitch_links(g).has_value());
+    REQUIRE(c.gpu_model(g).name == "A100-PCIE-40GB");
+  }
+  const auto& n = c.node(0);
+  REQUIRE_FALSE(n.nvswitch);
+  REQUIRE_FALSE(n.nvls);
+  REQUIRE(n.nics == 4);
+  REQUIRE(n.cpu == sim::CpuVendor::intel);
+}

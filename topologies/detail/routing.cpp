@@ -1,0 +1,412 @@
+// Route tables and the route walk of topo::Cluster (see cluster.hpp for the routing rules).
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <queue>
+#include <utility>
+#include <vector>
+
+#include "sim/error.hpp"
+#include "topologies/detail/cluster_impl.hpp"
+
+namespace foresight::topo::detail {
+namespace {
+
+using sim::LinkId;
+
+std::uint64_t splitmix64(std::uint64_t x) {
+  x += 0x9E37'79B9'7F4A'7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58'476D'1CE4'E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D0'49BB'1331'11EBull;
+  return x ^ (x >> 31);
+}
+
+/// The ECMP choice among `count` equal-cost candidates at hop `hop` of the route src -> dst.
+std::size_t ecmp_pick(std::size_t count, std::uint32_t src, std::uint32_t dst, std::uint64_t salt,
+                      std::size_t hop) {
+  if (count <= 1) return 0;
+  const std::uint64_t h =
+      splitmix64(splitmix64(splitmix64((std::uint64_t{src} << 32) | dst) ^ salt) + hop);
+  return static_cast<std::size_t>(h % count);
+}
+
+bool is_gpu(const ClusterImpl& c, DeviceId v) { return c.devices[v].kind == DeviceKind::gpu; }
+
+/// Identifies one route call for the ECMP hash.
+struct RouteKey {
+  std::uint32_t src;
+  std::uint32_t dst;
+  std::uint64_t salt;
+  std::size_t start;  ///< out.size() when the route began: hop index = out.size() - start
+};
+
+/// Picks, among the links of `links` that satisfy `ok`, the one the hash selects: a first pass
+/// counts, a second finds the chosen one (no allocation).
+template <typename Pred>
+LinkId pick_link(std::span<const LinkId> links, Pred ok, const RouteKey& key,
+                 const std::vector<LinkId>& out) {
+  std::size_t count = 0;
+  for (LinkId l : links) count += ok(l) ? 1 : 0;
+  if (count == 0) throw sim::InternalError("route: no next hop on a reachable path");
+  std::size_t k = ecmp_pick(count, key.src, key.dst, key.salt, out.size() - key.start);
+  for (LinkId l : links) {
+    if (ok(l) && k-- == 0) return l;
+  }
+  throw sim::InternalError("route: ECMP pick out of range");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Intra-node tables
+
+void build_node_tables(ClusterImpl& c) {
+  const std::size_t v_count = c.devices.size();
+  c.local_of.assign(v_count, kNone);
+  c.node_tables.assign(c.node_facts.size(), NodeTable{});
+  for (DeviceId v = 0; v < v_count; ++v) {
+    const int node = c.devices[v].node;
+    if (node < 0) continue;
+    auto& table = c.node_tables[static_cast<std::size_t>(node)];
+    c.local_of[v] = static_cast<std::uint32_t>(table.devices.size());
+    table.devices.push_back(v);
+  }
+  using Entry = std::pair<std::uint32_t, std::uint32_t>;  // (cost, local vertex)
+  for (std::size_t node = 0; node < c.node_tables.size(); ++node) {
+    auto& table = c.node_tables[node];
+    const std::size_t n = table.devices.size();
+    if (n >= 0xFFFF) {
+      throw sim::TopologyError(fmt::format(
+          "node {} has {} devices; at most 65534 devices per node are supported", node, n));
+    }
+    table.cost.assign(n * n, kNone);
+    std::priority_queue<Entry, std::vector<Entry>, std::greater<>> queue;
+    for (std::uint32_t t = 0; t < n; ++t) {
+      std::uint32_t* dist = table.cost.data() + static_cast<std::size_t>(t) * n;
+      dist[t] = 0;
+      queue.emplace(0, t);
+      // Dijkstra towards t over reversed links: cost(u -> v) = the link's weight, plus a transit
+      // when v is a GPU other than t.
+      while (!queue.empty()) {
+        const auto [d, vl] = queue.top();
+        queue.pop();
+        if (d != dist[vl]) continue;
+        const DeviceId v = table.devices[vl];
+        const std::uint32_t transit = (vl != t && is_gpu(c, v)) ? kGpuTransit : 0;
+        for (LinkId l : c.in.of(v)) {
+          const DeviceId u = c.ends[l].from;
+          if (c.devices[u].node != static_cast<int>(node)) continue;
+          const std::uint32_t step = c.weights[l] + transit;
+          const std::uint32_t ul = c.local_of[u];
+          if (d + step < dist[ul]) {
+            dist[ul] = d + step;
+            queue.emplace(d + step, ul);
+          }
+        }
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Switch fabric tables
+
+bool is_switch(const DeviceInfo& d) {
+  return d.kind == DeviceKind::ib_leaf || d.kind == DeviceKind::ib_spine;
+}
+
+void build_fabric_table(ClusterImpl& c) {
+  FabricTable& f = c.fabric;
+  const std::size_t v_count = c.devices.size();
+  f.switch_index.assign(v_count, kNone);
+  f.switches.clear();
+  for (DeviceId v = 0; v < v_count; ++v) {
+    if (is_switch(c.devices[v])) {
+      f.switch_index[v] = static_cast<std::uint32_t>(f.switches.size());
+      f.switches.push_back(v);
+    }
+  }
+  const std::size_t s_count = f.switches.size();
+  if (s_count >= FabricTable::kFar) {
+    throw sim::TopologyError(
+        fmt::format("{} InfiniBand switches; at most 65534 are supported", s_count));
+  }
+  // All-pairs hop counts through switches only: one BFS per switch.
+  f.hops.assign(s_count * s_count, FabricTable::kFar);
+  std::vector<std::uint32_t> frontier;
+  std::vector<std::uint32_t> next;
+  for (std::uint32_t a = 0; a < s_count; ++a) {
+    std::uint16_t* row = f.hops.data() + static_cast<std::size_t>(a) * s_count;
+    row[a] = 0;
+    frontier.assign(1, a);
+    for (std::uint16_t depth = 1; !frontier.empty(); ++depth) {
+      next.clear();
+      for (std::uint32_t s : frontier) {
+        for (LinkId l : c.out.of(f.switches[s])) {
+          const std::uint32_t t = f.switch_index[c.ends[l].to];
+          if (t == kNone || row[t] != FabricTable::kFar) continue;
+          row[t] = depth;
+          next.push_back(t);
+        }
+      }
+      frontier.swap(next);
+    }
+  }
+  // Switches leading into each device (used for NICs).
+  f.attach_offset.assign(v_count + 1, 0);
+  f.attach.clear();
+  for (DeviceId v = 0; v < v_count; ++v) {
+    f.attach_offset[v] = static_cast<std::uint32_t>(f.attach.size());
+    const std::size_t first = f.attach.size();
+    for (LinkId l : c.in.of(v)) {
+      const DeviceId u = c.ends[l].from;
+      if (f.switch_index[u] != kNone) f.attach.push_back(u);
+    }
+    std::sort(f.attach.begin() + static_cast<std::ptrdiff_t>(first), f.attach.end());
+    f.attach.erase(
+        std::unique(f.attach.begin() + static_cast<std::ptrdiff_t>(first), f.attach.end()),
+        f.attach.end());
+  }
+  f.attach_offset[v_count] = static_cast<std::uint32_t>(f.attach.size());
+  // Out-links of each switch sorted by (target, link id).
+  f.by_target_offset.assign(s_count + 1, 0);
+  f.by_target.clear();
+  for (std::uint32_t s = 0; s < s_count; ++s) {
+    f.by_target_offset[s] = static_cast<std::uint32_t>(f.by_target.size());
+    const std::size_t first = f.by_target.size();
+    for (LinkId l : c.out.of(f.switches[s])) f.by_target.emplace_back(c.ends[l].to, l);
+    std::sort(f.by_target.begin() + static_cast<std::ptrdiff_t>(first), f.by_target.end());
+  }
+  f.by_target_offset[s_count] = static_cast<std::uint32_t>(f.by_target.size());
+}
+
+/// Hops from switch `w` to NIC `d` through switches only; kFar-ish (large) when unreachable.
+std::uint32_t switch_to_nic(const FabricTable& f, DeviceId w, DeviceId d) {
+  std::uint32_t best = std::numeric_limits<std::uint32_t>::max();
+  const std::uint32_t ws = f.switch_index[w];
+  for (DeviceId a : f.attached(d)) {
+    const std::uint16_t h = f.hop(ws, f.switch_index[a]);
+    if (h != FabricTable::kFar) best = std::min<std::uint32_t>(best, h + 1u);
+  }
+  return best;
+}
+
+constexpr std::uint32_t kFarAway = std::numeric_limits<std::uint32_t>::max();
+
+/// Hops from NIC `s` to NIC `d` through switches only (a direct NIC-NIC link counts as 1).
+std::uint32_t nic_to_nic(const ClusterImpl& c, DeviceId s, DeviceId d) {
+  std::uint32_t best = kFarAway;
+  for (LinkId l : c.out.of(s)) {
+    const DeviceId x = c.ends[l].to;
+    if (x == d) return 1;
+    if (c.fabric.switch_index[x] == kNone) continue;
+    const std::uint32_t h = switch_to_nic(c.fabric, x, d);
+    if (h != kFarAway) best = std::min(best, h + 1);
+  }
+  return best;
+}
+
+/// The links of switch `s` (switch index) whose target is `target`, in link id order.
+std::span<const std::pair<DeviceId, LinkId>> links_to(const FabricTable& f, std::uint32_t s,
+                                                      DeviceId target) {
+  const auto* first = f.by_target.data() + f.by_target_offset[s];
+  const auto* last = f.by_target.data() + f.by_target_offset[s + 1];
+  const auto lo = std::lower_bound(first, last, std::pair<DeviceId, LinkId>{target, 0});
+  const auto* hi = lo;
+  while (hi != last && hi->first == target) ++hi;
+  return {lo, hi};
+}
+
+// ---------------------------------------------------------------------------------------------
+// Walks
+
+/// Appends the intra-node path from device u to device t (same node, reachable).
+void walk_node(const ClusterImpl& c, DeviceId u_dev, DeviceId t_dev, const RouteKey& key,
+               std::vector<LinkId>& out) {
+  const int node = c.devices[u_dev].node;
+  const NodeTable& table = c.node_tables[static_cast<std::size_t>(node)];
+  const std::uint32_t t = c.local_of[t_dev];
+  std::uint32_t u = c.local_of[u_dev];
+  while (u != t) {
+    const std::uint32_t remaining = table.cost_to(t, u);
+    const auto ok = [&](LinkId l) {
+      const DeviceId v = c.ends[l].to;
+      if (c.devices[v].node != node) return false;
+      const std::uint32_t vl = c.local_of[v];
+      const std::uint32_t rest = table.cost_to(t, vl);
+      if (rest == kNone) return false;
+      const std::uint32_t step = c.weights[l] + ((vl != t && is_gpu(c, v)) ? kGpuTransit : 0);
+      return step + rest == remaining;
+    };
+    const LinkId l = pick_link(c.out.of(table.devices[u]), ok, key, out);
+    out.push_back(l);
+    u = c.local_of[c.ends[l].to];
+  }
+}
+
+/// Appends the fabric path from NIC s to NIC d, `hops` long (= nic_to_nic(s, d) < kFarAway).
+void walk_fabric(const ClusterImpl& c, DeviceId s, DeviceId d, std::uint32_t hops,
+                 const RouteKey& key, std::vector<LinkId>& out) {
+  const FabricTable& f = c.fabric;
+  DeviceId u = s;
+  for (std::uint32_t remaining = hops; remaining > 0; --remaining) {
+    const std::uint32_t us = f.switch_index[u];
+    LinkId chosen = 0;
+    if (us != kNone && remaining <= 2) {
+      // Fast path at a switch next to d's switches: the candidates are the links into d
+      // (remaining 1) or into the switches attached to d (remaining 2).
+      const auto attached = f.attached(d);
+      if (remaining == 1 || attached.size() == 1) {
+        const auto range = links_to(f, us, remaining == 1 ? d : attached.front());
+        if (range.empty()) throw sim::InternalError("route: fabric table inconsistent");
+        chosen = range[ecmp_pick(range.size(), key.src, key.dst, key.salt, out.size() - key.start)]
+                     .second;
+      } else {
+        std::vector<LinkId> candidates;
+        for (DeviceId a : attached) {
+          for (const auto& [target, l] : links_to(f, us, a)) candidates.push_back(l);
+        }
+        std::sort(candidates.begin(), candidates.end());
+        if (candidates.empty()) throw sim::InternalError("route: fabric table inconsistent");
+        chosen = candidates[ecmp_pick(candidates.size(), key.src, key.dst, key.salt,
+                                      out.size() - key.start)];
+      }
+    } else {
+      const auto ok = [&](LinkId l) {
+        const DeviceId x = c.ends[l].to;
+        if (x == d) return remaining == 1;
+        if (f.switch_index[x] == kNone) return false;
+        return switch_to_nic(f, x, d) == remaining - 1;
+      };
+      chosen = pick_link(c.out.of(u), ok, key, out);
+    }
+    out.push_back(chosen);
+    u = c.ends[chosen].to;
+  }
+}
+
+/// Cheapest path over the whole graph, cost (GPU transits, link weights), computed on the fly.
+void walk_anywhere(const ClusterImpl& c, DeviceId src, DeviceId dst, const RouteKey& key,
+                   std::vector<LinkId>& out) {
+  constexpr std::uint64_t kTransit = std::uint64_t{1} << 32;
+  constexpr std::uint64_t kInf = std::numeric_limits<std::uint64_t>::max();
+  std::vector<std::uint64_t> dist(c.devices.size(), kInf);
+  using Entry = std::pair<std::uint64_t, DeviceId>;
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> queue;
+  dist[dst] = 0;
+  queue.emplace(0, dst);
+  while (!queue.empty()) {
+    const auto [d, v] = queue.top();
+    queue.pop();
+    if (d != dist[v]) continue;
+    const std::uint64_t transit = (v != dst && is_gpu(c, v)) ? kTransit : 0;
+    for (LinkId l : c.in.of(v)) {
+      const DeviceId u = c.ends[l].from;
+      const std::uint64_t step = c.weights[l] + transit;
+      if (d + step < dist[u]) {
+        dist[u] = d + step;
+        queue.emplace(d + step, u);
+      }
+    }
+  }
+  if (dist[src] == kInf) {
+    throw sim::InternalError(
+        fmt::format("route: no path from {} to {}", c.devices[src].name, c.devices[dst].name));
+  }
+  DeviceId u = src;
+  while (u != dst) {
+    const auto ok = [&](LinkId l) {
+      const DeviceId v = c.ends[l].to;
+      if (dist[v] == kInf) return false;
+      const std::uint64_t step = c.weights[l] + ((v != dst && is_gpu(c, v)) ? kTransit : 0);
+      return step + dist[v] == dist[u];
+    };
+    const LinkId l = pick_link(c.out.of(u), ok, key, out);
+    out.push_back(l);
+    u = c.ends[l].to;
+  }
+}
+
+}  // namespace
+
+std::uint32_t link_weight(sim::Bandwidth line_rate) {
+  const double w = std::ceil(1e12 / line_rate.bytes_per_second());
+  return static_cast<std::uint32_t>(std::clamp(w, 1.0, 50000.0));
+}
+
+void build_route_tables(ClusterImpl& c) {
+  c.weights.resize(c.links.size());
+  for (std::size_t l = 0; l < c.links.size(); ++l) c.weights[l] = link_weight(c.links[l].capacity);
+  build_node_tables(c);
+  build_fabric_table(c);
+
+  // Primary rail: the NIC with the lowest intra-node cost from the GPU; ties go to the rail equal
+  // to the GPU's local index, then to the lowest rail. Unreachable NICs rank last.
+  c.primary_rails.assign(c.gpu_devices.size(), -1);
+  for (std::size_t g = 0; g < c.gpu_devices.size(); ++g) {
+    const DeviceId gpu = c.gpu_devices[g];
+    const int node = c.devices[gpu].node;
+    const auto& nics = c.node_nics[static_cast<std::size_t>(node)];
+    const NodeTable& table = c.node_tables[static_cast<std::size_t>(node)];
+    const int local = c.devices[gpu].local_index;
+    int best = -1;
+    std::uint32_t best_cost = 0;
+    for (int rail = 0; rail < static_cast<int>(nics.size()); ++rail) {
+      const std::uint32_t cost =
+          table.cost_to(c.local_of[nics[static_cast<std::size_t>(rail)]], c.local_of[gpu]);
+      const bool better = best < 0 || cost < best_cost || (cost == best_cost && rail == local);
+      if (better) {
+        best = rail;
+        best_cost = cost;
+      }
+    }
+    c.primary_rails[g] = best;
+  }
+}
+
+void compute_route(const ClusterImpl& c, sim::GpuId src, sim::GpuId dst, int src_rail, int dst_rail,
+                   std::uint64_t salt, std::vector<LinkId>& out) {
+  const DeviceId s = c.gpu_devices[src];
+  const DeviceId d = c.gpu_devices[dst];
+  const RouteKey key{src, dst, salt, out.size()};
+  const int s_node = c.devices[s].node;
+  const int d_node = c.devices[d].node;
+
+  if (s_node == d_node) {
+    const NodeTable& table = c.node_tables[static_cast<std::size_t>(s_node)];
+    if (table.cost_to(c.local_of[d], c.local_of[s]) != kNone) {
+      walk_node(c, s, d, key, out);
+    } else {
+      walk_anywhere(c, s, d, key, out);
+    }
+    return;
+  }
+
+  const auto& s_nics = c.node_nics[static_cast<std::size_t>(s_node)];
+  const auto& d_nics = c.node_nics[static_cast<std::size_t>(d_node)];
+  if (s_nics.empty() || d_nics.empty()) {
+    walk_anywhere(c, s, d, key, out);
+    return;
+  }
+  const int sr = src_rail < 0 ? c.primary_rails[src] : src_rail;
+  const int dr = dst_rail < 0 ? c.primary_rails[dst] : dst_rail;
+  const DeviceId s_nic = s_nics[static_cast<std::size_t>(sr)];
+  const DeviceId d_nic = d_nics[static_cast<std::size_t>(dr)];
+  const NodeTable& s_table = c.node_tables[static_cast<std::size_t>(s_node)];
+  const NodeTable& d_table = c.node_tables[static_cast<std::size_t>(d_node)];
+  const bool s_ok = s_table.cost_to(c.local_of[s_nic], c.local_of[s]) != kNone;
+  const bool d_ok = d_table.cost_to(c.local_of[d], c.local_of[d_nic]) != kNone;
+  const std::uint32_t fabric_hops = (s_ok && d_ok) ? nic_to_nic(c, s_nic, d_nic) : kFarAway;
+  if (fabric_hops == kFarAway) {
+    walk_anywhere(c, s, d, key, out);
+    return;
+  }
+  walk_node(c, s, s_nic, key, out);
+  walk_fabric(c, s_nic, d_nic, fabric_hops, key, out);
+  walk_node(c, d_nic, d, key, out);
+}
+
+}  // namespace foresight::topo::detail

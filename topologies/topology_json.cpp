@@ -1,0 +1,458 @@
+#include "topologies/topology_json.hpp"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <initializer_list>
+#include <limits>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <utility>
+#include <vector>
+
+#include "sim/error.hpp"
+#include "sim/unit_parser.hpp"
+
+namespace foresight::topo {
+namespace {
+
+using nlohmann::json;
+
+/// A JSON pointer token: "~" -> "~0", "/" -> "~1" (RFC 6901).
+std::string escape_token(std::string_view key) {
+  std::string out;
+  for (char c : key) {
+    if (c == '~') {
+      out += "~0";
+    } else if (c == '/') {
+      out += "~1";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+/// A JSON value as found, shortened for a message.
+std::string shown(const json& v) {
+  std::string s = v.dump();
+  if (s.size() > 60) s = s.substr(0, 57) + "...";
+  return fmt::format("{} {}", v.type_name(), s);
+}
+
+std::string join(std::initializer_list<std::string_view> items) {
+  std::string out;
+  for (auto item : items) {
+    if (!out.empty()) out += ", ";
+    out += item;
+  }
+  return out;
+}
+
+/// Where in the document a value is: a JSON pointer and the element it belongs to.
+struct Where {
+  std::string pointer;
+  std::string element;  ///< "n0.gpu0", "n0.gpu0 -> n0.nvswitch", or empty
+  Where at(std::string_view key) const { return {pointer + "/" + escape_token(key), element}; }
+};
+
+class Loader {
+ public:
+  explicit Loader(std::string_view origin) : origin_(origin) {}
+
+  std::string prefix(const Where& w) const {
+    if (w.element.empty())
+      return fmt::format("{}: {}", origin_, w.pointer.empty() ? "/" : w.pointer);
+    return fmt::format("{}: {} ({})", origin_, w.pointer.empty() ? "/" : w.pointer, w.element);
+  }
+
+  [[noreturn]] void fail(const Where& w, const std::string& message) const {
+    throw sim::TopologyError(fmt::format("{}: {}", prefix(w), message));
+  }
+
+  void check_keys(const json& obj, std::initializer_list<std::string_view> allowed, const Where& w,
+                  std::string_view what) const {
+    for (const auto& [key, value] : obj.items()) {
+      bool known = false;
+      for (auto a : allowed) known = known || key == a;
+      if (!known) {
+        fail(w.at(key),
+             fmt::format("unknown key \"{}\" in {}; expected only {}", key, what, join(allowed)));
+      }
+    }
+  }
+
+  const json& require(const json& obj, std::string_view key, const Where& w,
+                      std::string_view what) const {
+    const auto it = obj.find(key);
+    if (it == obj.end()) {
+      fail(w, fmt::format("missing required key \"{}\" in {}", key, what));
+    }
+    return *it;
+  }
+
+  std::string string_at(const json& obj, std::string_view key, const Where& w,
+                        std::string_view what) const {
+    const json& v = require(obj, key, w, what);
+    if (!v.is_string()) fail(w.at(key), fmt::format("expected a string, found {}", shown(v)));
+    const auto& s = v.get_ref<const std::string&>();
+    if (s.empty()) fail(w.at(key), "expected a non-empty string, found \"\"");
+    return s;
+  }
+
+  int index_at(const json& obj, std::string_view key, const Where& w, std::string_view what) const {
+    const json& v = require(obj, key, w, what);
+    const bool ok =
+        (v.is_number_unsigned() &&
+         v.get<std::uint64_t>() <= static_cast<std::uint64_t>(kMaxIndex)) ||
+        (v.is_number_integer() && v.get<std::int64_t>() >= 0 && v.get<std::int64_t>() <= kMaxIndex);
+    if (!ok) {
+      fail(w.at(key),
+           fmt::format("expected an integer from 0 to {}, found {}", kMaxIndex, shown(v)));
+    }
+    return static_cast<int>(v.get<std::int64_t>());
+  }
+
+  bool bool_at(const json& obj, std::string_view key, const Where& w) const {
+    const json& v = obj.at(std::string(key));
+    if (!v.is_boolean()) fail(w.at(key), fmt::format("expected true or false, found {}", shown(v)));
+    return v.get<bool>();
+  }
+
+  sim::Bandwidth bandwidth_at(const json& obj, std::string_view key, const Where& w,
+                              std::string_view what) const {
+    const std::string text = quantity_text(obj, key, w, what, "25 GB/s");
+    sim::Bandwidth bw;
+    try {
+      bw = sim::parse_bandwidth(text, prefix(w.at(key)));
+    } catch (const sim::ConfigError& e) {
+      throw sim::TopologyError(e.what());
+    }
+    if (!(bw.bytes_per_second() > 0.0)) {
+      fail(w.at(key), fmt::format("expected a positive bandwidth, found \"{}\"", text));
+    }
+    return bw;
+  }
+
+  sim::Time time_at(const json& obj, std::string_view key, const Where& w,
+                    std::string_view what) const {
+    const std::string text = quantity_text(obj, key, w, what, "0.5 us");
+    try {
+      return sim::parse_time(text, prefix(w.at(key)));
+    } catch (const sim::ConfigError& e) {
+      throw sim::TopologyError(e.what());
+    }
+  }
+
+ private:
+  static constexpr std::int64_t kMaxIndex = 1'000'000;
+
+  std::string quantity_text(const json& obj, std::string_view key, const Where& w,
+                            std::string_view what, std::string_view example) const {
+    const json& v = require(obj, key, w, what);
+    if (!v.is_string()) {
+      fail(w.at(key), fmt::format("expected a quantity with a unit as a string such as \"{}\", "
+                                  "found {}",
+                                  example, shown(v)));
+    }
+    return v.get<std::string>();
+  }
+
+  std::string origin_;
+};
+
+constexpr std::string_view kDeviceKinds = "gpu, cpu, nvswitch, pcie_switch, nic, ib_leaf, ib_spine";
+
+void add_device(const Loader& loader, ClusterBuilder& b, const json& d, const Where& base) {
+  if (!d.is_object())
+    loader.fail(base, fmt::format("expected a device object, found {}", shown(d)));
+  Where w = base;
+  if (const auto it = d.find("id"); it != d.end() && it->is_string()) {
+    w.element = it->get<std::string>();
+  }
+  const std::string id = loader.string_at(d, "id", w, "a device");
+  const std::string kind_text = loader.string_at(d, "kind", w, "a device");
+  const auto kind = parse_device_kind(kind_text);
+  if (!kind) {
+    loader.fail(w.at("kind"),
+                fmt::format("expected a device kind ({}), found \"{}\"", kDeviceKinds, kind_text));
+  }
+  if (const auto other = b.find_device(id)) {
+    loader.fail(w.at("id"), fmt::format("duplicate device id \"{}\" (already used by /devices/{})",
+                                        id, *other));
+  }
+  DeviceInfo info;
+  info.name = id;
+  info.kind = *kind;
+  const std::string what = fmt::format("a {} device", kind_text);
+  switch (*kind) {
+    case DeviceKind::gpu: {
+      loader.check_keys(d, {"id", "kind", "node", "local_index", "model"}, w, what);
+      info.node = loader.index_at(d, "node", w, what);
+      info.local_index = loader.index_at(d, "local_index", w, what);
+      const std::string model = loader.string_at(d, "model", w, what);
+      info.model = try_find_gpu_spec(model);
+      if (info.model == nullptr) {
+        loader.fail(w.at("model"), fmt::format("expected a GPU model ({}), found \"{}\"",
+                                               known_gpu_models(), model));
+      }
+      break;
+    }
+    case DeviceKind::cpu: {
+      loader.check_keys(d, {"id", "kind", "node", "vendor"}, w, what);
+      info.node = loader.index_at(d, "node", w, what);
+      const std::string vendor = loader.string_at(d, "vendor", w, what);
+      const auto v = parse_cpu_vendor(vendor);
+      if (!v)
+        loader.fail(w.at("vendor"),
+                    fmt::format("expected amd, intel or other, found \"{}\"", vendor));
+      info.vendor = *v;
+      break;
+    }
+    case DeviceKind::nvswitch:
+      loader.check_keys(d, {"id", "kind", "node", "nvls"}, w, what);
+      info.node = loader.index_at(d, "node", w, what);
+      info.nvls = d.contains("nvls") && loader.bool_at(d, "nvls", w);
+      break;
+    case DeviceKind::pcie_switch:
+      loader.check_keys(d, {"id", "kind", "node"}, w, what);
+      info.node = loader.index_at(d, "node", w, what);
+      break;
+    case DeviceKind::nic:
+      loader.check_keys(d, {"id", "kind", "node", "rail", "port_rate"}, w, what);
+      info.node = loader.index_at(d, "node", w, what);
+      info.rail = loader.index_at(d, "rail", w, what);
+      if (d.contains("port_rate")) info.port_rate = loader.bandwidth_at(d, "port_rate", w, what);
+      break;
+    case DeviceKind::ib_leaf:
+    case DeviceKind::ib_spine:
+      loader.check_keys(d, {"id", "kind"}, w, what);
+      break;
+  }
+  try {
+    b.add_device(std::move(info));
+  } catch (const sim::TopologyError& e) {
+    loader.fail(w, e.what());
+  }
+}
+
+void add_link(const Loader& loader, ClusterBuilder& b, const json& l, const Where& base) {
+  if (!l.is_object()) loader.fail(base, fmt::format("expected a link object, found {}", shown(l)));
+  Where w = base;
+  const auto from_it = l.find("from");
+  const auto to_it = l.find("to");
+  if (from_it != l.end() && to_it != l.end() && from_it->is_string() && to_it->is_string()) {
+    w.element = fmt::format("{} -> {}", from_it->get<std::string>(), to_it->get<std::string>());
+  }
+  constexpr std::string_view what = "a link";
+  loader.check_keys(l, {"from", "to", "bandwidth", "latency", "class", "duplex"}, w, what);
+  DeviceId ends[2] = {0, 0};
+  int i = 0;
+  for (std::string_view key : {"from", "to"}) {
+    const std::string id = loader.string_at(l, key, w, what);
+    const auto dev = b.find_device(id);
+    if (!dev) loader.fail(w.at(key), fmt::format("no device has id \"{}\" (dangling link)", id));
+    ends[i++] = *dev;
+  }
+  LinkSpec spec;
+  spec.bandwidth = loader.bandwidth_at(l, "bandwidth", w, what);
+  spec.latency = loader.time_at(l, "latency", w, what);
+  const std::string cls = loader.string_at(l, "class", w, what);
+  const auto parsed = parse_link_class(cls);
+  if (!parsed) {
+    loader.fail(w.at("class"),
+                fmt::format("expected a link class (nvlink, pcie, infiniband, ethernet, "
+                            "cpu-interconnect), found \"{}\"",
+                            cls));
+  }
+  spec.cls = *parsed;
+  loader.require(l, "duplex", w, what);
+  const bool duplex = loader.bool_at(l, "duplex", w);
+  try {
+    if (duplex) {
+      b.add_duplex(ends[0], ends[1], spec);
+    } else {
+      b.add_link(ends[0], ends[1], spec);
+    }
+  } catch (const sim::TopologyError& e) {
+    loader.fail(w, e.what());
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Export
+
+/// Bandwidth as text that parses back to exactly `bw`.
+std::string bandwidth_text(sim::Bandwidth bw) {
+  const double bps = bw.bytes_per_second();
+  const double gbps = bps / 1e9;
+  if (gbps * 1e9 == bps) return fmt::format("{} GB/s", gbps);
+  return fmt::format("{} B/s", bps);
+}
+
+std::string time_text(sim::Time t) {
+  const std::int64_t ps = t.ps();
+  if (ps != 0 && ps % 1'000'000 == 0) return fmt::format("{} us", ps / 1'000'000);
+  if (ps != 0 && ps % 1'000 == 0) return fmt::format("{} ns", ps / 1'000);
+  return fmt::format("{} ps", ps);
+}
+
+using Fields = std::vector<std::pair<std::string_view, json>>;
+
+Fields device_fields(const DeviceInfo& d) {
+  Fields f{{"id", d.name}, {"kind", std::string(to_string(d.kind))}};
+  switch (d.kind) {
+    case DeviceKind::gpu:
+      f.emplace_back("node", d.node);
+      f.emplace_back("local_index", d.local_index);
+      f.emplace_back("model", std::string(d.model->name));
+      break;
+    case DeviceKind::cpu:
+      f.emplace_back("node", d.node);
+      f.emplace_back("vendor", std::string(to_string(d.vendor)));
+      break;
+    case DeviceKind::nvswitch:
+      f.emplace_back("node", d.node);
+      f.emplace_back("nvls", d.nvls);
+      break;
+    case DeviceKind::pcie_switch:
+      f.emplace_back("node", d.node);
+      break;
+    case DeviceKind::nic:
+      f.emplace_back("node", d.node);
+      f.emplace_back("rail", d.rail);
+      if (d.port_rate.bytes_per_second() > 0.0)
+        f.emplace_back("port_rate", bandwidth_text(d.port_rate));
+      break;
+    case DeviceKind::ib_leaf:
+    case DeviceKind::ib_spine:
+      break;
+  }
+  return f;
+}
+
+/// Links in export order: each duplex pair once (at its lower id), each lone link.
+std::vector<Fields> link_fields(const Cluster& c) {
+  std::vector<Fields> out;
+  for (sim::LinkId l = 0; l < c.link_count(); ++l) {
+    const auto reverse = c.reverse_link(l);
+    if (reverse && *reverse < l) continue;
+    const auto& info = c.link(l);
+    const auto ends = c.link_ends(l);
+    out.push_back({{"from", c.device(ends.from).name},
+                   {"to", c.device(ends.to).name},
+                   {"bandwidth", bandwidth_text(info.capacity)},
+                   {"latency", time_text(info.latency)},
+                   {"class", std::string(sim::to_string(info.cls))},
+                   {"duplex", reverse.has_value()}});
+  }
+  return out;
+}
+
+std::string one_line(const Fields& fields) {
+  std::string out = "{";
+  for (std::size_t i = 0; i < fields.size(); ++i) {
+    if (i > 0) out += ", ";
+    out += json(std::string(fields[i].first)).dump();
+    out += ": ";
+    out += fields[i].second.dump();
+  }
+  return out + "}";
+}
+
+json to_object(const Fields& fields) {
+  json obj = json::object();
+  for (const auto& [key, value] : fields) obj[std::string(key)] = value;
+  return obj;
+}
+
+}  // namespace
+
+Cluster load_topology(const json& doc, std::string_view origin, std::string_view default_name) {
+  const Loader loader(origin);
+  const Where root{"", ""};
+  if (!doc.is_object())
+    loader.fail(root, fmt::format("expected a topology object, found {}", shown(doc)));
+  loader.check_keys(doc, {"name", "description", "devices", "links"}, root, "a topology");
+  std::string name(default_name);
+  if (doc.contains("name")) name = loader.string_at(doc, "name", root, "a topology");
+  if (doc.contains("description") && !doc.at("description").is_string()) {
+    loader.fail(root.at("description"),
+                fmt::format("expected a string, found {}", shown(doc.at("description"))));
+  }
+  const json& devices = loader.require(doc, "devices", root, "a topology");
+  const json& links = loader.require(doc, "links", root, "a topology");
+  if (!devices.is_array())
+    loader.fail(root.at("devices"), fmt::format("expected an array, found {}", shown(devices)));
+  if (!links.is_array())
+    loader.fail(root.at("links"), fmt::format("expected an array, found {}", shown(links)));
+
+  ClusterBuilder builder(name);
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    add_device(loader, builder, devices[i], {fmt::format("/devices/{}", i), ""});
+  }
+  for (std::size_t i = 0; i < links.size(); ++i) {
+    add_link(loader, builder, links[i], {fmt::format("/links/{}", i), ""});
+  }
+  try {
+    return builder.build();
+  } catch (const sim::TopologyError& e) {
+    throw sim::TopologyError(fmt::format("{}: {}", origin, e.what()));
+  }
+}
+
+Cluster parse_topology(std::string_view text, std::string_view origin,
+                       std::string_view default_name) {
+  json doc;
+  try {
+    doc = json::parse(text.begin(), text.end());
+  } catch (const json::parse_error& e) {
+    throw sim::TopologyError(
+        fmt::format("{}: malformed JSON at byte {}: {}", origin, e.byte, e.what()));
+  }
+  return load_topology(doc, origin, default_name);
+}
+
+Cluster load_topology_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw sim::TopologyError(fmt::format("{}: cannot open the topology file", path));
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) throw sim::TopologyError(fmt::format("{}: cannot read the topology file", path));
+  return parse_topology(text.str(), path, std::filesystem::path(path).stem().string());
+}
+
+json topology_to_json(const Cluster& cluster) {
+  json doc = json::object();
+  doc["name"] = cluster.name();
+  json devices = json::array();
+  for (DeviceId d = 0; d < cluster.device_count(); ++d) {
+    devices.push_back(to_object(device_fields(cluster.device(d))));
+  }
+  json links = json::array();
+  for (const auto& f : link_fields(cluster)) links.push_back(to_object(f));
+  doc["devices"] = std::move(devices);
+  doc["links"] = std::move(links);
+  return doc;
+}
+
+std::string topology_to_string(const Cluster& cluster) {
+  std::string out =
+      fmt::format("{{\n  \"name\": {},\n  \"devices\": [\n", json(cluster.name()).dump());
+  for (DeviceId d = 0; d < cluster.device_count(); ++d) {
+    out += "    " + one_line(device_fields(cluster.device(d)));
+    out += d + 1 < cluster.device_count() ? ",\n" : "\n";
+  }
+  out += "  ],\n  \"links\": [\n";
+  const auto links = link_fields(cluster);
+  for (std::size_t i = 0; i < links.size(); ++i) {
+    out += "    " + one_line(links[i]);
+    out += i + 1 < links.size() ? ",\n" : "\n";
+  }
+  out += "  ]\n}\n";
+  return out;
+}
+
+}  // namespace foresight::topo
