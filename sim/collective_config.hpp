@@ -34,15 +34,16 @@ struct LinkEfficiency {
 std::vector<double> effective_capacities(const Fabric& fabric, const LinkEfficiency& eff);
 
 /// Constants fitted on measured nccl-tests curves for one GPU generation (validate/ fits and
-/// stores them; see README "Collectives"). Time of a collective with NCCL latency alpha and
-/// bandwidth time T_bw = S / (algbw x efficiency[protocol]):
-///   T = launch + (sqrt(T_bw) + sqrt(latency_scale x alpha))^2            (pipelined)
-///   T = launch + latency_scale x alpha + T_bw                             (not pipelined)
-/// The square is the time of a pipeline whose segment size is chosen to balance per-segment
-/// latency against fill (Johnsson & Ho, IEEE Trans. Computers 38(9), 1989: pipelined
-/// broadcast on a path, T = (sqrt(d tau) + sqrt(M t_c))^2); NCCL adapts its chunk size to the
-/// message size in the same spirit. With launch 0, scale 1, efficiencies 1 and no pipelining,
-/// T is NCCL's own model.
+/// stores them; see README "Collectives"). A collective with NCCL latency alpha takes
+///   T = launch + (sqrt(T_bw) + sqrt(latency_scale x alpha))^2     (Simple protocol, pipelined)
+///   T = launch + latency_scale x alpha + T_bw                       (LL, LL128, or not pipelined)
+/// where T_bw, the time its transfers take alone, is the larger of S / (NCCL algbw x
+/// efficiency[protocol]) and the time its flows take at the links' own (efficiency-scaled) speed.
+/// The square is the time of a pipeline whose segment size balances per-segment latency against
+/// fill (Johnsson & Ho, IEEE Trans. Computers 38(9), 1989: a pipelined broadcast on a path takes
+/// (sqrt(d tau) + sqrt(M t_c))^2); NCCL's Simple protocol moves data in chunks that grow with the
+/// message. LL and LL128 synchronize every 8- or 128-byte line with flags and have no such
+/// trade-off. With launch 0, scale 1, efficiencies 1 and no pipelining, T is NCCL's own model.
 struct CollectiveCalibration {
   std::string name = "nccl-model";  ///< provenance label shown in reports
   double launch_us = 0.0;           ///< per-call overhead: host launch, kernel start, completion

@@ -274,10 +274,16 @@ struct Context {
 /// Calibrated timing of one NCCL-modelled transfer.
 struct Timing {
   double alpha_us = 0.0;  ///< scaled NCCL latency
-  double bw_us = 0.0;     ///< S / calibrated algbw
-  double fill_us = 0.0;   ///< pipeline fill
+  double bw_us = 0.0;     ///< S / calibrated algbw: what the protocol allows
+  double link_us = 0.0;   ///< the same transfers at the links' own speed, uncontended
   double launch_us = 0.0;
-  double total() const { return launch_us + alpha_us + bw_us + fill_us; }
+  bool pipelined = false;
+  /// The bandwidth time the transfer takes alone: the protocol's or the links', the slower.
+  double transfer_us() const { return std::max(bw_us, link_us); }
+  double fill_us() const {
+    return pipelined ? 2.0 * std::sqrt(alpha_us * transfer_us()) : 0.0;
+  }
+  double total() const { return launch_us + alpha_us + transfer_us() + fill_us(); }
 };
 
 Timing calibrated(const NcclTuner::Cost& cost, const CollectiveCalibration& cal, Protocol p,
@@ -285,16 +291,30 @@ Timing calibrated(const NcclTuner::Cost& cost, const CollectiveCalibration& cal,
   Timing t;
   t.alpha_us = cal.latency_scale * cost.latency_us;
   t.bw_us = bytes / (1000.0 * cost.algbw * cal.efficiency[static_cast<std::size_t>(p)]);
-  t.fill_us = (cal.pipelined && bytes > 0.0) ? 2.0 * std::sqrt(t.alpha_us * t.bw_us) : 0.0;
+  // The segment-size trade-off behind the fill term is Simple's: it moves data in large chunks
+  // with fences. LL and LL128 synchronize every 8- or 128-byte line with flags and stream
+  // without chunking (nccl-model.md sec. 3, #281), so they have no fill.
+  t.pipelined = cal.pipelined && bytes > 0.0 && p == Protocol::simple;
   t.launch_us = with_launch ? cal.launch_us : 0.0;
   return t;
 }
 
+/// Uncontended rate of a path: its slowest link at that link class's efficiency (bytes/s).
+double path_rate(const Context& ctx, const std::vector<LinkId>& path) {
+  double rate = kInf;
+  for (const LinkId l : path) {
+    const LinkInfo& info = ctx.fabric.link(l);
+    rate = std::min(rate, info.capacity.bytes_per_second() * ctx.config.links.of(info.cls));
+  }
+  return rate;
+}
+
 Time us(double v) { return Time::from_seconds(v * 1e-6); }
 
-/// A ring phase of `steps` steps moving `step_payload` per ring per step.
-PlannedPhase ring_phase(std::vector<PlannedRing> rings, int steps, double step_payload,
-                        Protocol p, const Timing* timing) {
+/// A ring phase of `steps` steps moving `step_payload` per ring per step. With NCCL timing,
+/// `timing` learns the phase's link-limited time (for the pipeline fill).
+PlannedPhase ring_phase(const Context& ctx, std::vector<PlannedRing> rings, int steps,
+                        double step_payload, Protocol p, Timing* timing) {
   PlannedPhase ph;
   ph.kind = PlannedPhase::Kind::ring;
   ph.steps = steps;
@@ -303,7 +323,12 @@ PlannedPhase ring_phase(std::vector<PlannedRing> rings, int steps, double step_p
   if (timing != nullptr) {
     // NCCL timing: the latency spread evenly over the steps, the bandwidth time over the steps'
     // transfers, launch and pipeline fill before the first step.
-    ph.start_delay = us(timing->launch_us + timing->fill_us);
+    double slowest = kInf;
+    for (const auto& r : rings) {
+      for (const auto& hop : r.hops) slowest = std::min(slowest, path_rate(ctx, hop));
+    }
+    timing->link_us = ph.step_bytes > 0.0 ? steps * ph.step_bytes / slowest * 1e6 : 0.0;
+    ph.start_delay = us(timing->launch_us + timing->fill_us());
     const Time per_step = us(timing->alpha_us / steps);
     for (auto& r : rings) std::fill(r.hop_latency.begin(), r.hop_latency.end(), per_step);
     if (ph.step_bytes > 0.0 && timing->bw_us > 0.0) {
@@ -317,20 +342,25 @@ PlannedPhase ring_phase(std::vector<PlannedRing> rings, int steps, double step_p
 /// A flow phase whose flows all run for the calibrated bandwidth time (NCCL timing), or at link
 /// speed with wire latency (link-level).
 PlannedPhase flow_phase(const Context& ctx, std::vector<PlannedFlow> flows, Protocol p,
-                        const Timing* timing) {
+                        Timing* timing) {
   PlannedPhase ph;
   ph.kind = PlannedPhase::Kind::flows;
+  double link_s = 0.0;
   for (PlannedFlow& f : flows) {
     f.bytes *= protocol_wire_factor(p);
     f.cap = kInf;
     f.latency = Time{};
     if (timing == nullptr) {
       f.latency = wire_latency(ctx.fabric, f.path);
-    } else if (f.bytes > 0.0 && timing->bw_us > 0.0) {
-      f.cap = f.bytes / (timing->bw_us * 1e-6);
+    } else if (f.bytes > 0.0) {
+      link_s = std::max(link_s, f.bytes / path_rate(ctx, f.path));
+      if (timing->bw_us > 0.0) f.cap = f.bytes / (timing->bw_us * 1e-6);
     }
   }
-  if (timing != nullptr) ph.start_delay = us(timing->launch_us + timing->fill_us + timing->alpha_us);
+  if (timing != nullptr) {
+    timing->link_us = link_s * 1e6;
+    ph.start_delay = us(timing->launch_us + timing->fill_us() + timing->alpha_us);
+  }
   ph.flows = std::move(flows);
   return ph;
 }
@@ -419,7 +449,7 @@ void plan_hierarchical(const Context& ctx, CollectivePlan& plan) {
 
   auto phase = [&](std::vector<PlannedRing> rings, CollectiveOp op, const std::vector<GpuId>& sub,
                    double size, int steps, double step_payload, bool first) {
-    if (ctx.link_level) return ring_phase(std::move(rings), steps, step_payload, plan.protocol, nullptr);
+    if (ctx.link_level) return ring_phase(ctx, std::move(rings), steps, step_payload, plan.protocol, nullptr);
     const NcclTuner tuner(communicator_facts(ctx.fabric, sub));
     Protocol proto = Protocol::simple;
     double best = kInf;
@@ -433,11 +463,12 @@ void plan_hierarchical(const Context& ctx, CollectivePlan& plan) {
       }
     }
     const auto& cal = ctx.config.calibration_for(tuner.facts().compute_capability);
-    const Timing t = calibrated(tuner.cost(op, Algorithm::ring, proto, size), cal, proto, size, first);
+    Timing t = calibrated(tuner.cost(op, Algorithm::ring, proto, size), cal, proto, size, first);
+    auto ph = ring_phase(ctx, std::move(rings), steps, step_payload, proto, &t);
     plan.predicted_us += t.total();
     plan.nccl_us += best;
     plan.calibration = cal.name;
-    return ring_phase(std::move(rings), steps, step_payload, proto, &t);
+    return ph;
   };
   if (ppn > 1) {
     plan.phases.push_back(phase(intra, CollectiveOp::reduce_scatter, node0, r.bytes, intra_steps,
@@ -583,9 +614,8 @@ CollectivePlan plan_collective(const Fabric& fabric, const CollectiveConfig& con
     const auto cost = tuner.cost(request.op, algo, proto, request.bytes);
     plan.nccl_us = cost.time_us();
     timing = calibrated(cost, config.calibration_for(facts.compute_capability), proto, request.bytes, true);
-    plan.predicted_us = timing->total();
   }
-  const Timing* t = timing ? &*timing : nullptr;
+  Timing* t = timing ? &*timing : nullptr;
   const double s = request.bytes;
   const double n = ctx.n;
   const int rails = ring_channels(ctx, facts);
@@ -615,7 +645,7 @@ CollectivePlan plan_collective(const Fabric& fabric, const CollectiveConfig& con
         const int steps = request.op == CollectiveOp::all_reduce ? 2 * (ctx.n - 1) : ctx.n - 1;
         plan.channels = static_cast<int>(rings.size());
         const double per_step = s / (n * static_cast<double>(rings.size()));
-        plan.phases.push_back(ring_phase(std::move(rings), steps, per_step, proto, t));
+        plan.phases.push_back(ring_phase(ctx, std::move(rings), steps, per_step, proto, t));
       }
       break;
     case Algorithm::tree: {
@@ -645,6 +675,7 @@ CollectivePlan plan_collective(const Fabric& fabric, const CollectiveConfig& con
     default:
       throw InternalError(fmt::format("plan_collective: no planner for {}", to_string(algo)));
   }
+  if (t != nullptr) plan.predicted_us = t->total();
   return plan;
 }
 

@@ -3,6 +3,7 @@
 /// one message and exits non-zero. Every message says where (file, JSON pointer or field), what
 /// was expected and what was found.
 
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
@@ -49,5 +50,26 @@ class InternalError : public Error {
  public:
   using Error::Error;
 };
+
+/// The user-facing error classes, for code that reads input on behalf of several callers (the
+/// JSON reader) and must throw the caller's kind.
+enum class ErrorKind : std::uint8_t { config, topology, model, trace, graph };
+
+/// Throws the error class of `kind` with `message`.
+[[noreturn]] inline void raise(ErrorKind kind, const std::string& message) {
+  switch (kind) {
+    case ErrorKind::topology:
+      throw TopologyError(message);
+    case ErrorKind::model:
+      throw ModelError(message);
+    case ErrorKind::trace:
+      throw TraceError(message);
+    case ErrorKind::graph:
+      throw GraphError(message);
+    case ErrorKind::config:
+      break;
+  }
+  throw ConfigError(message);
+}
 
 }  // namespace foresight::sim

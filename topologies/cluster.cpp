@@ -139,6 +139,8 @@ std::optional<std::pair<sim::LinkId, sim::LinkId>> Cluster::nvswitch_links(sim::
   return impl_->nvswitch_links[gpu];
 }
 
+FabricRouting Cluster::fabric_routing() const { return impl_->routing; }
+
 const std::string& Cluster::name() const { return impl_->name; }
 std::size_t Cluster::device_count() const { return impl_->devices.size(); }
 
@@ -350,6 +352,16 @@ std::pair<sim::LinkId, sim::LinkId> ClusterBuilder::add_duplex(DeviceId a, Devic
   links_[forward].reverse = backward;
   links_[backward].reverse = forward;
   return {forward, backward};
+}
+
+std::string_view to_string(FabricRouting routing) {
+  return routing == FabricRouting::destination ? "destination" : "ecmp";
+}
+
+std::optional<FabricRouting> parse_fabric_routing(std::string_view text) {
+  if (text == "ecmp") return FabricRouting::ecmp;
+  if (text == "destination") return FabricRouting::destination;
+  return std::nullopt;
 }
 
 }  // namespace foresight::topo

@@ -39,6 +39,23 @@ enum class DeviceKind : std::uint8_t {
 };
 inline constexpr int kDeviceKindCount = 7;
 
+/// How the switch fabric picks among equal-cost links.
+enum class FabricRouting : std::uint8_t {
+  /// Per flow, by a deterministic hash of (source, destination, salt): Ethernet/RoCE ECMP. Flows
+  /// may collide on one uplink while another idles.
+  ecmp,
+  /// By destination: link (destination index mod candidates), the same for every source and
+  /// salt. InfiniBand's subnet manager routes per destination LID and OpenSM's fat-tree routing
+  /// balances destinations over uplinks this way ("D-mod-k"), which keeps shift patterns such as
+  /// ring neighbours free of contention (Zahavi et al., "Optimized InfiniBand fat-tree routing
+  /// for shift all-to-all communication patterns", CCPE 22(2), 2010).
+  destination,
+};
+/// "ecmp", "destination".
+std::string_view to_string(FabricRouting routing);
+/// Inverse of to_string(FabricRouting); nullopt for an unknown word.
+std::optional<FabricRouting> parse_fabric_routing(std::string_view text);
+
 /// "gpu", "cpu", "nvswitch", "pcie_switch", "nic", "ib_leaf", "ib_spine" (the JSON spelling).
 std::string_view to_string(DeviceKind kind);
 /// Inverse of to_string(DeviceKind); nullopt for an unknown word.
@@ -86,7 +103,7 @@ struct LinkEnds {
 /// using only that node's devices; across nodes, src -> the NIC of rail src_rail (the
 /// primary rail when -1) -> InfiniBand switches only -> the NIC of rail dst_rail -> dst, each of
 /// the three segments shortest in the same sense. Among equal-cost next hops (sorted by link id)
-/// one is chosen by a hash of (src, dst, salt, hop index), as ECMP does. When that recipe finds no
+/// one is chosen by the cluster's FabricRouting: a hash of (src, dst, salt, hop index), as ECMP does, or by destination, as InfiniBand routes. When that recipe finds no
 /// path (a node without NIC, a NIC with no path to the other, a node whose GPUs connect only
 /// through the outside), the route is the shortest path over the whole graph, with the same cost
 /// and tie-breaking, computed on the fly.
@@ -115,6 +132,8 @@ class Cluster final : public sim::Fabric {
 
   /// The name the cluster was built with ("thetagpu", a file's "name").
   const std::string& name() const;
+  /// How its switch fabric picks among equal-cost links.
+  FabricRouting fabric_routing() const;
   std::size_t device_count() const;
   const DeviceInfo& device(DeviceId id) const;
   /// The device called `name`, if any.
@@ -171,6 +190,9 @@ class ClusterBuilder {
   /// are consecutive.
   std::pair<sim::LinkId, sim::LinkId> add_duplex(DeviceId a, DeviceId b, const LinkSpec& spec);
 
+  /// How the fabric picks among equal-cost links (default: ecmp).
+  void set_fabric_routing(FabricRouting routing) { routing_ = routing; }
+
   std::optional<DeviceId> find_device(std::string_view name) const;
   std::size_t device_count() const { return devices_.size(); }
   std::size_t link_count() const { return links_.size(); }
@@ -191,6 +213,7 @@ class ClusterBuilder {
   std::string link_name_for(DeviceId from, DeviceId to);
 
   std::string name_;
+  FabricRouting routing_ = FabricRouting::ecmp;
   std::vector<DeviceInfo> devices_;
   std::map<std::string, DeviceId, std::less<>> by_name_;
   std::vector<PendingLink> links_;

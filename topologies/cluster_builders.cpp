@@ -112,6 +112,7 @@ Cluster build_fat_tree(std::string name, int nodes, const NodeFactory& factory,
                        const FatTreeOptions& options) {
   check_nodes(nodes, "fat tree");
   ClusterBuilder b(std::move(name));
+  b.set_fabric_routing(options.routing);
   const auto handles = add_nodes(b, nodes, factory);
   int nics = 0;
   for (const auto& h : handles) nics += static_cast<int>(h.nics.size());
@@ -139,6 +140,7 @@ Cluster build_rail_optimized(std::string name, int nodes, const NodeFactory& fac
                              const FatTreeOptions& options) {
   check_nodes(nodes, "rail-optimized fabric");
   ClusterBuilder b(std::move(name));
+  b.set_fabric_routing(options.routing);
   const auto handles = add_nodes(b, nodes, factory);
   const std::size_t rails = handles.front().nics.size();
   for (std::size_t n = 0; n < handles.size(); ++n) {

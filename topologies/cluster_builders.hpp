@@ -29,6 +29,8 @@ struct FatTreeOptions {
   int spine_radix = 0;
   /// Latency of each InfiniBand link, switch traversal included.
   sim::Time latency = latency::kInfiniband;
+  /// InfiniBand routes by destination (see FabricRouting).
+  FabricRouting routing = FabricRouting::destination;
 };
 
 /// The switch counts a fabric of `nics` NICs gets.

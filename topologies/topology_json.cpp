@@ -14,153 +14,43 @@
 
 #include "sim/error.hpp"
 #include "sim/unit_parser.hpp"
+#include "topologies/json_reader.hpp"
 
 namespace foresight::topo {
 namespace {
 
 using nlohmann::json;
 
-/// A JSON pointer token: "~" -> "~0", "/" -> "~1" (RFC 6901).
-std::string escape_token(std::string_view key) {
-  std::string out;
-  for (char c : key) {
-    if (c == '~') {
-      out += "~0";
-    } else if (c == '/') {
-      out += "~1";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
+using Where = JsonPath;
 
-/// A JSON value as found, shortened for a message.
-std::string shown(const json& v) {
-  std::string s = v.dump();
-  if (s.size() > 60) s = s.substr(0, 57) + "...";
-  return fmt::format("{} {}", v.type_name(), s);
-}
-
-std::string join(std::initializer_list<std::string_view> items) {
-  std::string out;
-  for (auto item : items) {
-    if (!out.empty()) out += ", ";
-    out += item;
-  }
-  return out;
-}
-
-/// Where in the document a value is: a JSON pointer and the element it belongs to.
-struct Where {
-  std::string pointer;
-  std::string element;  ///< "n0.gpu0", "n0.gpu0 -> n0.nvswitch", or empty
-  Where at(std::string_view key) const { return {pointer + "/" + escape_token(key), element}; }
-};
-
-class Loader {
+/// The shared reader with the topology format's rules: indices from 0 to 10^6 and positive
+/// bandwidths; errors are sim::TopologyError.
+class Loader : public JsonReader {
  public:
-  explicit Loader(std::string_view origin) : origin_(origin) {}
-
-  std::string prefix(const Where& w) const {
-    if (w.element.empty())
-      return fmt::format("{}: {}", origin_, w.pointer.empty() ? "/" : w.pointer);
-    return fmt::format("{}: {} ({})", origin_, w.pointer.empty() ? "/" : w.pointer, w.element);
-  }
-
-  [[noreturn]] void fail(const Where& w, const std::string& message) const {
-    throw sim::TopologyError(fmt::format("{}: {}", prefix(w), message));
-  }
+  explicit Loader(std::string_view origin) : JsonReader(std::string(origin), sim::ErrorKind::topology) {}
 
   void check_keys(const json& obj, std::initializer_list<std::string_view> allowed, const Where& w,
                   std::string_view what) const {
-    for (const auto& [key, value] : obj.items()) {
-      bool known = false;
-      for (auto a : allowed) known = known || key == a;
-      if (!known) {
-        fail(w.at(key),
-             fmt::format("unknown key \"{}\" in {}; expected only {}", key, what, join(allowed)));
-      }
-    }
+    check_object(obj, allowed, w, what);
   }
-
-  const json& require(const json& obj, std::string_view key, const Where& w,
-                      std::string_view what) const {
-    const auto it = obj.find(key);
-    if (it == obj.end()) {
-      fail(w, fmt::format("missing required key \"{}\" in {}", key, what));
-    }
-    return *it;
-  }
-
-  std::string string_at(const json& obj, std::string_view key, const Where& w,
-                        std::string_view what) const {
-    const json& v = require(obj, key, w, what);
-    if (!v.is_string()) fail(w.at(key), fmt::format("expected a string, found {}", shown(v)));
-    const auto& s = v.get_ref<const std::string&>();
-    if (s.empty()) fail(w.at(key), "expected a non-empty string, found \"\"");
-    return s;
-  }
-
   int index_at(const json& obj, std::string_view key, const Where& w, std::string_view what) const {
-    const json& v = require(obj, key, w, what);
-    const bool ok =
-        (v.is_number_unsigned() &&
-         v.get<std::uint64_t>() <= static_cast<std::uint64_t>(kMaxIndex)) ||
-        (v.is_number_integer() && v.get<std::int64_t>() >= 0 && v.get<std::int64_t>() <= kMaxIndex);
-    if (!ok) {
-      fail(w.at(key),
-           fmt::format("expected an integer from 0 to {}, found {}", kMaxIndex, shown(v)));
-    }
-    return static_cast<int>(v.get<std::int64_t>());
+    return static_cast<int>(integer_at(obj, key, w, what, 0, kMaxIndex));
   }
-
   bool bool_at(const json& obj, std::string_view key, const Where& w) const {
-    const json& v = obj.at(std::string(key));
-    if (!v.is_boolean()) fail(w.at(key), fmt::format("expected true or false, found {}", shown(v)));
-    return v.get<bool>();
+    return JsonReader::bool_at(obj, key, w, "a flag");
   }
-
   sim::Bandwidth bandwidth_at(const json& obj, std::string_view key, const Where& w,
                               std::string_view what) const {
-    const std::string text = quantity_text(obj, key, w, what, "25 GB/s");
-    sim::Bandwidth bw;
-    try {
-      bw = sim::parse_bandwidth(text, prefix(w.at(key)));
-    } catch (const sim::ConfigError& e) {
-      throw sim::TopologyError(e.what());
-    }
+    const sim::Bandwidth bw = JsonReader::bandwidth_at(obj, key, w, what);
     if (!(bw.bytes_per_second() > 0.0)) {
-      fail(w.at(key), fmt::format("expected a positive bandwidth, found \"{}\"", text));
+      fail(w.at(key), fmt::format("expected a positive bandwidth, found \"{}\"",
+                                  obj.at(std::string(key)).get<std::string>()));
     }
     return bw;
   }
 
-  sim::Time time_at(const json& obj, std::string_view key, const Where& w,
-                    std::string_view what) const {
-    const std::string text = quantity_text(obj, key, w, what, "0.5 us");
-    try {
-      return sim::parse_time(text, prefix(w.at(key)));
-    } catch (const sim::ConfigError& e) {
-      throw sim::TopologyError(e.what());
-    }
-  }
-
  private:
-  static constexpr std::int64_t kMaxIndex = 1'000'000;
-
-  std::string quantity_text(const json& obj, std::string_view key, const Where& w,
-                            std::string_view what, std::string_view example) const {
-    const json& v = require(obj, key, w, what);
-    if (!v.is_string()) {
-      fail(w.at(key), fmt::format("expected a quantity with a unit as a string such as \"{}\", "
-                                  "found {}",
-                                  example, shown(v)));
-    }
-    return v.get<std::string>();
-  }
-
-  std::string origin_;
+  static constexpr long long kMaxIndex = 1'000'000;
 };
 
 constexpr std::string_view kDeviceKinds = "gpu, cpu, nvswitch, pcie_switch, nic, ib_leaf, ib_spine";
@@ -375,7 +265,7 @@ Cluster load_topology(const json& doc, std::string_view origin, std::string_view
   const Where root{"", ""};
   if (!doc.is_object())
     loader.fail(root, fmt::format("expected a topology object, found {}", shown(doc)));
-  loader.check_keys(doc, {"name", "description", "devices", "links"}, root, "a topology");
+  loader.check_keys(doc, {"name", "description", "routing", "devices", "links"}, root, "a topology");
   std::string name(default_name);
   if (doc.contains("name")) name = loader.string_at(doc, "name", root, "a topology");
   if (doc.contains("description") && !doc.at("description").is_string()) {
@@ -390,6 +280,14 @@ Cluster load_topology(const json& doc, std::string_view origin, std::string_view
     loader.fail(root.at("links"), fmt::format("expected an array, found {}", shown(links)));
 
   ClusterBuilder builder(name);
+  if (doc.contains("routing")) {
+    const std::string text = loader.string_at(doc, "routing", root, "a topology");
+    const auto routing = parse_fabric_routing(text);
+    if (!routing) {
+      loader.fail(root.at("routing"), fmt::format("expected ecmp or destination, found \"{}\"", text));
+    }
+    builder.set_fabric_routing(*routing);
+  }
   for (std::size_t i = 0; i < devices.size(); ++i) {
     add_device(loader, builder, devices[i], {fmt::format("/devices/{}", i), ""});
   }
@@ -427,6 +325,7 @@ Cluster load_topology_file(const std::string& path) {
 json topology_to_json(const Cluster& cluster) {
   json doc = json::object();
   doc["name"] = cluster.name();
+  doc["routing"] = std::string(to_string(cluster.fabric_routing()));
   json devices = json::array();
   for (DeviceId d = 0; d < cluster.device_count(); ++d) {
     devices.push_back(to_object(device_fields(cluster.device(d))));
@@ -439,8 +338,8 @@ json topology_to_json(const Cluster& cluster) {
 }
 
 std::string topology_to_string(const Cluster& cluster) {
-  std::string out =
-      fmt::format("{{\n  \"name\": {},\n  \"devices\": [\n", json(cluster.name()).dump());
+  std::string out = fmt::format("{{\n  \"name\": {},\n  \"routing\": \"{}\",\n  \"devices\": [\n",
+                                json(cluster.name()).dump(), to_string(cluster.fabric_routing()));
   for (DeviceId d = 0; d < cluster.device_count(); ++d) {
     out += "    " + one_line(device_fields(cluster.device(d)));
     out += d + 1 < cluster.device_count() ? ",\n" : "\n";

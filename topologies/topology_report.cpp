@@ -89,6 +89,7 @@ std::pair<sim::Bandwidth, std::string> bisection_bandwidth(const Cluster& cluste
 TopologyReport make_topology_report(const Cluster& cluster) {
   TopologyReport r;
   r.name = cluster.name();
+  r.routing = std::string(to_string(cluster.fabric_routing()));
   r.gpus = cluster.gpu_count();
   r.nodes = cluster.node_count();
   std::map<std::string, std::size_t> models;
@@ -127,6 +128,7 @@ std::string to_text(const TopologyReport& r) {
   }
   out += fmt::format("GPUs       {} ({})\n", r.gpus, models);
   out += fmt::format("nodes      {}\n", r.nodes);
+  out += fmt::format("routing    {} (among equal-cost fabric links)\n", r.routing);
   std::string devices;
   for (int k = 0; k < kDeviceKindCount; ++k) {
     const std::size_t count = r.devices_per_kind[static_cast<std::size_t>(k)];
@@ -155,6 +157,7 @@ nlohmann::json to_json(const TopologyReport& r) {
   j["name"] = r.name;
   j["gpus"] = r.gpus;
   j["nodes"] = r.nodes;
+  j["routing"] = r.routing;
   j["gpu_models"] = nlohmann::json::object();
   for (const auto& [model, count] : r.gpu_models) j["gpu_models"][model] = count;
   j["devices"] = nlohmann::json::object();

@@ -31,6 +31,7 @@ struct LinkClassSummary {
 /// Everything the topology command shows.
 struct TopologyReport {
   std::string name;
+  std::string routing;  ///< the fabric's FabricRouting
   std::size_t gpus = 0;
   std::size_t nodes = 0;
   std::vector<std::pair<std::string, std::size_t>> gpu_models;   ///< (model, GPUs), by model name

@@ -135,7 +135,9 @@ TEST_CASE("inter-node routes leave and arrive on the requested rails", "[topolog
 }
 
 TEST_CASE("ECMP spreads salts over parallel uplinks, deterministically", "[topologies]") {
-  const auto c = topo::build_thetagpu();
+  topo::FatTreeOptions ecmp;
+  ecmp.routing = topo::FabricRouting::ecmp;
+  const auto c = topo::build_fat_tree("thetagpu-ecmp", 24, NodePreset::dgx_a100, ecmp);
   const sim::GpuId src = gpu_named(c, "n0.gpu0");
   const sim::GpuId dst = gpu_named(c, "n23.gpu0");  // NIC #184, on leaf 9
   std::set<sim::LinkId> uplinks;
@@ -256,4 +258,30 @@ TEST_CASE("nodes without NICs route over whatever joins them", "[topologies]") {
   const auto c = b.build();
   REQUIRE(c.node_count() == 2);
   REQUIRE(path_devices(c, checked_route(c, 0, 1)) == std::vector<std::string>{"a", "sw", "z"});
+}
+
+TEST_CASE("destination routing spreads a leaf's flows to distinct destinations over distinct uplinks",
+          "[topologies]") {
+  // InfiniBand D-mod-k: the uplink depends only on the destination. Ring neighbours across the
+  // leaf boundary of thetagpu (node 2 -> node 3, all 8 rails, leaving leaf 0 or 1) must not share
+  // an uplink, whatever the salt; and salts change nothing.
+  const auto c = topo::build_thetagpu();
+  REQUIRE(c.fabric_routing() == topo::FabricRouting::destination);
+  std::set<sim::LinkId> uplinks;
+  std::size_t up_hops = 0;
+  for (int rail = 0; rail < 8; ++rail) {
+    const sim::GpuId src = gpu_named(c, fmt::format("n2.gpu{}", rail));
+    const sim::GpuId dst = gpu_named(c, fmt::format("n3.gpu{}", rail));
+    const auto a = checked_route(c, src, dst, rail, rail, 1);
+    REQUIRE(a == checked_route(c, src, dst, rail, rail, 12345));
+    for (auto l : a) {
+      const auto ends = c.link_ends(l);
+      if (c.device(ends.from).kind == DeviceKind::ib_leaf && c.device(ends.to).kind == DeviceKind::ib_spine) {
+        ++up_hops;
+        uplinks.insert(l);
+      }
+    }
+  }
+  REQUIRE(up_hops > 0);
+  REQUIRE(uplinks.size() == up_hops);
 }

@@ -232,6 +232,7 @@ Cluster ClusterBuilder::build() {
   auto impl = std::make_shared<ClusterImpl>();
   ClusterImpl& c = *impl;
   c.name = name_;
+  c.routing = routing_;
   const auto nodes = group_by_node(devices_);
   if (nodes.empty()) {
     throw sim::TopologyError(fmt::format("cluster \"{}\" has no GPU", name_));

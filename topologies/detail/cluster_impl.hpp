@@ -82,6 +82,7 @@ struct FabricTable {
 /// Everything a Cluster holds. Immutable once build() returns it.
 struct ClusterImpl {
   std::string name;
+  FabricRouting routing = FabricRouting::ecmp;
 
   std::vector<DeviceInfo> devices;
   std::map<std::string, DeviceId, std::less<>> by_name;

@@ -43,7 +43,14 @@ struct RouteKey {
   std::uint32_t dst;
   std::uint64_t salt;
   std::size_t start;  ///< out.size() when the route began: hop index = out.size() - start
+  bool by_destination = false;  ///< FabricRouting::destination, in the switch fabric only
 };
+
+/// The choice among `count` equal-cost candidates for this route at its current hop.
+std::size_t pick_index(std::size_t count, const RouteKey& key, std::size_t hop) {
+  if (key.by_destination) return count == 0 ? 0 : key.dst % count;
+  return ecmp_pick(count, key.src, key.dst, key.salt, hop);
+}
 
 /// Picks, among the links of `links` that satisfy `ok`, the one the hash selects: a first pass
 /// counts, a second finds the chosen one (no allocation).
@@ -53,7 +60,7 @@ LinkId pick_link(std::span<const LinkId> links, Pred ok, const RouteKey& key,
   std::size_t count = 0;
   for (LinkId l : links) count += ok(l) ? 1 : 0;
   if (count == 0) throw sim::InternalError("route: no next hop on a reachable path");
-  std::size_t k = ecmp_pick(count, key.src, key.dst, key.salt, out.size() - key.start);
+  std::size_t k = pick_index(count, key, out.size() - key.start);
   for (LinkId l : links) {
     if (ok(l) && k-- == 0) return l;
   }
@@ -262,7 +269,7 @@ void walk_fabric(const ClusterImpl& c, DeviceId s, DeviceId d, std::uint32_t hop
       if (remaining == 1 || attached.size() == 1) {
         const auto range = links_to(f, us, remaining == 1 ? d : attached.front());
         if (range.empty()) throw sim::InternalError("route: fabric table inconsistent");
-        chosen = range[ecmp_pick(range.size(), key.src, key.dst, key.salt, out.size() - key.start)]
+        chosen = range[pick_index(range.size(), key, out.size() - key.start)]
                      .second;
       } else {
         std::vector<LinkId> candidates;
@@ -271,8 +278,7 @@ void walk_fabric(const ClusterImpl& c, DeviceId s, DeviceId d, std::uint32_t hop
         }
         std::sort(candidates.begin(), candidates.end());
         if (candidates.empty()) throw sim::InternalError("route: fabric table inconsistent");
-        chosen = candidates[ecmp_pick(candidates.size(), key.src, key.dst, key.salt,
-                                      out.size() - key.start)];
+        chosen = candidates[pick_index(candidates.size(), key, out.size() - key.start)];
       }
     } else {
       const auto ok = [&](LinkId l) {
@@ -405,7 +411,9 @@ void compute_route(const ClusterImpl& c, sim::GpuId src, sim::GpuId dst, int src
     return;
   }
   walk_node(c, s, s_nic, key, out);
-  walk_fabric(c, s_nic, d_nic, fabric_hops, key, out);
+  RouteKey fabric_key = key;
+  fabric_key.by_destination = c.routing == FabricRouting::destination;
+  walk_fabric(c, s_nic, d_nic, fabric_hops, fabric_key, out);
   walk_node(c, d_nic, d, key, out);
 }
 

@@ -1,0 +1,24 @@
+#pragma once
+/// The `foresight` subcommands. Each add_* registers one on `app`; when it is chosen, its
+/// callback stores the work to run in `run`, which main executes inside the one place that
+/// catches Foresight's errors.
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <string>
+
+namespace foresight::cli {
+
+using Runner = std::function<int()>;
+
+void add_topology_command(CLI::App& app, Runner& run);
+void add_collective_command(CLI::App& app, Runner& run);
+void add_calibrate_command(CLI::App& app, Runner& run);
+
+/// The text of `foresight --list`: every registry with its entries, units and defaults.
+std::string list_text();
+
+/// Writes `text` to `path` atomically, or to standard output when `path` is empty or "-".
+void emit(const std::string& path, const std::string& text);
+
+}  // namespace foresight::cli
