@@ -1,0 +1,68 @@
+#include "sim/execution_graph.hpp"
+
+namespace foresight::sim {
+
+std::string_view to_string(OpKind k) {
+  switch (k) {
+    case OpKind::compute:
+      return "compute";
+    case OpKind::collective:
+      return "collective";
+    case OpKind::send:
+      return "send";
+    case OpKind::recv:
+      return "recv";
+    case OpKind::host:
+      return "host";
+    case OpKind::sync:
+      return "sync";
+  }
+  return "?";
+}
+
+std::string_view to_string(Phase p) {
+  switch (p) {
+    case Phase::none:
+      return "none";
+    case Phase::forward:
+      return "fwd";
+    case Phase::backward:
+      return "bwd";
+    case Phase::wgrad:
+      return "wgrad";
+    case Phase::optimizer:
+      return "optimizer";
+    case Phase::data:
+      return "data";
+    case Phase::other:
+      return "other";
+  }
+  return "?";
+}
+
+RankId ExecutionGraph::add_rank(GpuId gpu, std::uint32_t host) {
+  rank_gpu.push_back(gpu);
+  rank_host.push_back(host);
+  return static_cast<RankId>(rank_gpu.size() - 1);
+}
+
+std::uint32_t ExecutionGraph::add_communicator(std::vector<RankId> ranks) {
+  communicators.push_back(Communicator{std::move(ranks)});
+  return static_cast<std::uint32_t>(communicators.size() - 1);
+}
+
+std::uint32_t ExecutionGraph::intern(const std::string& name) {
+  const auto it = name_index.find(name);
+  if (it != name_index.end()) return it->second;
+  const auto id = static_cast<std::uint32_t>(names.size());
+  names.push_back(name);
+  name_index.emplace(name, id);
+  return id;
+}
+
+NodeId ExecutionGraph::add(Node node) {
+  nodes.push_back(std::move(node));
+  return static_cast<NodeId>(nodes.size() - 1);
+}
+
+}  // namespace foresight::sim

@@ -1,0 +1,97 @@
+#pragma once
+/// The execution graph: the contract between strategies/ and traces/ (which build it) and the
+/// executor (which runs it). One node per operation of one rank (DESIGN.md, "The execution
+/// graph"). Cross-rank ordering comes only from communication: a node's dependencies are nodes
+/// of its own rank.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/collective_types.hpp"
+#include "sim/fabric.hpp"
+#include "sim/units.hpp"
+
+namespace foresight::sim {
+
+using NodeId = std::uint32_t;
+/// A rank (one GPU's process or part of one), 0 .. ExecutionGraph::ranks() - 1.
+using RankId = std::uint32_t;
+/// A rank's stream: kHostStream is its host thread; 1, 2, ... are GPU streams (by convention 1
+/// computes and 2+ communicate, but any GPU stream may run any GPU op).
+using StreamId = std::uint32_t;
+inline constexpr StreamId kHostStream = 0;
+
+enum class OpKind : std::uint8_t {
+  compute,     ///< a GPU kernel of known duration
+  collective,  ///< a collective over a communicator
+  send,        ///< point-to-point send to `peer`
+  recv,        ///< point-to-point receive from `peer`
+  host,        ///< CPU work on the host thread (kHostStream)
+  sync,        ///< zero-duration wait for its dependencies: on a GPU stream it holds the
+               ///< stream (cudaStreamWaitEvent); on the host stream it blocks the host
+               ///< (cudaStreamSynchronize, .item())
+};
+std::string_view to_string(OpKind k);
+
+/// Which part of training an op belongs to, for reports and timelines.
+enum class Phase : std::uint8_t { none, forward, backward, wgrad, optimizer, data, other };
+std::string_view to_string(Phase p);
+
+struct Node {
+  OpKind kind = OpKind::compute;
+  RankId rank = 0;
+  StreamId stream = 1;
+  /// compute, host: how long it runs (resolved by the compute model before simulation).
+  Time duration;
+  /// GPU ops: host time spent launching it (framework overhead + kernel launch); the host is
+  /// busy that long before the op is enqueued on its stream.
+  Time dispatch;
+  /// collective: which; send, recv, collective: payload bytes (NCCL's size convention).
+  CollectiveOp op = CollectiveOp::all_reduce;
+  double bytes = 0.0;
+  /// collective: index into ExecutionGraph::communicators; root (a rank index in it) for
+  /// broadcast/reduce; an optional algorithm hint.
+  std::uint32_t communicator = 0;
+  int root = 0;
+  std::optional<Algorithm> algorithm;
+  /// send, recv: the other rank and a tag; sends and receives of (source, destination, tag)
+  /// match in program order.
+  RankId peer = 0;
+  std::uint32_t tag = 0;
+  /// Nodes of the same rank, earlier in the graph, that must finish first.
+  std::vector<NodeId> deps;
+  // Labels for reports and the timeline.
+  std::uint32_t name = 0;  ///< index into ExecutionGraph::names
+  int layer = -1;
+  int micro_batch = -1;
+  Phase phase = Phase::none;
+};
+
+struct Communicator {
+  std::vector<RankId> ranks;  ///< in communicator rank order
+};
+
+struct ExecutionGraph {
+  /// Per rank: the GPU it runs on, and the host thread that drives it (ranks sharing a host have
+  /// their dispatch serialized in graph order, as one Python process driving several GPUs).
+  std::vector<GpuId> rank_gpu;
+  std::vector<std::uint32_t> rank_host;
+  std::vector<Communicator> communicators;
+  std::vector<Node> nodes;  ///< program order: a rank's nodes in the order they appear
+  std::vector<std::string> names{""};
+  std::map<std::string, std::uint32_t, std::less<>> name_index{{"", 0}};
+
+  std::size_t ranks() const { return rank_gpu.size(); }
+  /// Adds a rank on `gpu` driven by host `host`; returns its id.
+  RankId add_rank(GpuId gpu, std::uint32_t host);
+  std::uint32_t add_communicator(std::vector<RankId> ranks);
+  /// Interns a label and returns its index.
+  std::uint32_t intern(const std::string& name);
+  /// Appends a node; returns its id.
+  NodeId add(Node node);
+};
+
+}  // namespace foresight::sim

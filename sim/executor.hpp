@@ -1,0 +1,53 @@
+#pragma once
+/// Runs an execution graph: host threads issue their ranks' ops in program order, paying each
+/// GPU op's dispatch cost; GPU streams run ops in issue order once their dependencies are done;
+/// collectives start when every member has reached them (rendezvous) and run on the collective
+/// engine; sends and receives match by (source, destination, tag) in order and move as one
+/// point-to-point transfer once both sides are ready.
+///
+/// A compute op slows down while its rank communicates, by a configurable factor: NCCL kernels
+/// occupy SMs (one CTA per channel) and memory bandwidth.
+
+#include <cstdint>
+#include <vector>
+
+#include "sim/collective_config.hpp"
+#include "sim/execution_graph.hpp"
+#include "sim/network_model.hpp"
+
+namespace foresight::sim {
+
+struct ExecutorOptions {
+  /// While its rank runs a collective or transfer, a compute op progresses at 1 / (1 + factor)
+  /// of its speed. 0 (no slowdown) until a measured default lands with the compute model.
+  double comm_compute_slowdown = 0.0;
+};
+
+struct RankTotals {
+  Time compute;  ///< time compute ops ran (any stream)
+  Time comm;     ///< time collectives and transfers ran (from their start, not their ready time)
+  Time host;     ///< host thread busy: dispatch plus host ops
+};
+
+struct ExecutionResult {
+  Time makespan;             ///< end of the last op
+  /// Per node: when it was ready (at the head of its stream, dependencies done; for host ops,
+  /// reached by the host), when it started running (collectives and transfers: when the last
+  /// member arrived) and when it ended. start - ready is time spent waiting for peers.
+  std::vector<Time> ready;
+  std::vector<Time> start;
+  std::vector<Time> end;
+  std::vector<RankTotals> ranks;
+  std::uint64_t events = 0;
+  std::uint64_t fingerprint = 0;
+};
+
+/// Validates `graph` against `fabric` (GraphError naming the node and what is wrong: a dangling
+/// or cross-rank dependency, a host op off the host stream, unmatched collectives or transfers,
+/// members disagreeing on a collective) and simulates it. A run that cannot finish is a
+/// deadlock, reported as a GraphError naming the ops left waiting.
+ExecutionResult execute(const ExecutionGraph& graph, const Fabric& fabric,
+                        const CollectiveConfig& config, NetworkKind network,
+                        const ExecutorOptions& options = {});
+
+}  // namespace foresight::sim
