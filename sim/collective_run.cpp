@@ -20,7 +20,7 @@ CollectiveMeasurement measure_collective(const Fabric& fabric, const CollectiveC
   CollectiveMeasurement m;
   m.plan = plan_collective(fabric, config, request);
   Simulator sim;
-  const auto net = make_network(network, sim, effective_capacities(fabric, config.links));
+  const auto net = make_network(network, sim, fabric, config.links);
   CollectiveEngine engine(sim, *net);
   Stopwatch watch;
   const HandlerId id = sim.add_handler(watch, "stopwatch");

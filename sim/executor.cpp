@@ -32,7 +32,7 @@ class Runner final : public EventHandler {
         config_(config),
         options_(options),
         self_(sim_.add_handler(*this, "executor")),
-        network_(make_network(network, sim_, effective_capacities(fabric, config.links))),
+        network_(make_network(network, sim_, fabric, config.links)),
         engine_(sim_, *network_) {
     const std::size_t n = g.nodes.size();
     deps_left_.resize(n);

@@ -83,6 +83,12 @@ class Fabric {
   /// The GPU's link into its node's NVSwitch and the NVSwitch's link back to it, when the node
   /// has an NVSwitch (NVLink SHARP moves data on exactly these two links).
   virtual std::optional<std::pair<LinkId, LinkId>> nvswitch_links(GpuId gpu) const = 0;
+
+  /// Links that share one capacity pool: under adaptive routing, the equal-cost links between two
+  /// switching stages carry traffic as one (packets are spread over them), so network models
+  /// count them together. Pools are numbered 0 .. link_count()-1; by default every link is its
+  /// own pool.
+  virtual std::uint32_t link_pool(LinkId id) const { return id; }
 };
 
 }  // namespace foresight::sim

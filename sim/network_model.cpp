@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "sim/error.hpp"
 #include "sim/flow_network.hpp"
@@ -28,6 +29,50 @@ std::unique_ptr<NetworkModel> make_network(NetworkKind kind, Simulator& sim,
     return std::make_unique<AnalyticalNetwork>(sim, std::move(capacities));
   }
   return std::make_unique<FlowNetwork>(sim, std::move(capacities));
+}
+
+namespace {
+
+/// A model over capacity pools: translates each flow's links into their pools.
+class PooledNetwork final : public NetworkModel {
+ public:
+  PooledNetwork(std::unique_ptr<NetworkModel> inner, std::vector<std::uint32_t> pool_of)
+      : inner_(std::move(inner)), pool_of_(std::move(pool_of)) {}
+  std::string_view name() const override { return inner_->name(); }
+  FlowId start_flow(const FlowRequest& request) override {
+    FlowRequest r = request;
+    r.path.clear();
+    for (const LinkId l : request.path) {
+      if (l >= pool_of_.size()) throw InternalError(fmt::format("network: path names link {} of {}", l, pool_of_.size()));
+      const LinkId p = pool_of_[l];
+      if (std::find(r.path.begin(), r.path.end(), p) == r.path.end()) r.path.push_back(p);
+    }
+    return inner_->start_flow(r);
+  }
+  std::size_t active_flows() const override { return inner_->active_flows(); }
+  double link_bytes(LinkId id) const override { return inner_->link_bytes(pool_of_.at(id)); }
+
+ private:
+  std::unique_ptr<NetworkModel> inner_;
+  std::vector<std::uint32_t> pool_of_;
+};
+
+}  // namespace
+
+std::unique_ptr<NetworkModel> make_network(NetworkKind kind, Simulator& sim, const Fabric& fabric,
+                                           const LinkEfficiency& efficiency) {
+  const std::vector<double> link_caps = effective_capacities(fabric, efficiency);
+  std::vector<std::uint32_t> pool_of(link_caps.size());
+  std::map<std::uint32_t, std::uint32_t> dense;  // fabric pool id -> index
+  std::vector<double> pool_caps;
+  for (std::size_t l = 0; l < link_caps.size(); ++l) {
+    const auto [it, added] = dense.emplace(fabric.link_pool(static_cast<LinkId>(l)), static_cast<std::uint32_t>(pool_caps.size()));
+    if (added) pool_caps.push_back(0.0);
+    pool_of[l] = it->second;
+    pool_caps[it->second] += link_caps[l];
+  }
+  if (pool_caps.size() == link_caps.size()) return make_network(kind, sim, link_caps);
+  return std::make_unique<PooledNetwork>(make_network(kind, sim, std::move(pool_caps)), std::move(pool_of));
 }
 
 AnalyticalNetwork::AnalyticalNetwork(Simulator& sim, std::vector<double> capacities)

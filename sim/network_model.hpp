@@ -14,6 +14,7 @@
 
 #include "sim/event_queue.hpp"
 #include "sim/fabric.hpp"
+#include "sim/link_efficiency.hpp"
 #include "sim/units.hpp"
 
 namespace foresight::sim {
@@ -60,6 +61,11 @@ NetworkKind parse_network_kind(std::string_view text, std::string_view where);
 /// Builds the model of `kind` on links of the given capacities (bytes/s, all > 0).
 std::unique_ptr<NetworkModel> make_network(NetworkKind kind, Simulator& sim,
                                            std::vector<double> capacities);
+
+/// Builds the model of `kind` on `fabric`'s links, each at line rate x class efficiency; links
+/// of one capacity pool (Fabric::link_pool, adaptive routing) share their summed capacity.
+std::unique_ptr<NetworkModel> make_network(NetworkKind kind, Simulator& sim, const Fabric& fabric,
+                                           const LinkEfficiency& efficiency);
 
 /// AnalyticalNetwork: latency-free flow time = bytes / min(max_rate, min over path of capacity).
 class AnalyticalNetwork final : public NetworkModel {

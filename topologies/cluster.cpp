@@ -141,6 +141,13 @@ std::optional<std::pair<sim::LinkId, sim::LinkId>> Cluster::nvswitch_links(sim::
 
 FabricRouting Cluster::fabric_routing() const { return impl_->routing; }
 
+std::uint32_t Cluster::link_pool(sim::LinkId id) const {
+  if (id >= impl_->pools.size()) {
+    throw sim::InternalError(fmt::format("Cluster::link_pool: link {} of {}", id, impl_->pools.size()));
+  }
+  return impl_->pools[id];
+}
+
 const std::string& Cluster::name() const { return impl_->name; }
 std::size_t Cluster::device_count() const { return impl_->devices.size(); }
 
@@ -355,12 +362,21 @@ std::pair<sim::LinkId, sim::LinkId> ClusterBuilder::add_duplex(DeviceId a, Devic
 }
 
 std::string_view to_string(FabricRouting routing) {
-  return routing == FabricRouting::destination ? "destination" : "ecmp";
+  switch (routing) {
+    case FabricRouting::ecmp:
+      return "ecmp";
+    case FabricRouting::adaptive:
+      return "adaptive";
+    case FabricRouting::destination:
+      return "destination";
+  }
+  return "?";
 }
 
 std::optional<FabricRouting> parse_fabric_routing(std::string_view text) {
   if (text == "ecmp") return FabricRouting::ecmp;
   if (text == "destination") return FabricRouting::destination;
+  if (text == "adaptive") return FabricRouting::adaptive;
   return std::nullopt;
 }
 

@@ -44,6 +44,12 @@ enum class FabricRouting : std::uint8_t {
   /// Per flow, by a deterministic hash of (source, destination, salt): Ethernet/RoCE ECMP. Flows
   /// may collide on one uplink while another idles.
   ecmp,
+  /// Adaptive routing: the switches spread packets over all equal-cost links toward a
+  /// destination, so the uplinks of a leaf to the spine layer form one capacity pool, and so do
+  /// the links from the spine layer into a leaf (sim::Fabric::link_pool). NVIDIA enables it on
+  /// its InfiniBand fabrics and NCCL uses it by default where the switches support it (Quantum
+  /// HDR/NDR; NCCL_IB_ADAPTIVE_ROUTING). The default of built fat trees.
+  adaptive,
   /// By destination: link (destination index mod candidates), the same for every source and
   /// salt. InfiniBand's subnet manager routes per destination LID and OpenSM's fat-tree routing
   /// balances destinations over uplinks this way ("D-mod-k"), which keeps shift patterns such as
@@ -51,7 +57,7 @@ enum class FabricRouting : std::uint8_t {
   /// for shift all-to-all communication patterns", CCPE 22(2), 2010).
   destination,
 };
-/// "ecmp", "destination".
+/// "ecmp", "destination", "adaptive".
 std::string_view to_string(FabricRouting routing);
 /// Inverse of to_string(FabricRouting); nullopt for an unknown word.
 std::optional<FabricRouting> parse_fabric_routing(std::string_view text);
@@ -129,6 +135,7 @@ class Cluster final : public sim::Fabric {
   void route(sim::GpuId src, sim::GpuId dst, int src_rail, int dst_rail, std::uint64_t salt,
              std::vector<sim::LinkId>& out) const override;
   std::optional<std::pair<sim::LinkId, sim::LinkId>> nvswitch_links(sim::GpuId gpu) const override;
+  std::uint32_t link_pool(sim::LinkId id) const override;
 
   /// The name the cluster was built with ("thetagpu", a file's "name").
   const std::string& name() const;

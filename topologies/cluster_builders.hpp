@@ -29,8 +29,8 @@ struct FatTreeOptions {
   int spine_radix = 0;
   /// Latency of each InfiniBand link, switch traversal included.
   sim::Time latency = latency::kInfiniband;
-  /// InfiniBand routes by destination (see FabricRouting).
-  FabricRouting routing = FabricRouting::destination;
+  /// Adaptive routing, as NVIDIA runs its InfiniBand fabrics (see FabricRouting).
+  FabricRouting routing = FabricRouting::adaptive;
 };
 
 /// The switch counts a fabric of `nics` NICs gets.

@@ -284,7 +284,7 @@ Cluster load_topology(const json& doc, std::string_view origin, std::string_view
     const std::string text = loader.string_at(doc, "routing", root, "a topology");
     const auto routing = parse_fabric_routing(text);
     if (!routing) {
-      loader.fail(root.at("routing"), fmt::format("expected ecmp or destination, found \"{}\"", text));
+      loader.fail(root.at("routing"), fmt::format("expected ecmp, destination or adaptive, found \"{}\"", text));
     }
     builder.set_fabric_routing(*routing);
   }

@@ -137,7 +137,7 @@ TEST_CASE("concurrent collectives on the same links share them under the flow mo
   const auto alone = sim::measure_collective(cluster, cfg, sim::NetworkKind::flow, req);
   auto both = [&](sim::NetworkKind kind) {
     sim::Simulator s;
-    const auto net = sim::make_network(kind, s, sim::effective_capacities(cluster, cfg.links));
+    const auto net = sim::make_network(kind, s, cluster, cfg.links);
     sim::CollectiveEngine engine(s, *net);
     struct Done : sim::EventHandler {
       std::vector<sim::Time> at;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <map>
 #include <set>
 #include <thread>
 
@@ -265,8 +266,9 @@ TEST_CASE("destination routing spreads a leaf's flows to distinct destinations o
   // InfiniBand D-mod-k: the uplink depends only on the destination. Ring neighbours across the
   // leaf boundary of thetagpu (node 2 -> node 3, all 8 rails, leaving leaf 0 or 1) must not share
   // an uplink, whatever the salt; and salts change nothing.
-  const auto c = topo::build_thetagpu();
-  REQUIRE(c.fabric_routing() == topo::FabricRouting::destination);
+  topo::FatTreeOptions by_destination;
+  by_destination.routing = topo::FabricRouting::destination;
+  const auto c = topo::build_fat_tree("thetagpu-dmodk", 24, NodePreset::dgx_a100, by_destination);
   std::set<sim::LinkId> uplinks;
   std::size_t up_hops = 0;
   for (int rail = 0; rail < 8; ++rail) {
@@ -284,4 +286,31 @@ TEST_CASE("destination routing spreads a leaf's flows to distinct destinations o
   }
   REQUIRE(up_hops > 0);
   REQUIRE(uplinks.size() == up_hops);
+}
+
+TEST_CASE("adaptive routing pools a leaf's uplinks and the links into a leaf", "[topologies]") {
+  const auto c = topo::build_thetagpu();  // built fat trees route adaptively
+  REQUIRE(c.fabric_routing() == topo::FabricRouting::adaptive);
+  std::map<std::string, std::set<std::uint32_t>> pools;  // "leaf0 up", "leaf0 down" -> pools seen
+  std::size_t up_links = 0;
+  for (sim::LinkId l = 0; l < c.link_count(); ++l) {
+    const auto ends = c.link_ends(l);
+    const auto& from = c.device(ends.from);
+    const auto& to = c.device(ends.to);
+    if (from.kind == DeviceKind::ib_leaf && to.kind == DeviceKind::ib_spine) {
+      pools[from.name + " up"].insert(c.link_pool(l));
+      if (from.name == "leaf0") ++up_links;
+    } else if (from.kind == DeviceKind::ib_spine && to.kind == DeviceKind::ib_leaf) {
+      pools[to.name + " down"].insert(c.link_pool(l));
+    } else {
+      REQUIRE(c.link_pool(l) == l);  // every other link is alone
+    }
+  }
+  REQUIRE(up_links == 20);  // 40-port leaves, non-blocking: 20 up
+  std::set<std::uint32_t> all;
+  for (const auto& [name, ids] : pools) {
+    INFO(name);
+    REQUIRE(ids.size() == 1);  // one pool per leaf and direction
+    REQUIRE(all.insert(*ids.begin()).second);  // and distinct from every other
+  }
 }

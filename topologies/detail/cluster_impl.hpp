@@ -89,6 +89,7 @@ struct ClusterImpl {
 
   std::vector<sim::LinkInfo> links;
   std::vector<std::uint32_t> weights;  ///< per link: link_weight(capacity)
+  std::vector<std::uint32_t> pools;    ///< per link: its capacity pool (Cluster::link_pool)
   std::vector<LinkEnds> ends;
   std::vector<std::string> link_names;
   std::vector<std::uint32_t> reverse;  ///< per link: its duplex twin, or kNone

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <map>
 #include <queue>
 #include <utility>
 #include <vector>
@@ -346,6 +347,21 @@ std::uint32_t link_weight(sim::Bandwidth line_rate) {
 void build_route_tables(ClusterImpl& c) {
   c.weights.resize(c.links.size());
   for (std::size_t l = 0; l < c.links.size(); ++l) c.weights[l] = link_weight(c.links[l].capacity);
+  // Capacity pools: with adaptive routing, a leaf's links to the spine layer are one pool and
+  // the spine layer's links into a leaf another; every other link is its own pool.
+  c.pools.resize(c.links.size());
+  std::map<std::pair<DeviceId, bool>, std::uint32_t> pool_of_leaf;  // (leaf, upward)
+  for (std::size_t l = 0; l < c.links.size(); ++l) {
+    c.pools[l] = static_cast<std::uint32_t>(l);
+    if (c.routing != FabricRouting::adaptive) continue;
+    const DeviceKind from = c.devices[c.ends[l].from].kind;
+    const DeviceKind to = c.devices[c.ends[l].to].kind;
+    if (from == DeviceKind::ib_leaf && to == DeviceKind::ib_spine) {
+      c.pools[l] = pool_of_leaf.try_emplace({c.ends[l].from, true}, static_cast<std::uint32_t>(l)).first->second;
+    } else if (from == DeviceKind::ib_spine && to == DeviceKind::ib_leaf) {
+      c.pools[l] = pool_of_leaf.try_emplace({c.ends[l].to, false}, static_cast<std::uint32_t>(l)).first->second;
+    }
+  }
   build_node_tables(c);
   build_fabric_table(c);
 
