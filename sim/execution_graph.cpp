@@ -60,6 +60,16 @@ std::uint32_t ExecutionGraph::intern(const std::string& name) {
   return id;
 }
 
+std::uint32_t ExecutionGraph::add_signature(const OpSignature& sig) {
+  const std::string k = sig.key() + "@" + std::to_string(sig.batch());
+  const auto it = signature_index.find(k);
+  if (it != signature_index.end()) return it->second;
+  const auto id = static_cast<std::uint32_t>(signatures.size());
+  signatures.push_back(sig);
+  signature_index.emplace(k, id);
+  return id;
+}
+
 NodeId ExecutionGraph::add(Node node) {
   nodes.push_back(std::move(node));
   return static_cast<NodeId>(nodes.size() - 1);

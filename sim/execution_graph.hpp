@@ -12,6 +12,7 @@
 
 #include "sim/collective_types.hpp"
 #include "sim/fabric.hpp"
+#include "sim/op_signature.hpp"
 #include "sim/units.hpp"
 
 namespace foresight::sim {
@@ -29,7 +30,9 @@ enum class OpKind : std::uint8_t {
   collective,  ///< a collective over a communicator
   send,        ///< point-to-point send to `peer`
   recv,        ///< point-to-point receive from `peer`
-  host,        ///< CPU work on the host thread (kHostStream)
+  host,        ///< CPU work: on kHostStream it occupies the rank's main thread (which then issues
+               ///< nothing else); on another stream it runs on a CPU worker thread of the rank
+               ///< (a data-loader worker), in that stream's order, without blocking the host
   sync,        ///< zero-duration wait for its dependencies: on a GPU stream it holds the
                ///< stream (cudaStreamWaitEvent); on the host stream it blocks the host
                ///< (cudaStreamSynchronize, .item())
@@ -68,7 +71,10 @@ struct Node {
   int layer = -1;
   int micro_batch = -1;
   Phase phase = Phase::none;
+  /// compute: index into ExecutionGraph::signatures of the kernel it runs, or kNoSignature.
+  std::uint32_t signature = 0xffffffffu;
 };
+inline constexpr std::uint32_t kNoSignature = 0xffffffffu;
 
 struct Communicator {
   std::vector<RankId> ranks;  ///< in communicator rank order
@@ -80,11 +86,18 @@ struct ExecutionGraph {
   std::vector<GpuId> rank_gpu;
   std::vector<std::uint32_t> rank_host;
   std::vector<Communicator> communicators;
+  /// Names of the streams for reports and timelines ("host", "compute", "nccl", "dataloader").
+  std::map<StreamId, std::string> stream_names{{kHostStream, "host"}};
+  /// Distinct kernels of compute nodes, referenced by Node::signature.
+  std::vector<OpSignature> signatures;
   std::vector<Node> nodes;  ///< program order: a rank's nodes in the order they appear
   std::vector<std::string> names{""};
   std::map<std::string, std::uint32_t, std::less<>> name_index{{"", 0}};
 
   std::size_t ranks() const { return rank_gpu.size(); }
+  /// Interns a kernel signature (same key and batch: same index) and returns its index.
+  std::uint32_t add_signature(const OpSignature& sig);
+  std::map<std::string, std::uint32_t, std::less<>> signature_index;
   /// Adds a rank on `gpu` driven by host `host`; returns its id.
   RankId add_rank(GpuId gpu, std::uint32_t host);
   std::uint32_t add_communicator(std::vector<RankId> ranks);

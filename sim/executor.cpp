@@ -57,7 +57,17 @@ class Runner final : public EventHandler {
 
   ExecutionResult run() {
     for (std::uint32_t h = 0; h < hosts_.size(); ++h) sim_.schedule_at(Time::zero(), self_, kHost, h);
+    sampling_ = !options_.sample_links.empty() && options_.sample_interval > Time::zero();
+    result_.link_bytes.assign(sampling_ ? options_.sample_links.size() : 0, {});
+    if (sampling_) sim_.schedule_at(Time::zero(), self_, kSample, 0, priority::settle + 1);
     sim_.run();
+    result_.comm_instance.assign(g_.nodes.size(), kNoInstance);
+    for (NodeId n = 0; n < g_.nodes.size(); ++n) {
+      if (index_.collective_of[n] != 0xffffffffu) result_.comm_instance[n] = index_.collective_of[n];
+      if (index_.transfer_of[n] != 0xffffffffu) {
+        result_.comm_instance[n] = static_cast<std::uint32_t>(index_.collectives.size()) + index_.transfer_of[n];
+      }
+    }
     report_deadlock();
     result_.events = sim_.events_processed();
     result_.fingerprint = sim_.fingerprint();
@@ -100,6 +110,13 @@ class Runner final : public EventHandler {
         work_.push_back({Work::complete, index_.transfers[e.data].send});
         work_.push_back({Work::complete, index_.transfers[e.data].recv});
         break;
+      case kSample:
+        for (std::size_t i = 0; i < options_.sample_links.size(); ++i) {
+          result_.link_bytes[i].emplace_back(sim_.now(), network_->link_bytes(options_.sample_links[i]));
+        }
+        // Keep sampling while anything else is pending; the last sample closes the run.
+        if (sim_.pending() > 0) sim_.schedule_after(options_.sample_interval, self_, kSample, 0, priority::settle + 1);
+        return;
       default:
         throw InternalError(fmt::format("executor: unknown event kind {}", e.kind));
     }
@@ -107,7 +124,7 @@ class Runner final : public EventHandler {
   }
 
  private:
-  enum EventKind : std::uint32_t { kHost = 1, kIssue, kDone, kCollectiveDone, kTransferDone };
+  enum EventKind : std::uint32_t { kHost = 1, kIssue, kDone, kCollectiveDone, kTransferDone, kSample };
   struct Work {
     enum Kind : std::uint8_t { issue, try_start, complete, resume_host } kind;
     std::uint32_t id;
@@ -213,6 +230,9 @@ class Runner final : public EventHandler {
       case OpKind::sync:
         work_.push_back({Work::complete, n});
         break;
+      case OpKind::host:  // a CPU worker thread's op (data loading): runs for its duration
+        sim_.schedule_after(node.duration, self_, kDone, n);
+        break;
       case OpKind::collective: {
         const std::uint32_t c = index_.collective_of[n];
         if (++coll_arrived_[c] == index_.collectives[c].members.size()) start_collective(c);
@@ -224,8 +244,6 @@ class Runner final : public EventHandler {
         if (++p2p_arrived_[t] == 2) start_transfer(t);
         break;
       }
-      case OpKind::host:
-        throw InternalError("executor: host op on a GPU stream");
     }
   }
 
@@ -380,6 +398,7 @@ class Runner final : public EventHandler {
   std::vector<std::uint32_t> coll_arrived_;
   std::vector<std::uint32_t> p2p_arrived_;
   std::map<std::tuple<std::uint32_t, int, double, int, int, std::vector<GpuId>>, CollectivePlan> plans_;
+  bool sampling_ = false;
   ExecutionResult result_;
 };
 

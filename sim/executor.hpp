@@ -21,6 +21,10 @@ struct ExecutorOptions {
   /// While its rank runs a collective or transfer, a compute op progresses at 1 / (1 + factor)
   /// of its speed. 0 (no slowdown) until a measured default lands with the compute model.
   double comm_compute_slowdown = 0.0;
+  /// Links whose carried bytes are sampled every `sample_interval` (for utilization counters in
+  /// timelines); none when empty or the interval is zero.
+  std::vector<LinkId> sample_links;
+  Time sample_interval;
 };
 
 struct RankTotals {
@@ -28,6 +32,8 @@ struct RankTotals {
   Time comm;     ///< time collectives and transfers ran (from their start, not their ready time)
   Time host;     ///< host thread busy: dispatch plus host ops
 };
+
+inline constexpr std::uint32_t kNoInstance = 0xffffffffu;
 
 struct ExecutionResult {
   Time makespan;             ///< end of the last op
@@ -38,6 +44,12 @@ struct ExecutionResult {
   std::vector<Time> start;
   std::vector<Time> end;
   std::vector<RankTotals> ranks;
+  /// Per node: the collective or transfer it is part of (members share the index), or
+  /// kNoInstance for other nodes. Collectives are numbered first, then transfers.
+  std::vector<std::uint32_t> comm_instance;
+  /// Per sampled link: (time, bytes carried so far). Links of one capacity pool report the
+  /// pool's bytes.
+  std::vector<std::vector<std::pair<Time, double>>> link_bytes;
   std::uint64_t events = 0;
   std::uint64_t fingerprint = 0;
 };

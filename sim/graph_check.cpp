@@ -28,7 +28,9 @@ void check_node(const ExecutionGraph& g, NodeId i) {
   const Node& n = g.nodes[i];
   if (n.rank >= g.ranks()) fail(g, i, fmt::format("rank {} does not exist ({} ranks)", n.rank, g.ranks()));
   if (n.name >= g.names.size()) fail(g, i, fmt::format("label {} is not among the {} names", n.name, g.names.size()));
-  if (n.kind == OpKind::host && n.stream != kHostStream) fail(g, i, "a host op must be on the host stream (0)");
+  if (n.kind == OpKind::compute && n.signature != kNoSignature && n.signature >= g.signatures.size()) {
+    fail(g, i, fmt::format("signature {} is not among the graph's {} kernels", n.signature, g.signatures.size()));
+  }
   if (is_gpu_op(n.kind) && n.stream == kHostStream) fail(g, i, "a GPU op cannot be on the host stream (0)");
   if (n.duration < Time::zero() || n.dispatch < Time::zero()) fail(g, i, "negative duration or dispatch cost");
   if ((n.kind == OpKind::collective || n.kind == OpKind::send || n.kind == OpKind::recv) &&

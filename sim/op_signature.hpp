@@ -1,0 +1,54 @@
+#pragma once
+/// What a GPU kernel is, precisely enough to cost it: its type, data type and shape. The compute
+/// model turns a signature into a duration (a measured profile first, else an analytical model);
+/// the profile database is keyed by it.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace foresight::sim {
+
+/// Kernel families the compute model costs differently.
+enum class OpType : std::uint8_t {
+  gemm,         ///< shape {m, n, k, count}: count independent m x n x k products (batched GEMM)
+  conv_fprop,   ///< shape {n, c, h, w, k, r, s, stride, pad, groups}: input n x c x h x w, k filters r x s
+  conv_dgrad,   ///< same shape as its forward; computes the input gradient
+  conv_wgrad,   ///< same shape as its forward; computes the filter gradient
+  attention,    ///< fused (FlashAttention-style) attention, shape {batch*heads, seq_q, seq_k, head_dim, causal}
+  memory,       ///< memory-bound: elementwise, normalization, softmax, pooling, loss, optimizer, copies
+};
+inline constexpr int kOpTypeCount = 6;
+std::string_view to_string(OpType t);
+/// Inverse of to_string(OpType); ConfigError naming `where` otherwise.
+OpType parse_op_type(std::string_view text, std::string_view where);
+
+/// Element types. tf32 is fp32 storage computed on TF32 tensor cores.
+enum class DType : std::uint8_t { fp32, tf32, fp16, bf16, fp8 };
+inline constexpr int kDTypeCount = 5;
+std::string_view to_string(DType d);
+DType parse_dtype(std::string_view text, std::string_view where);
+/// Bytes per element (tf32: 4).
+int dtype_bytes(DType d);
+
+struct OpSignature {
+  OpType type = OpType::memory;
+  DType dtype = DType::fp32;
+  /// What the kernel does: "conv2d", "batchnorm_fwd", "relu", "sgd_step", "linear_fwd"...
+  std::string kernel;
+  /// Type-specific dimensions (see OpType). shape[0] is the batch dimension along which a
+  /// profile interpolates: images for convolutions, rows (tokens, samples) for GEMMs, and for
+  /// memory-bound kernels whatever the builder put first.
+  std::vector<std::int64_t> shape;
+  double flops = 0.0;  ///< floating-point operations (a multiply-add is 2)
+  double bytes = 0.0;  ///< bytes read plus written in HBM
+
+  /// Canonical text of everything but shape[0] ("conv2d tf32 64x32x32x64x3x3x1x1x1"): the
+  /// profile database's key.
+  std::string key() const;
+  /// shape[0], or 1 when the shape is empty.
+  std::int64_t batch() const { return shape.empty() ? 1 : shape.front(); }
+};
+
+}  // namespace foresight::sim

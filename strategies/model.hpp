@@ -1,0 +1,80 @@
+#pragma once
+/// A model as Foresight sees it: an ordered list of layers, each with its parameters, FLOPs,
+/// activation sizes and the kernels it launches, all per sample and computed from layer shapes
+/// (never from hard-coded totals). A sample is one image for CNNs and one sequence of
+/// `seq_len` tokens for transformers. Strategies instantiate the kernels for a micro-batch and a
+/// precision; the compute model costs them.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/op_signature.hpp"
+
+namespace foresight::strategy {
+
+/// Which of the two dtypes of a precision policy a kernel computes in.
+enum class MathKind : std::uint8_t {
+  matmul,     ///< GEMMs (linear layers, attention products): tensor cores
+  conv,       ///< convolutions (cuDNN): tensor cores
+  pointwise,  ///< memory-bound kernels: run in the activation dtype
+};
+
+/// One kernel of a layer, for one sample. For a micro-batch of b samples the strategy
+/// multiplies shape[0] by b (when `batched`), and the element counts accordingly.
+struct OpTemplate {
+  sim::OpType type = sim::OpType::memory;
+  MathKind math = MathKind::pointwise;
+  std::string kernel;                ///< "conv2d", "batchnorm_fwd", "linear_fwd", "softmax"...
+  std::vector<std::int64_t> shape;   ///< per sample; see sim::OpType for the layout
+  bool batched = true;               ///< shape[0] scales with the micro-batch
+  double flops = 0.0;                ///< per sample
+  double act_elems = 0.0;            ///< activation elements read + written, per sample
+  double param_elems = 0.0;          ///< parameter elements read (+ written), whatever the batch
+};
+
+struct Layer {
+  std::string name;          ///< "layer1.0.conv1", "h.11.attn.qkv"
+  std::string kind;          ///< conv, batchnorm, relu, maxpool, avgpool, linear, add, embedding,
+                             ///< layernorm, rmsnorm, attention, activation, dropout, loss, ...
+  std::int64_t params = 0;   ///< trainable parameters
+  double fwd_flops = 0.0;    ///< per sample
+  double bwd_flops = 0.0;    ///< per sample: input gradient + weight gradient
+  double saved_elems = 0.0;  ///< activation elements kept for the backward pass, per sample
+  double output_elems = 0.0; ///< elements of the layer's output, per sample
+  std::vector<OpTemplate> fwd;
+  std::vector<OpTemplate> bwd;
+  /// The repeated unit the layer belongs to (a ResNet basic/bottleneck block, a transformer
+  /// layer), -1 outside any: the boundaries pipeline partitioning may cut at.
+  int block = -1;
+};
+
+/// What transformers add: the shape parameters the standard FLOP and memory formulas need.
+struct TransformerShape {
+  int layers = 0;
+  int hidden = 0;
+  int heads = 0;
+  int kv_heads = 0;      ///< = heads without grouped-query attention
+  int ffn = 0;           ///< intermediate size
+  int vocab = 0;
+  int seq_len = 0;
+  bool swiglu = false;   ///< gated MLP (three matrices)
+  bool causal = true;    ///< decoder (GPT, Llama) vs encoder (BERT)
+};
+
+struct Model {
+  std::string name;
+  std::vector<Layer> layers;  ///< forward order; the last is the loss
+  /// Input elements per sample that the host pipeline produces (3x32x32 for CIFAR, s tokens).
+  double input_elems = 0.0;
+  /// Tokens per sample (sequence length) for transformers; 0 for CNNs.
+  int seq_len = 0;
+  std::optional<TransformerShape> transformer;
+
+  std::int64_t params() const;
+  double fwd_flops() const;  ///< per sample
+  double bwd_flops() const;  ///< per sample
+};
+
+}  // namespace foresight::strategy
