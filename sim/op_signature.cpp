@@ -51,9 +51,13 @@ int dtype_bytes(DType d) {
 
 std::string OpSignature::key() const {
   std::string dims;
-  for (std::size_t i = 1; i < shape.size(); ++i) {
-    if (i > 1) dims += 'x';
-    dims += std::to_string(shape[i]);
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (i > 0) dims += 'x';
+    if (i == batch_axis) {
+      dims += '_';
+    } else {
+      dims += std::to_string(shape[i]);
+    }
   }
   return fmt::format("{} {} {}", kernel, to_string(dtype), dims.empty() ? "-" : dims);
 }

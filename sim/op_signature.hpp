@@ -37,18 +37,20 @@ struct OpSignature {
   DType dtype = DType::fp32;
   /// What the kernel does: "conv2d", "batchnorm_fwd", "relu", "sgd_step", "linear_fwd"...
   std::string kernel;
-  /// Type-specific dimensions (see OpType). shape[0] is the batch dimension along which a
-  /// profile interpolates: images for convolutions, rows (tokens, samples) for GEMMs, and for
-  /// memory-bound kernels whatever the builder put first.
+  /// Type-specific dimensions (see OpType).
   std::vector<std::int64_t> shape;
+  /// The dimension that scales with the micro-batch, along which a profile interpolates: n for
+  /// convolutions, m (rows: tokens or samples) for forward and input-gradient GEMMs, k for
+  /// weight-gradient GEMMs, the count for per-sample batched GEMMs (attention heads x batch).
+  std::uint8_t batch_axis = 0;
   double flops = 0.0;  ///< floating-point operations (a multiply-add is 2)
   double bytes = 0.0;  ///< bytes read plus written in HBM
 
-  /// Canonical text of everything but shape[0] ("conv2d tf32 64x32x32x64x3x3x1x1x1"): the
-  /// profile database's key.
+  /// Canonical text of everything but the batch dimension ("conv2d tf32 _x64x32x32x64x3x3x1x1x1"):
+  /// the profile database's key.
   std::string key() const;
-  /// shape[0], or 1 when the shape is empty.
-  std::int64_t batch() const { return shape.empty() ? 1 : shape.front(); }
+  /// shape[batch_axis], or 1 when the shape has no such dimension.
+  std::int64_t batch() const { return batch_axis < shape.size() ? shape[batch_axis] : 1; }
 };
 
 }  // namespace foresight::sim

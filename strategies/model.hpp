@@ -22,13 +22,14 @@ enum class MathKind : std::uint8_t {
 };
 
 /// One kernel of a layer, for one sample. For a micro-batch of b samples the strategy
-/// multiplies shape[0] by b (when `batched`), and the element counts accordingly.
+/// multiplies shape[batch_axis] by b (when `batched`), and flops and act_elems by b.
 struct OpTemplate {
   sim::OpType type = sim::OpType::memory;
   MathKind math = MathKind::pointwise;
   std::string kernel;                ///< "conv2d", "batchnorm_fwd", "linear_fwd", "softmax"...
   std::vector<std::int64_t> shape;   ///< per sample; see sim::OpType for the layout
-  bool batched = true;               ///< shape[0] scales with the micro-batch
+  std::uint8_t batch_axis = 0;       ///< see sim::OpSignature::batch_axis
+  bool batched = true;               ///< the kernel's size scales with the micro-batch
   double flops = 0.0;                ///< per sample
   double act_elems = 0.0;            ///< activation elements read + written, per sample
   double param_elems = 0.0;          ///< parameter elements read (+ written), whatever the batch
