@@ -1,0 +1,58 @@
+#include "sim/profile_db.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "sim/error.hpp"
+
+namespace foresight::sim {
+
+void ProfileDb::add(const OpSignature& sig, double seconds) {
+  if (!(seconds > 0.0) || !std::isfinite(seconds)) {
+    throw ConfigError(fmt::format("profile of {}: duration must be positive, found {} s", sig.key(), seconds));
+  }
+  auto& points = by_key_[sig.key()];
+  const std::int64_t b = sig.batch();
+  const auto it = std::lower_bound(points.begin(), points.end(), b,
+                                   [](const auto& p, std::int64_t v) { return p.first < v; });
+  if (it != points.end() && it->first == b) {
+    it->second = seconds;
+  } else {
+    points.insert(it, {b, seconds});
+  }
+}
+
+std::optional<double> ProfileDb::lookup(const OpSignature& sig) const {
+  const auto found = by_key_.find(sig.key());
+  if (found == by_key_.end() || found->second.empty()) return std::nullopt;
+  const auto& points = found->second;
+  const auto b = static_cast<double>(sig.batch());
+  if (b <= static_cast<double>(points.front().first)) return points.front().second;
+  if (b >= static_cast<double>(points.back().first)) {
+    return points.back().second * b / static_cast<double>(points.back().first);
+  }
+  const auto hi = std::lower_bound(points.begin(), points.end(), sig.batch(),
+                                   [](const auto& p, std::int64_t v) { return p.first < v; });
+  if (hi->first == sig.batch()) return hi->second;
+  const auto lo = hi - 1;
+  const double f = (b - static_cast<double>(lo->first)) / static_cast<double>(hi->first - lo->first);
+  return lo->second + f * (hi->second - lo->second);
+}
+
+std::size_t ProfileDb::size() const {
+  std::size_t n = 0;
+  for (const auto& [key, points] : by_key_) n += points.size();
+  return n;
+}
+
+std::vector<std::tuple<std::string, std::int64_t, double>> ProfileDb::entries() const {
+  std::vector<std::tuple<std::string, std::int64_t, double>> out;
+  for (const auto& [key, points] : by_key_) {
+    for (const auto& [b, s] : points) out.emplace_back(key, b, s);
+  }
+  return out;
+}
+
+}  // namespace foresight::sim
