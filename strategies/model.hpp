@@ -43,6 +43,7 @@ struct Layer {
   double fwd_flops = 0.0;    ///< per sample
   double bwd_flops = 0.0;    ///< per sample: input gradient + weight gradient
   double saved_elems = 0.0;  ///< activation elements kept for the backward pass, per sample
+  double saved_mask_elems = 0.0;  ///< 1-byte dropout-mask elements kept for backward, per sample
   double output_elems = 0.0; ///< elements of the layer's output, per sample
   std::vector<OpTemplate> fwd;
   std::vector<OpTemplate> bwd;
