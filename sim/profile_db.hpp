@@ -29,11 +29,15 @@ class ProfileDb {
   /// (constant throughput). nullopt when the key was never measured.
   std::optional<double> lookup(const OpSignature& sig) const;
   std::size_t size() const;
-  /// Every (key, batch, seconds), in key then batch order.
-  std::vector<std::tuple<std::string, std::int64_t, double>> entries() const;
+  /// Every measurement as (signature at its batch, seconds), in key then batch order.
+  std::vector<std::pair<OpSignature, double>> entries() const;
 
  private:
-  std::map<std::string, std::vector<std::pair<std::int64_t, double>>, std::less<>> by_key_;
+  struct Measured {
+    OpSignature signature;  ///< as first added; its batch dimension is replaced per point
+    std::vector<std::pair<std::int64_t, double>> points;  ///< (batch, seconds), by batch
+  };
+  std::map<std::string, Measured, std::less<>> by_key_;
 };
 
 }  // namespace foresight::sim
