@@ -1,0 +1,38 @@
+#pragma once
+/// Peak memory of a rank (DESIGN.md, "Memory model"): weights, gradients and optimizer states by
+/// precision and optimizer; saved activations of one micro-batch; communication buffers; CUDA
+/// context and library workspaces; and an allowance for the caching allocator. A predicted OOM is
+/// an answer, not a crash: the report names the rank and the overflow.
+
+#include <string>
+#include <vector>
+
+#include "strategies/model.hpp"
+#include "strategies/plan.hpp"
+
+namespace foresight::strategy {
+
+struct MemoryBreakdown {
+  double weights = 0.0;      ///< bytes
+  double gradients = 0.0;
+  double optimizer = 0.0;
+  double activations = 0.0;
+  double buffers = 0.0;      ///< DDP bucket copies or the Horovod fusion buffer
+  double workspace = 0.0;    ///< CUDA context and cuBLAS/cuDNN workspaces
+  double allocator = 0.0;    ///< caching-allocator fragmentation allowance
+  double total() const { return weights + gradients + optimizer + activations + buffers + workspace + allocator; }
+};
+
+/// CUDA context plus cuBLAS/cuDNN workspaces of a PyTorch process: 1 GiB, an assumption (the
+/// context alone takes 300-600 MB on A100-class GPUs).
+inline constexpr double kWorkspaceBytes = 1024.0 * 1024 * 1024;
+/// Caching-allocator fragmentation: 10% of the dynamic (activation and buffer) bytes, an assumption.
+inline constexpr double kAllocatorFraction = 0.10;
+
+/// A data-parallel rank's peak: every parameter, gradient and optimizer state (nothing is
+/// sharded); the activations saved by one micro-batch's forward pass (they peak at the start of
+/// the backward pass); autocast's half-precision weight copies (amp); DDP's bucket copies of the
+/// gradients (gradient_as_bucket_view=False) or Horovod's fusion buffer when dp > 1.
+MemoryBreakdown data_parallel_memory(const Model& model, const Plan& plan);
+
+}  // namespace foresight::strategy

@@ -1,0 +1,82 @@
+#pragma once
+/// What a simulation answers (DESIGN.md, "Outputs"): iteration and run time, throughput, a
+/// per-rank breakdown that explains the time, and peak memory with an OOM verdict; as text for
+/// people and JSON for programs (keys in DESIGN.md, never renamed).
+
+#include <nlohmann/json_fwd.hpp>
+#include <string>
+#include <vector>
+
+#include "sim/executor.hpp"
+#include "strategies/memory_model.hpp"
+
+namespace foresight::strategy {
+
+/// Time of one iteration of a rank, split by what its GPU was doing (seconds):
+/// compute = some kernel ran; exposed_comm = communication ran and no kernel did;
+/// bubble = idle inside a pipeline schedule; host = idle otherwise (waiting for the host to
+/// launch work or for input data).
+struct RankBreakdown {
+  double iteration_s = 0.0;
+  double compute_s = 0.0;
+  double comm_s = 0.0;  ///< all communication time, overlapped or not
+  double exposed_comm_s = 0.0;
+  double bubble_s = 0.0;
+  double host_s = 0.0;
+};
+
+/// Splits rank `rank`'s window [from, to] of `result` by the union of its kernels' and
+/// communication's run intervals, per iteration (`iterations` in the window).
+RankBreakdown breakdown(const sim::ExecutionGraph& graph, const sim::ExecutionResult& result, sim::RankId rank,
+                        sim::Time from, sim::Time to, int iterations);
+
+struct RankMemory {
+  int rank = 0;
+  MemoryBreakdown bytes;
+  double capacity = 0.0;  ///< the GPU's memory, bytes
+  bool oom = false;
+  double overflow = 0.0;  ///< bytes beyond capacity
+};
+
+struct Report {
+  std::string scenario;
+  std::string model;
+  std::int64_t model_params = 0;
+  double model_fwd_flops = 0.0;  ///< per sample
+  std::string cluster;
+  std::string gpu;
+  int gpus = 0;
+  int nodes = 0;
+  std::string plan_summary;
+
+  double iteration_time_s = 0.0;
+  std::int64_t steps_total = 0;
+  double run_time_s = 0.0;
+  double samples_per_s = 0.0;
+  double tokens_per_s = 0.0;
+  double tflops_per_gpu = 0.0;
+  double mfu = 0.0;
+  double peak_tflops = 0.0;  ///< the MFU's denominator, per GPU
+
+  RankBreakdown breakdown;  ///< of the slowest rank
+  int slowest_rank = 0;
+  std::vector<RankBreakdown> per_rank;
+  std::vector<RankMemory> memory;
+
+  std::size_t kernels = 0;           ///< distinct kernels costed
+  std::size_t kernels_profiled = 0;  ///< of which from the profile database
+  std::size_t gradient_buckets = 0;
+  std::uint64_t events = 0;
+  std::uint64_t fingerprint = 0;
+
+  double peak_bytes_max() const;
+  bool oom() const;
+};
+
+/// The report as DESIGN.md's --json object: iteration_time_s, run_time_s, throughput {...},
+/// breakdown {...}, memory {peak_bytes_max, oom, per_rank}, plan (given), and more.
+nlohmann::json to_json(const Report& r, const nlohmann::json& plan);
+/// The report for people.
+std::string to_text(const Report& r);
+
+}  // namespace foresight::strategy

@@ -1,0 +1,278 @@
+#include "strategies/scenario.hpp"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "sim/error.hpp"
+#include "topologies/json_reader.hpp"
+
+namespace foresight::strategy {
+namespace {
+
+using nlohmann::json;
+using topo::JsonPath;
+using topo::JsonReader;
+
+constexpr long long kMaxCount = 1LL << 40;
+
+std::string resolve_path(const std::string& origin, const std::string& p) {
+  if (p.empty() || std::filesystem::path(p).is_absolute()) return p;
+  const auto base = std::filesystem::path(origin).parent_path();
+  return base.empty() ? p : (base / p).string();
+}
+
+template <typename E, std::size_t N>
+E pick(const JsonReader& r, const json& obj, std::string_view key, const JsonPath& p,
+       const std::array<std::pair<std::string_view, E>, N>& choices) {
+  const std::string text = r.string_at(obj, key, p, "a plan");
+  for (const auto& [name, value] : choices) {
+    if (name == text) return value;
+  }
+  std::string known;
+  for (const auto& [name, value] : choices) known += (known.empty() ? "" : ", ") + std::string(name);
+  r.fail(p.at(key), fmt::format("expected one of {}, found \"{}\"", known, text));
+}
+
+constexpr std::array<std::pair<std::string_view, Precision>, 5> kPrecisions{{{"fp32", Precision::fp32},
+                                                                             {"amp_fp16", Precision::amp_fp16},
+                                                                             {"amp_bf16", Precision::amp_bf16},
+                                                                             {"fp16", Precision::fp16},
+                                                                             {"bf16", Precision::bf16}}};
+constexpr std::array<std::pair<std::string_view, Framework>, 2> kFrameworks{
+    {{"ddp", Framework::ddp}, {"horovod", Framework::horovod}}};
+constexpr std::array<std::pair<std::string_view, Optimizer>, 2> kOptimizers{
+    {{"sgd", Optimizer::sgd}, {"adam", Optimizer::adam}}};
+constexpr std::array<std::pair<std::string_view, sim::NetworkKind>, 2> kNetworks{
+    {{"analytical", sim::NetworkKind::analytical}, {"flow", sim::NetworkKind::flow}}};
+
+int positive_int(const JsonReader& r, const json& obj, std::string_view key, const JsonPath& p) {
+  return static_cast<int>(r.integer_at(obj, key, p, "a plan", 1, 1 << 30));
+}
+
+Plan read_plan(const JsonReader& r, const json& o, const JsonPath& p) {
+  r.check_object(o,
+                 {"dp", "tp", "pp", "ep", "micro_batch", "grad_accum", "global_batch", "framework", "precision",
+                  "tf32_conv", "tf32_matmul", "optimizer", "bucket_cap", "first_bucket", "fusion_threshold",
+                  "cycle_time", "input_rate", "step_overhead", "dispatch_forward", "dispatch_backward",
+                  "dispatch_optimizer", "sync_each_step", "comm_compute_slowdown", "network", "steps", "schedule",
+                  "zero", "recompute"},
+                 p, "a plan");
+  Plan plan;
+  auto has = [&](std::string_view k) { return o.contains(k); };
+  if (has("dp")) plan.dp = positive_int(r, o, "dp", p);
+  if (has("tp")) plan.tp = positive_int(r, o, "tp", p);
+  if (has("pp")) plan.pp = positive_int(r, o, "pp", p);
+  if (has("ep")) plan.ep = positive_int(r, o, "ep", p);
+  if (has("micro_batch")) plan.micro_batch = positive_int(r, o, "micro_batch", p);
+  if (has("grad_accum")) plan.grad_accum = positive_int(r, o, "grad_accum", p);
+  if (has("global_batch")) plan.global_batch = positive_int(r, o, "global_batch", p);
+  if (has("framework")) plan.framework = pick(r, o, "framework", p, kFrameworks);
+  if (has("precision")) plan.precision = pick(r, o, "precision", p, kPrecisions);
+  if (has("tf32_conv")) plan.tf32_conv = r.bool_at(o, "tf32_conv", p, "a plan");
+  if (has("tf32_matmul")) plan.tf32_matmul = r.bool_at(o, "tf32_matmul", p, "a plan");
+  if (has("optimizer")) plan.optimizer = pick(r, o, "optimizer", p, kOptimizers);
+  if (has("bucket_cap")) plan.bucket_cap = r.bytes_at(o, "bucket_cap", p, "a plan");
+  if (has("first_bucket")) plan.first_bucket = r.bytes_at(o, "first_bucket", p, "a plan");
+  if (has("fusion_threshold")) plan.fusion_threshold = r.bytes_at(o, "fusion_threshold", p, "a plan");
+  if (has("cycle_time")) plan.cycle_time = r.time_at(o, "cycle_time", p, "a plan");
+  if (has("input_rate")) {
+    plan.input_rate = r.number_at(o, "input_rate", p, "a plan");
+    if (plan.input_rate < 0.0) {
+      r.fail(p.at("input_rate"), fmt::format("expected samples per second >= 0 (0: unlimited), found {}", plan.input_rate));
+    }
+  }
+  if (has("step_overhead")) plan.step_overhead = r.time_at(o, "step_overhead", p, "a plan");
+  if (has("dispatch_forward")) plan.dispatch_forward = r.time_at(o, "dispatch_forward", p, "a plan");
+  if (has("dispatch_backward")) plan.dispatch_backward = r.time_at(o, "dispatch_backward", p, "a plan");
+  if (has("dispatch_optimizer")) plan.dispatch_optimizer = r.time_at(o, "dispatch_optimizer", p, "a plan");
+  if (has("sync_each_step")) plan.sync_each_step = r.bool_at(o, "sync_each_step", p, "a plan");
+  if (has("comm_compute_slowdown")) {
+    plan.comm_compute_slowdown = r.number_at(o, "comm_compute_slowdown", p, "a plan");
+    if (plan.comm_compute_slowdown < 0.0) {
+      r.fail(p.at("comm_compute_slowdown"), fmt::format("expected a factor >= 0, found {}", plan.comm_compute_slowdown));
+    }
+  }
+  if (has("network")) plan.network = pick(r, o, "network", p, kNetworks);
+  if (has("steps")) plan.steps = static_cast<int>(r.integer_at(o, "steps", p, "a plan", 1, 1000));
+  // Parts of a plan whose strategies are not built yet: only their neutral values are accepted.
+  if (has("schedule") && r.string_at(o, "schedule", p, "a plan") != "none") {
+    r.fail(p.at("schedule"), "expected \"none\": pipeline schedules arrive with the pipeline strategy");
+  }
+  if (has("zero") && r.integer_at(o, "zero", p, "a plan", 0, 3) != 0) {
+    r.fail(p.at("zero"), "expected 0: ZeRO arrives with the large-transformer strategies");
+  }
+  if (has("recompute") && r.string_at(o, "recompute", p, "a plan") != "none") {
+    r.fail(p.at("recompute"), "expected \"none\": activation recompute arrives with the large-transformer strategies");
+  }
+  for (const auto& [key, what] : {std::pair<std::string_view, std::string_view>{"tp", "tensor parallelism"},
+                                  {"pp", "pipeline parallelism"},
+                                  {"ep", "expert parallelism"}}) {
+    const int v = key == "tp" ? plan.tp : (key == "pp" ? plan.pp : plan.ep);
+    if (v != 1) r.fail(p.at(key), fmt::format("expected 1: {} is not simulated yet (found {})", what, v));
+  }
+  // Batch arithmetic: global = dp x micro x accum.
+  if (plan.global_batch > 0) {
+    const long long per_step = static_cast<long long>(plan.dp) * plan.micro_batch;
+    if (plan.global_batch % per_step != 0) {
+      r.fail(p.at("global_batch"), fmt::format("expected a multiple of dp x micro_batch = {} x {} = {}, found {}",
+                                               plan.dp, plan.micro_batch, per_step, plan.global_batch));
+    }
+    const long long accum = plan.global_batch / per_step;
+    if (has("grad_accum") && accum != plan.grad_accum) {
+      r.fail(p.at("grad_accum"), fmt::format("expected {} (global_batch {} / (dp {} x micro_batch {})), found {}",
+                                             accum, plan.global_batch, plan.dp, plan.micro_batch, plan.grad_accum));
+    }
+    plan.grad_accum = static_cast<int>(accum);
+  } else {
+    plan.global_batch = plan.dp * plan.micro_batch * plan.grad_accum;
+  }
+  return plan;
+}
+
+std::vector<std::string> split_path(const std::string& path) {
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  while (start <= path.size()) {
+    const auto dot = path.find('.', start);
+    parts.push_back(path.substr(start, dot == std::string::npos ? std::string::npos : dot - start));
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  return parts;
+}
+
+}  // namespace
+
+std::int64_t Scenario::total_steps() const {
+  if (workload.steps > 0) return workload.steps;
+  const std::int64_t per_epoch = (workload.dataset_samples + plan.global_batch - 1) / plan.global_batch;
+  return static_cast<std::int64_t>(workload.epochs) * per_epoch;
+}
+
+Override parse_override(const std::string& text) {
+  const auto eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 > text.size()) {
+    throw sim::ConfigError(fmt::format("--set: expected PATH=VALUE such as plan.tp=8, found \"{}\"", text));
+  }
+  return Override{text.substr(0, eq), text.substr(eq + 1)};
+}
+
+void apply_overrides(json& doc, const std::vector<Override>& overrides) {
+  if (!doc.is_object()) return;  // parse_scenario reports it
+  bool dp_set = false;
+  for (const Override& o : overrides) dp_set = dp_set || o.path == "plan.dp";
+  for (const Override& o : overrides) {
+    const auto parts = split_path(o.path);
+    json* node = &doc;
+    for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
+      if (parts[i].empty()) throw sim::ConfigError(fmt::format("--set: empty component in \"{}\"", o.path));
+      if (!node->is_object()) {
+        throw sim::ConfigError(fmt::format("--set {}: \"{}\" is not an object in the scenario", o.path, parts[i - 1]));
+      }
+      node = &(*node)[parts[i]];
+      if (node->is_null()) *node = json::object();
+    }
+    json value = json::parse(o.value, nullptr, false);
+    if (value.is_discarded()) value = o.value;
+    (*node)[parts.back()] = value;
+    if (o.path == "cluster.gpus" && !dp_set && value.is_number_integer() && doc.contains("plan") && doc["plan"].is_object()) {
+      json& plan = doc["plan"];
+      long long model_ranks = 1;
+      for (const char* k : {"tp", "pp", "ep"}) {
+        if (plan.contains(k) && plan[k].is_number_integer()) model_ranks *= plan[k].get<long long>();
+      }
+      const long long gpus = value.get<long long>();
+      if (model_ranks > 0 && gpus % model_ranks == 0) plan["dp"] = gpus / model_ranks;
+    }
+  }
+}
+
+Scenario parse_scenario(const json& doc, const std::string& origin) {
+  const JsonReader r(origin, sim::ErrorKind::config);
+  const JsonPath root;
+  r.check_object(doc, {"description", "model", "cluster", "plan", "workload"}, root, "a scenario");
+  Scenario s;
+  s.path = origin;
+  if (doc.contains("description")) s.description = r.string_at(doc, "description", root, "a scenario");
+
+  const JsonPath pm = root.at("model");
+  const json& m = r.require(doc, "model", root, "a scenario");
+  r.check_object(m, {"name", "hf_config", "classes", "seq_len"}, pm, "a model");
+  if (m.contains("name") == m.contains("hf_config")) {
+    r.fail(pm, "expected exactly one of \"name\" (a zoo model) and \"hf_config\" (a config.json path)");
+  }
+  if (m.contains("name")) s.model.name = r.string_at(m, "name", pm, "a model");
+  if (m.contains("hf_config")) s.model.hf_config = resolve_path(origin, r.string_at(m, "hf_config", pm, "a model"));
+  if (m.contains("classes")) s.model.classes = static_cast<int>(r.integer_at(m, "classes", pm, "a model", 1, 1 << 24));
+  if (m.contains("seq_len")) s.model.seq_len = static_cast<int>(r.integer_at(m, "seq_len", pm, "a model", 1, 1 << 24));
+
+  const JsonPath pc = root.at("cluster");
+  const json& c = r.require(doc, "cluster", root, "a scenario");
+  r.check_object(c, {"preset", "topology", "gpus"}, pc, "a cluster");
+  if (c.contains("preset") == c.contains("topology")) {
+    r.fail(pc, "expected exactly one of \"preset\" and \"topology\" (a topology JSON file)");
+  }
+  s.cluster.spec = c.contains("preset") ? r.string_at(c, "preset", pc, "a cluster")
+                                        : resolve_path(origin, r.string_at(c, "topology", pc, "a cluster"));
+  if (c.contains("gpus")) s.cluster.gpus = static_cast<int>(r.integer_at(c, "gpus", pc, "a cluster", 1, 1 << 24));
+
+  s.plan = read_plan(r, r.require(doc, "plan", root, "a scenario"), root.at("plan"));
+  const int ranks = s.plan.dp * s.plan.tp * s.plan.pp * s.plan.ep;
+  if (s.cluster.gpus > 0 && ranks != s.cluster.gpus) {
+    r.fail(root.at("plan"), fmt::format("dp x tp x pp x ep = {} x {} x {} x {} = {}, but cluster.gpus is {}", s.plan.dp,
+                                        s.plan.tp, s.plan.pp, s.plan.ep, ranks, s.cluster.gpus));
+  }
+
+  const JsonPath pw = root.at("workload");
+  const json& w = r.require(doc, "workload", root, "a scenario");
+  r.check_object(w, {"epochs", "dataset_samples", "steps"}, pw, "a workload");
+  if (w.contains("steps") == (w.contains("epochs") || w.contains("dataset_samples"))) {
+    r.fail(pw, "expected either \"steps\" or both \"epochs\" and \"dataset_samples\"");
+  }
+  if (w.contains("steps")) {
+    s.workload.steps = r.integer_at(w, "steps", pw, "a workload", 1, kMaxCount);
+  } else {
+    s.workload.epochs = static_cast<int>(r.integer_at(w, "epochs", pw, "a workload", 1, 1 << 24));
+    s.workload.dataset_samples = r.integer_at(w, "dataset_samples", pw, "a workload", 1, kMaxCount);
+  }
+  return s;
+}
+
+Scenario load_scenario(const std::string& path, const std::vector<Override>& overrides) {
+  const JsonReader r(path, sim::ErrorKind::config);
+  json doc = r.parse_file();
+  apply_overrides(doc, overrides);
+  return parse_scenario(doc, path);
+}
+
+json plan_to_json(const Plan& p) {
+  return json{{"dp", p.dp},
+              {"tp", p.tp},
+              {"pp", p.pp},
+              {"ep", p.ep},
+              {"micro_batch", p.micro_batch},
+              {"grad_accum", p.grad_accum},
+              {"global_batch", p.global_batch},
+              {"framework", std::string(to_string(p.framework))},
+              {"precision", std::string(to_string(p.precision))},
+              {"tf32_conv", p.tf32_conv},
+              {"tf32_matmul", p.tf32_matmul},
+              {"optimizer", std::string(to_string(p.optimizer))},
+              {"bucket_cap", sim::to_string(p.bucket_cap)},
+              {"first_bucket", sim::to_string(p.first_bucket)},
+              {"fusion_threshold", sim::to_string(p.fusion_threshold)},
+              {"cycle_time", sim::to_string(p.cycle_time)},
+              {"input_rate", p.input_rate},
+              {"step_overhead", sim::to_string(p.step_overhead)},
+              {"dispatch_forward", sim::to_string(p.dispatch_forward)},
+              {"dispatch_backward", sim::to_string(p.dispatch_backward)},
+              {"dispatch_optimizer", sim::to_string(p.dispatch_optimizer)},
+              {"sync_each_step", p.sync_each_step},
+              {"comm_compute_slowdown", p.comm_compute_slowdown},
+              {"network", std::string(sim::to_string(p.network))},
+              {"steps", p.steps}};
+}
+
+}  // namespace foresight::strategy

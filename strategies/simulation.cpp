@@ -1,0 +1,148 @@
+#include "strategies/simulation.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "sim/error.hpp"
+#include "strategies/model_zoo.hpp"
+#include "topologies/cluster_builders.hpp"
+
+namespace foresight::strategy {
+namespace {
+
+std::string plan_summary(const Plan& p, int cc) {
+  std::string prec(to_string(p.precision));
+  if (p.precision == Precision::fp32 && cc >= 80) {
+    prec += p.tf32_conv ? (p.tf32_matmul ? " (TF32 convolutions and matmuls)" : " (TF32 convolutions)")
+                        : (p.tf32_matmul ? " (TF32 matmuls)" : "");
+  }
+  std::string out = fmt::format("{}, dp {}, micro-batch {}, global batch {}", to_string(p.framework), p.dp,
+                                p.micro_batch, p.global_batch);
+  if (p.grad_accum > 1) out += fmt::format(" ({} accumulation steps)", p.grad_accum);
+  out += fmt::format(", {}, {}", prec, to_string(p.optimizer));
+  out += p.input_rate > 0 ? fmt::format(", input {:.0f} samples/s per process", p.input_rate) : ", input unlimited";
+  return out;
+}
+
+/// The links a timeline shows: each used GPU's link into its NVSwitch and each used node's NIC
+/// links into the fabric (at most 64).
+std::vector<sim::LinkId> links_to_sample(const topo::Cluster& c, int gpus) {
+  std::vector<sim::LinkId> out;
+  std::vector<int> nodes;
+  for (int g = 0; g < gpus && out.size() < 64; ++g) {
+    if (const auto l = c.nvswitch_links(static_cast<sim::GpuId>(g))) out.push_back(l->first);
+    const int node = c.gpu(static_cast<sim::GpuId>(g)).node;
+    if (std::find(nodes.begin(), nodes.end(), node) == nodes.end()) nodes.push_back(node);
+  }
+  for (const int node : nodes) {
+    for (int rail = 0; rail < c.node(node).nics && out.size() < 64; ++rail) {
+      const auto nic = c.nic(node, rail);
+      if (!nic) continue;
+      for (const sim::LinkId l : c.out_links(*nic)) {
+        if (c.link(l).cls == sim::LinkClass::infiniband) {
+          out.push_back(l);
+          break;
+        }
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Model scenario_model(const Scenario& s) {
+  if (!s.model.hf_config.empty()) return load_hf_config(s.model.hf_config, s.model.seq_len);
+  return build_model(s.model.name, s.model.classes, s.model.seq_len);
+}
+
+SimulationOutput simulate_scenario(const Scenario& scenario, const SimulationInputs& inputs) {
+  SimulationOutput out;
+  const Plan& plan = scenario.plan;
+  out.plan = plan_to_json(plan);
+  out.model = scenario_model(scenario);
+  out.cluster = std::make_shared<const topo::Cluster>(topo::resolve_cluster(scenario.cluster.spec, scenario.cluster.gpus));
+  const topo::Cluster& cluster = *out.cluster;
+  const int ranks = plan.dp * plan.tp * plan.pp * plan.ep;
+  if (static_cast<std::size_t>(ranks) > cluster.gpu_count()) {
+    throw sim::ConfigError(fmt::format("{}: plan dp x tp x pp x ep = {} x {} x {} x {} = {} GPUs, but the cluster {} has {}",
+                                       scenario.path, plan.dp, plan.tp, plan.pp, plan.ep, ranks, cluster.name(),
+                                       cluster.gpu_count()));
+  }
+  const topo::GpuSpec& gpu = cluster.gpu_model(0);
+  const ComputeModel compute(gpu, inputs.profiles);
+  out.compiled = compile_data_parallel(out.model, plan, cluster, compute);
+
+  sim::ExecutorOptions options;
+  options.comm_compute_slowdown = plan.comm_compute_slowdown;
+  if (inputs.link_sample_interval > sim::Time::zero()) {
+    out.sampled_links = links_to_sample(cluster, ranks);
+    options.sample_links = out.sampled_links;
+    options.sample_interval = inputs.link_sample_interval;
+  }
+  out.result = sim::execute(out.compiled.graph, cluster, inputs.collectives, plan.network, options);
+
+  Report& r = out.report;
+  r.scenario = scenario.path;
+  r.model = out.model.name;
+  r.model_params = out.model.params();
+  r.model_fwd_flops = out.model.fwd_flops();
+  r.cluster = cluster.name();
+  r.gpu = std::string(gpu.name);
+  r.gpus = ranks;
+  std::vector<int> nodes;
+  for (int g = 0; g < ranks; ++g) nodes.push_back(cluster.gpu(static_cast<sim::GpuId>(g)).node);
+  std::sort(nodes.begin(), nodes.end());
+  r.nodes = static_cast<int>(std::unique(nodes.begin(), nodes.end()) - nodes.begin());
+  r.plan_summary = plan_summary(plan, gpu.compute_capability);
+
+  // Steady state: the windows between consecutive step ends, after the first step.
+  const auto& ends = out.compiled.step_end;
+  const int steps = static_cast<int>(ends.size());
+  for (sim::RankId rank = 0; rank < static_cast<sim::RankId>(ranks); ++rank) {
+    const sim::Time from = steps > 1 ? out.result.end[ends.front()[rank]] : sim::Time::zero();
+    const sim::Time to = out.result.end[ends.back()[rank]];
+    r.per_rank.push_back(breakdown(out.compiled.graph, out.result, rank, from, to, std::max(1, steps - 1)));
+  }
+  r.slowest_rank = 0;
+  for (std::size_t i = 0; i < r.per_rank.size(); ++i) {
+    if (r.per_rank[i].iteration_s > r.per_rank[static_cast<std::size_t>(r.slowest_rank)].iteration_s) {
+      r.slowest_rank = static_cast<int>(i);
+    }
+  }
+  r.breakdown = r.per_rank[static_cast<std::size_t>(r.slowest_rank)];
+  r.iteration_time_s = r.breakdown.iteration_s;
+  r.steps_total = scenario.total_steps();
+  r.run_time_s = r.iteration_time_s * static_cast<double>(r.steps_total);
+  r.samples_per_s = plan.global_batch / r.iteration_time_s;
+  r.tokens_per_s = r.samples_per_s * out.model.seq_len;
+  // Model FLOPs: forward + backward (2x forward) per sample, without recomputation.
+  const double step_flops = (out.model.fwd_flops() + out.model.bwd_flops()) * plan.global_batch;
+  r.tflops_per_gpu = step_flops / r.iteration_time_s / ranks * 1e-12;
+  const MathKind main_math = out.model.transformer ? MathKind::matmul : MathKind::conv;
+  OpTemplate probe;
+  probe.math = main_math;
+  r.peak_tflops = compute.peak(instantiate(probe, 1, plan, gpu.compute_capability).dtype).per_second() * 1e-12;
+  r.mfu = r.tflops_per_gpu / r.peak_tflops;
+
+  const MemoryBreakdown mem = data_parallel_memory(out.model, plan);
+  for (int rank = 0; rank < ranks; ++rank) {
+    RankMemory m;
+    m.rank = rank;
+    m.bytes = mem;
+    m.capacity = cluster.gpu_model(static_cast<sim::GpuId>(rank)).memory.as_double();
+    m.oom = mem.total() > m.capacity;
+    m.overflow = std::max(0.0, mem.total() - m.capacity);
+    r.memory.push_back(m);
+  }
+  r.kernels = out.compiled.graph.signatures.size();
+  for (const auto& sig : out.compiled.graph.signatures) r.kernels_profiled += compute.profiled(sig) ? 1 : 0;
+  r.gradient_buckets = plan.dp > 1 ? out.compiled.buckets.size() : 0;
+  r.events = out.result.events;
+  r.fingerprint = out.result.fingerprint;
+  return out;
+}
+
+}  // namespace foresight::strategy

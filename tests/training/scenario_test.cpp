@@ -1,0 +1,92 @@
+// Scenario files: defaults, overrides, and a clear error for every kind of bad input.
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/error.hpp"
+#include "strategies/scenario.hpp"
+
+using namespace foresight;
+using Catch::Matchers::Contains;
+using nlohmann::json;
+
+namespace {
+
+json base() {
+  return json::parse(R"({
+    "model": {"name": "resnet18-cifar", "classes": 100},
+    "cluster": {"preset": "thetagpu", "gpus": 8},
+    "plan": {"dp": 8, "micro_batch": 128},
+    "workload": {"epochs": 10, "dataset_samples": 50000}})");
+}
+
+strategy::Scenario parse(const json& doc) { return strategy::parse_scenario(doc, "s.json"); }
+
+}  // namespace
+
+TEST_CASE("a scenario's defaults and derived batch", "[training]") {
+  const auto s = parse(base());
+  REQUIRE(s.plan.global_batch == 1024);
+  REQUIRE(s.plan.grad_accum == 1);
+  REQUIRE(s.plan.bucket_cap == sim::Bytes(25LL << 20));
+  REQUIRE(s.plan.tf32_conv);
+  REQUIRE_FALSE(s.plan.tf32_matmul);
+  // 10 epochs x ceil(50000 / 1024) = 10 x 49 steps (the last batch of each epoch is partial).
+  REQUIRE(s.total_steps() == 490);
+  auto doc = base();
+  doc["plan"]["global_batch"] = 4096;
+  REQUIRE(parse(doc).plan.grad_accum == 4);
+  doc["plan"]["bucket_cap"] = "50 MiB";
+  doc["plan"]["cycle_time"] = "5 ms";
+  REQUIRE(parse(doc).plan.bucket_cap == sim::Bytes(50LL << 20));
+  REQUIRE(parse(doc).plan.cycle_time == sim::Time::from_ps(5'000'000'000));
+}
+
+TEST_CASE("overrides edit the scenario before it is checked", "[training]") {
+  auto doc = base();
+  strategy::apply_overrides(doc, {{"cluster.gpus", "4"}, {"plan.micro_batch", "64"}, {"plan.precision", "amp_fp16"},
+                                  {"plan.bucket_cap", "10 MiB"}});
+  const auto s = parse(doc);
+  REQUIRE(s.cluster.gpus == 4);
+  REQUIRE(s.plan.dp == 4);  // follows the GPU count
+  REQUIRE(s.plan.micro_batch == 64);
+  REQUIRE(s.plan.precision == strategy::Precision::amp_fp16);
+  REQUIRE(s.plan.bucket_cap == sim::Bytes(10LL << 20));
+  REQUIRE(strategy::parse_override("plan.tp=8").path == "plan.tp");
+  REQUIRE_THROWS_WITH(strategy::parse_override("plan.tp"), Contains("PATH=VALUE"));
+}
+
+TEST_CASE("every kind of bad scenario names its field", "[training]") {
+  auto doc = base();
+  doc["plan"]["colour"] = "red";
+  REQUIRE_THROWS_WITH(parse(doc), Contains("s.json") && Contains("/plan/colour") && Contains("unknown key"));
+  doc = base();
+  doc["plan"]["dp"] = 4;
+  REQUIRE_THROWS_WITH(parse(doc), Contains("/plan") && Contains("= 4, but cluster.gpus is 8"));
+  doc = base();
+  doc["plan"]["micro_batch"] = -3;
+  REQUIRE_THROWS_WITH(parse(doc), Contains("/plan/micro_batch") && Contains("-3"));
+  doc = base();
+  doc["plan"]["global_batch"] = 1000;
+  REQUIRE_THROWS_WITH(parse(doc), Contains("/plan/global_batch") && Contains("multiple of dp x micro_batch"));
+  doc = base();
+  doc["plan"]["tp"] = 2;
+  doc["plan"]["dp"] = 4;
+  REQUIRE_THROWS_WITH(parse(doc), Contains("/plan/tp") && Contains("not simulated yet"));
+  doc = base();
+  doc["plan"]["precision"] = "fp64";
+  REQUIRE_THROWS_WITH(parse(doc), Contains("/plan/precision") && Contains("amp_bf16") && Contains("fp64"));
+  doc = base();
+  doc["plan"]["bucket_cap"] = 25;
+  REQUIRE_THROWS_WITH(parse(doc), Contains("/plan/bucket_cap") && Contains("with a unit"));
+  doc = base();
+  doc["model"] = json{{"name", "resnet18"}, {"hf_config", "x.json"}};
+  REQUIRE_THROWS_WITH(parse(doc), Contains("/model") && Contains("exactly one"));
+  doc = base();
+  doc.erase("workload");
+  REQUIRE_THROWS_WITH(parse(doc), Contains("missing required key \"workload\""));
+  doc = base();
+  doc["workload"]["steps"] = 5;
+  REQUIRE_THROWS_WITH(parse(doc), Contains("/workload") && Contains("either"));
+  REQUIRE_THROWS_AS(strategy::load_scenario("/nonexistent/scenario.json"), sim::ConfigError);
+}
