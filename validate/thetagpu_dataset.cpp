@@ -1,0 +1,139 @@
+#include "validate/thetagpu_dataset.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "sim/error.hpp"
+#include "topologies/json_reader.hpp"
+
+namespace foresight::validate {
+namespace {
+
+using nlohmann::json;
+
+std::string in_source_tree(const std::string& relative) {
+  // Dataset files name scenarios relative to the repository root, the folder above data_dir()/..
+  return (std::filesystem::path(data_dir()).parent_path().parent_path() / relative).string();
+}
+
+}  // namespace
+
+ThetaDataset load_thetagpu_dataset(const std::string& path) {
+  const topo::JsonReader r(path, sim::ErrorKind::config);
+  const json doc = r.parse_file();
+  const topo::JsonPath root;
+  r.check_object(doc, {"dataset", "source", "what", "calibration_rule", "assumptions", "scenario", "runs"}, root,
+                 "the ThetaGPU dataset");
+  ThetaDataset d;
+  d.source = r.string_at(doc, "source", root, "the dataset");
+  const json& sc = r.require(doc, "scenario", root, "the dataset");
+  r.check_object(sc, {"ddp", "gpipe"}, root.at("scenario"), "the scenarios");
+  d.ddp_scenario = in_source_tree(r.string_at(sc, "ddp", root.at("scenario"), "the scenarios"));
+  const json& runs = r.array_at(doc, "runs", root, "the dataset");
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const topo::JsonPath p = root.at("runs").at(i);
+    const json& o = runs[i];
+    r.check_object(o, {"id", "strategy", "framework", "gpus", "time_s", "role"}, p, "a run");
+    ThetaRun run;
+    run.id = r.string_at(o, "id", p, "a run");
+    run.strategy = r.string_at(o, "strategy", p, "a run");
+    run.gpus = static_cast<int>(r.integer_at(o, "gpus", p, "a run", 1, 1 << 16));
+    run.time_s = r.number_at(o, "time_s", p, "a run");
+    const std::string role = r.string_at(o, "role", p, "a run");
+    if (role != "calibration" && role != "prediction") {
+      r.fail(p.at("role"), fmt::format("expected calibration or prediction, found \"{}\"", role));
+    }
+    run.role = role == "calibration" ? Role::calibration : Role::prediction;
+    d.runs.push_back(run);
+  }
+  return d;
+}
+
+DdpCalibration load_ddp_calibration(const std::string& path) {
+  const topo::JsonReader r(path, sim::ErrorKind::config);
+  const json doc = r.parse_file();
+  const topo::JsonPath root;
+  r.check_object(doc, {"constant", "input_rate", "unit", "fitted_on", "method"}, root, "a ThetaGPU calibration");
+  DdpCalibration c;
+  c.input_rate = r.number_at(doc, "input_rate", root, "the calibration");
+  if (!(c.input_rate > 0.0)) r.fail(root.at("input_rate"), fmt::format("expected a positive rate, found {}", c.input_rate));
+  const json& on = r.array_at(doc, "fitted_on", root, "the calibration");
+  for (const json& id : on) c.fitted_on.push_back(id.get<std::string>());
+  return c;
+}
+
+std::string to_json_text(const DdpCalibration& c) {
+  return json{{"constant", "input_rate: samples per second one training process's input pipeline delivers"},
+              {"input_rate", c.input_rate},
+              {"unit", "samples/s"},
+              {"fitted_on", c.fitted_on},
+              {"method", "golden-section search over log(input_rate) for the least squared relative error of the "
+                         "simulated 10-epoch times of the calibration rows (foresight calibrate-thetagpu-ddp)"}}
+             .dump(1) +
+         "\n";
+}
+
+strategy::Scenario ddp_scenario(const ThetaDataset& d, int gpus, double input_rate) {
+  return strategy::load_scenario(d.ddp_scenario, {{"cluster.gpus", std::to_string(gpus)},
+                                                  {"plan.input_rate", fmt::format("{:.17g}", input_rate)}});
+}
+
+DdpCalibration fit_thetagpu_ddp(const ThetaDataset& d, const strategy::SimulationInputs& inputs) {
+  std::vector<const ThetaRun*> cal;
+  for (const ThetaRun& r : d.runs) {
+    if (r.strategy == "data_parallel" && r.role == Role::calibration) cal.push_back(&r);
+  }
+  if (cal.empty()) throw sim::ConfigError("ThetaGPU dataset: no data-parallel calibration rows");
+  auto cost = [&](double log_rate) {
+    double sum = 0.0;
+    for (const ThetaRun* r : cal) {
+      const double t = strategy::simulate_scenario(ddp_scenario(d, r->gpus, std::exp(log_rate)), inputs).report.run_time_s;
+      sum += std::pow(t / r->time_s - 1.0, 2);
+    }
+    return sum;
+  };
+  // Golden-section search on log(rate) in [log 10, log 10^6] samples/s.
+  const double phi = (std::sqrt(5.0) - 1.0) / 2.0;
+  double a = std::log(10.0), b = std::log(1e6);
+  double c1 = b - phi * (b - a), c2 = a + phi * (b - a);
+  double f1 = cost(c1), f2 = cost(c2);
+  for (int it = 0; it < 80 && b - a > 1e-7; ++it) {
+    if (f1 < f2) {
+      b = c2;
+      c2 = c1;
+      f2 = f1;
+      c1 = b - phi * (b - a);
+      f1 = cost(c1);
+    } else {
+      a = c1;
+      c1 = c2;
+      f1 = f2;
+      c2 = a + phi * (b - a);
+      f2 = cost(c2);
+    }
+  }
+  DdpCalibration c;
+  c.input_rate = std::exp(0.5 * (a + b));
+  for (const ThetaRun* r : cal) c.fitted_on.push_back(r->id);
+  return c;
+}
+
+std::vector<ThetaResult> evaluate_thetagpu_ddp(const ThetaDataset& d, const DdpCalibration& c,
+                                               const strategy::SimulationInputs& inputs) {
+  std::vector<ThetaResult> out;
+  for (const ThetaRun& r : d.runs) {
+    if (r.strategy != "data_parallel") continue;
+    ThetaResult x;
+    x.run = &r;
+    x.report = strategy::simulate_scenario(ddp_scenario(d, r.gpus, c.input_rate), inputs).report;
+    x.predicted_s = x.report.run_time_s;
+    x.error_pct = (x.predicted_s - r.time_s) / r.time_s * 100.0;
+    out.push_back(std::move(x));
+  }
+  return out;
+}
+
+}  // namespace foresight::validate
