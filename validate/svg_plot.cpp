@@ -166,6 +166,24 @@ Scale log_scale(double min, double max) {
   return s;
 }
 
+/// Major ticks exactly at `ticks`, the axis spanning them and [min, max] padded by 4 % (of its
+/// span in axis units) on either side.
+Scale explicit_scale(const std::vector<double>& ticks, bool log, double min, double max) {
+  Scale s;
+  s.log = log;
+  for (double t : ticks) {
+    min = std::min(min, t);
+    max = std::max(max, t);
+  }
+  const double lo = s.unit(min);
+  const double hi = s.unit(max);
+  const double pad = hi > lo ? 0.04 * (hi - lo) : (log ? 0.1 : std::max(std::abs(lo) * 0.1, 1.0));
+  s.lo = lo - pad;
+  s.hi = hi + pad;
+  for (double t : ticks) s.ticks.push_back({s.unit(t), fmt::format("{:.6g}", t)});
+  return s;
+}
+
 struct Range {
   double min = std::numeric_limits<double>::infinity();
   double max = -std::numeric_limits<double>::infinity();
@@ -188,6 +206,18 @@ void check_value(const Chart& chart, const Series& series, std::size_t k, char a
         "(expected > 0)",
         chart.title, series.label, k, axis_name, v, axis_name));
   }
+}
+
+/// The scale of `axis` over the data range `r`: explicit ticks, decades or round ticks.
+Scale scale(const Chart& chart, char axis_name, const Axis& axis, const Range& r) {
+  for (double t : axis.ticks) {
+    if (!std::isfinite(t) || (axis.log && t <= 0.0)) {
+      throw sim::ConfigError(fmt::format("chart '{}': {} tick {} (expected a finite number{})",
+                                         chart.title, axis_name, t, axis.log ? " > 0" : ""));
+    }
+  }
+  if (!axis.ticks.empty()) return explicit_scale(axis.ticks, axis.log, r.min, r.max);
+  return axis.log ? log_scale(r.min, r.max) : linear_scale(r.min, r.max);
 }
 
 /// A marker of shape `shape` centred at (x, y).
@@ -248,8 +278,8 @@ class ChartWriter {
                                            chart_.title, name, r.min, r.max));
       }
     }
-    xs_ = chart_.x.log ? log_scale(xr.min, xr.max) : linear_scale(xr.min, xr.max);
-    ys_ = chart_.y.log ? log_scale(yr.min, yr.max) : linear_scale(yr.min, yr.max);
+    xs_ = scale(chart_, 'x', chart_.x, xr);
+    ys_ = scale(chart_, 'y', chart_.y, yr);
 
     text(kChartWidth / 2, 24, chart_.title, "middle",
          " class=\"chart-title\" font-size=\"14\" font-weight=\"bold\"");

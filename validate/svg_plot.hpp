@@ -19,6 +19,10 @@ struct Series {
 struct Axis {
   std::string label;  ///< including the unit, e.g. "iteration time (s)"
   bool log = false;   ///< base-10 logarithmic: every value must be positive
+  /// Explicit major ticks (labelled with up to 6 significant digits), e.g. the GPU counts of a
+  /// sweep. When given, the axis spans the ticks and the data with 4 % padding on either side and
+  /// has no minor ticks; empty: round ticks (linear) or decades (log) as below.
+  std::vector<double> ticks;
 };
 
 /// A reference line y = factor * x drawn dashed across the data's x range (for "predicted vs

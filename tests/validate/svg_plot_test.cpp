@@ -50,8 +50,8 @@ std::vector<std::string> texts_of_class(const std::string& svg, const std::strin
 Chart scaling_chart() {
   Chart c;
   c.title = "Iteration time";
-  c.x = {"GPUs", false};
-  c.y = {"time (ms)", false};
+  c.x = {"GPUs", false, {}};
+  c.y = {"time (ms)", false, {}};
   c.series.push_back({"predicted", {{0, 0}, {5, 25}, {10, 100}}, false});
   c.series.push_back({"measured <A&B>", {{2, 10}, {8, 70}}, true});
   c.series.push_back({"ideal", {{0, 0}, {10, 50}}, false});
@@ -63,8 +63,8 @@ Chart scaling_chart() {
 TEST_CASE("svg: one document, a line per series, an escaped legend", "[validate]") {
   Chart loglog;
   loglog.title = "Predicted vs measured";
-  loglog.x = {"measured (s)", true};
-  loglog.y = {"predicted (s)", true};
+  loglog.x = {"measured (s)", true, {}};
+  loglog.y = {"predicted (s)", true, {}};
   loglog.series.push_back({"cases", {{0.02, 0.021}, {0.5, 0.45}, {3.0, 3.3}}, true});
   loglog.references = {{1.0, ""}, {1.1, "+10 %"}, {0.9, "-10 %"}};
   const std::string svg = validate::svg_charts("Sweep \"A\" & B", {scaling_chart(), loglog});
@@ -119,8 +119,8 @@ TEST_CASE("svg: linear ticks are round numbers, log ticks are decades", "[valida
 
   Chart c;
   c.title = "scaling";
-  c.x = {"GPUs", true};
-  c.y = {"throughput", true};
+  c.x = {"GPUs", true, {}};
+  c.y = {"throughput", true, {}};
   c.series.push_back({"s", {{1, 0.5}, {8, 3.0}, {64, 20.0}}, false});
   const std::string log = validate::svg_charts("t", {c});
   // x 1..64 spans the decades 1..100; y 0.5..20 spans 0.1..100.
@@ -159,8 +159,8 @@ TEST_CASE("svg: a point sits where the axis ranges put it", "[validate]") {
   // On log axes a value maps by its logarithm: 10 is halfway between 1 and 100.
   Chart c;
   c.title = "log";
-  c.x = {"x", true};
-  c.y = {"y", true};
+  c.x = {"x", true, {}};
+  c.y = {"y", true, {}};
   c.series.push_back({"s", {{1, 1}, {10, 10}, {100, 100}}, true});
   const std::string log = validate::svg_charts("t", {c});
   const std::string lg = series_group(log, 0);
@@ -175,6 +175,37 @@ TEST_CASE("svg: a point sits where the axis ranges put it", "[validate]") {
         Approx((attribute(marks[0], "cx") + attribute(marks[2], "cx")) / 2).margin(0.01));
   CHECK(attribute(marks[1], "cy") ==
         Approx((attribute(marks[0], "cy") + attribute(marks[2], "cy")) / 2).margin(0.01));
+}
+
+TEST_CASE("svg: explicit ticks label the given values and pad the axis by 4 %", "[validate]") {
+  Chart c;
+  c.title = "sweep";
+  c.x = {"GPUs", true, {8, 16, 32, 64}};
+  c.y = {"samples / s", true, {}};
+  c.series.push_back({"s", {{8, 100}, {16, 200}, {32, 400}, {64, 800}}, false});
+  const std::string svg = validate::svg_charts("t", {c});
+  CHECK(texts_of_class(svg, "x-tick") == std::vector<std::string>{"8", "16", "32", "64"});
+  std::smatch m;
+  REQUIRE(std::regex_search(svg, m, std::regex("<rect class=\"plot-area\"[^>]*>")));
+  const std::string area = m[0];
+  const double left = attribute(area, "x"), width = attribute(area, "width");
+  // log10(8)..log10(64) is three doublings; 4 % of it pads either side, so 8 sits at 0.04/1.08
+  // of the width and each doubling spans 1/1.08 / 3 of it.
+  const std::string g = series_group(svg, 0);
+  std::vector<double> cx;
+  const std::regex circle("<circle [^>]*>");
+  for (auto it = std::sregex_iterator(g.begin(), g.end(), circle); it != std::sregex_iterator();
+       ++it) {
+    cx.push_back(attribute((*it)[0], "cx"));
+  }
+  REQUIRE(cx.size() == 4);
+  CHECK(cx[0] == Approx(left + width * 0.04 / 1.08).margin(0.01));
+  for (std::size_t i = 1; i < 4; ++i) {
+    CHECK(cx[i] - cx[i - 1] == Approx(width / 1.08 / 3).margin(0.02));
+  }
+  // A tick a log axis cannot show is an error naming the chart.
+  c.x.ticks = {0, 8};
+  CHECK_THROWS_WITH(validate::svg_charts("t", {c}), Catch::Contains("sweep"));
 }
 
 TEST_CASE("svg: deterministic output", "[validate]") {
