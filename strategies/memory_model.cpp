@@ -1,6 +1,7 @@
 #include "strategies/memory_model.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace foresight::strategy {
 
@@ -30,7 +31,7 @@ MemoryBreakdown data_parallel_memory(const Model& model, const Plan& plan) {
                                                  : std::min(plan.fusion_threshold.as_double(), m.gradients);
   }
   m.workspace = kWorkspaceBytes;
-  m.allocator = kAllocatorFraction * (m.activations + m.buffers);
+  m.allocator = std::ceil(kAllocatorFraction * (m.activations + m.buffers));  // whole bytes
   return m;
 }
 
