@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/error.hpp"
+#include "strategies/model_zoo.hpp"
+#include "topologies/cluster_builders.hpp"
 #include "topologies/json_reader.hpp"
 
 namespace foresight::strategy {
@@ -203,7 +205,16 @@ Scenario parse_scenario(const json& doc, const std::string& origin) {
   if (m.contains("name") == m.contains("hf_config")) {
     r.fail(pm, "expected exactly one of \"name\" (a zoo model) and \"hf_config\" (a config.json path)");
   }
-  if (m.contains("name")) s.model.name = r.string_at(m, "name", pm, "a model");
+  if (m.contains("name")) {
+    s.model.name = r.string_at(m, "name", pm, "a model");
+    std::string names;
+    bool known = false;
+    for (const auto& info : known_models()) {
+      known = known || info.name == s.model.name;
+      names += (names.empty() ? "" : ", ") + std::string(info.name);
+    }
+    if (!known) r.fail(pm.at("name"), fmt::format("expected a zoo model ({}), found \"{}\"", names, s.model.name));
+  }
   if (m.contains("hf_config")) s.model.hf_config = resolve_path(origin, r.string_at(m, "hf_config", pm, "a model"));
   if (m.contains("classes")) s.model.classes = static_cast<int>(r.integer_at(m, "classes", pm, "a model", 1, 1 << 24));
   if (m.contains("seq_len")) s.model.seq_len = static_cast<int>(r.integer_at(m, "seq_len", pm, "a model", 1, 1 << 24));
@@ -214,8 +225,18 @@ Scenario parse_scenario(const json& doc, const std::string& origin) {
   if (c.contains("preset") == c.contains("topology")) {
     r.fail(pc, "expected exactly one of \"preset\" and \"topology\" (a topology JSON file)");
   }
-  s.cluster.spec = c.contains("preset") ? r.string_at(c, "preset", pc, "a cluster")
-                                        : resolve_path(origin, r.string_at(c, "topology", pc, "a cluster"));
+  if (c.contains("preset")) {
+    s.cluster.spec = r.string_at(c, "preset", pc, "a cluster");
+    std::string names;
+    bool known = false;
+    for (const auto& preset : topo::known_cluster_presets()) {
+      known = known || preset.name == s.cluster.spec;
+      names += (names.empty() ? "" : ", ") + std::string(preset.name);
+    }
+    if (!known) r.fail(pc.at("preset"), fmt::format("expected a cluster preset ({}), found \"{}\"", names, s.cluster.spec));
+  } else {
+    s.cluster.spec = resolve_path(origin, r.string_at(c, "topology", pc, "a cluster"));
+  }
   if (c.contains("gpus")) s.cluster.gpus = static_cast<int>(r.integer_at(c, "gpus", pc, "a cluster", 1, 1 << 24));
 
   s.plan = read_plan(r, r.require(doc, "plan", root, "a scenario"), root.at("plan"));
