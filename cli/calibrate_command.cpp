@@ -9,7 +9,9 @@
 
 #include "cli/commands.hpp"
 #include "sim/error.hpp"
+#include "cli/inputs.hpp"
 #include "validate/collective_fit.hpp"
+#include "validate/thetagpu_dataset.hpp"
 
 namespace foresight::cli {
 namespace {
@@ -64,9 +66,43 @@ int run_calibrate(const CalibrateOptions& o) {
   return 0;
 }
 
+struct ThetaOptions {
+  std::string dataset;
+  bool write_default = false;
+  ScenarioFlags flags;
+};
+
+int run_calibrate_thetagpu(const ThetaOptions& o) {
+  const std::string path = o.dataset.empty() ? validate::data_dir() + "/thetagpu_resnet18_cifar100.json" : o.dataset;
+  const auto d = validate::load_thetagpu_dataset(path);
+  const auto inputs = o.flags.simulation_inputs();
+  const auto c = validate::fit_thetagpu_ddp(d, inputs);
+  fmt::print("# ThetaGPU ResNet-18 DDP: input_rate {:.2f} samples/s per process, fitted on", c.input_rate);
+  for (const auto& id : c.fitted_on) fmt::print(" {}", id);
+  fmt::print("\n#{:<10} {:<11} {:>10} {:>10} {:>8}\n", "run", "role", "measured", "predicted", "error");
+  for (const auto& r : validate::evaluate_thetagpu_ddp(d, c, inputs)) {
+    fmt::print(" {:<10} {:<11} {:>9.2f}s {:>9.2f}s {:>7.1f}%\n", r.run->id, validate::to_string(r.run->role),
+               r.run->time_s, r.predicted_s, r.error_pct);
+  }
+  if (o.write_default) {
+    const std::string out = validate::data_dir() + "/thetagpu_ddp_calibration.json";
+    emit(out, validate::to_json_text(c));
+    fmt::print("# wrote {}\n", out);
+  }
+  return 0;
+}
+
 }  // namespace
 
 void add_calibrate_command(CLI::App& app, Runner& run) {
+  auto t = std::make_shared<ThetaOptions>();
+  CLI::App* theta = app.add_subcommand("calibrate-thetagpu-ddp",
+                                       "Fit the ThetaGPU DDP input rate on the 2- and 8-GPU rows; predict the others");
+  theta->add_option("--dataset", t->dataset, "Dataset file (default: validate/data/thetagpu_resnet18_cifar100.json)");
+  theta->add_flag("--write-default", t->write_default, "Write the fit over the stored calibration file");
+  t->flags.add_to(*theta, false);
+  theta->callback([t, &run] { run = [t] { return run_calibrate_thetagpu(*t); }; });
+
   auto o = std::make_shared<CalibrateOptions>();
   CLI::App* cmd = app.add_subcommand("calibrate-collectives",
                                      "Refit the collective calibration on the nccl-tests dataset's calibration cases");

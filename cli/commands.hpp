@@ -14,6 +14,8 @@ using Runner = std::function<int()>;
 void add_topology_command(CLI::App& app, Runner& run);
 void add_collective_command(CLI::App& app, Runner& run);
 void add_calibrate_command(CLI::App& app, Runner& run);
+void add_simulate_command(CLI::App& app, Runner& run);
+void add_sweep_command(CLI::App& app, Runner& run);
 
 /// The text of `foresight --list`: every registry with its entries, units and defaults.
 std::string list_text();

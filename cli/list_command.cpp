@@ -5,6 +5,8 @@
 #include "sim/collective_config.hpp"
 #include "sim/collective_types.hpp"
 #include "sim/registry.hpp"
+#include "strategies/model_zoo.hpp"
+#include "strategies/plan.hpp"
 #include "topologies/cluster_builders.hpp"
 #include "topologies/gpu_spec.hpp"
 
@@ -35,6 +37,15 @@ std::string list_text() {
                        spec.compute_capability, spec.sm_count, spec.memory.as_double() / (1 << 30),
                        spec.memory_bandwidth.gigabytes_per_second(), spec.bf16.per_second() * 1e-12);
   }
+  out += "\nModels (scenario model.name; any decoder-only transformer also from model.hf_config):\n";
+  for (const auto& m : strategy::known_models()) out += fmt::format("  {:<16} {}\n", m.name, m.description);
+  out += "\nPlan choices (scenario plan.*):\n";
+  out += "  precision      fp32 (TF32 convolutions on Ampere+ unless tf32_conv is false), amp_fp16, amp_bf16\n"
+         "                 (torch.autocast: fp32 master weights), fp16, bf16 (pure half precision)\n";
+  out += fmt::format("  framework      {} (gradient buckets), {} (tensor fusion with a cycle time)\n",
+                     strategy::to_string(strategy::Framework::ddp), strategy::to_string(strategy::Framework::horovod));
+  out += fmt::format("  optimizer      {} (momentum: 1 state), {} (2 states)\n", strategy::to_string(strategy::Optimizer::sgd),
+                     strategy::to_string(strategy::Optimizer::adam));
   out += "\nLink classes and their default efficiency (fraction of line rate transfers achieve):\n";
   const auto eff = sim::LinkEfficiency::defaults();
   for (int i = 0; i < sim::kLinkClassCount; ++i) {

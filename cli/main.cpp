@@ -16,6 +16,8 @@ int main(int argc, char** argv) {
   app.add_flag("--list", list, "List network models, collective algorithms, cluster presets, GPU models and link "
                                "classes with their defaults");
   foresight::cli::Runner run;
+  foresight::cli::add_simulate_command(app, run);
+  foresight::cli::add_sweep_command(app, run);
   foresight::cli::add_topology_command(app, run);
   foresight::cli::add_collective_command(app, run);
   foresight::cli::add_calibrate_command(app, run);

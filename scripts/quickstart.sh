@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Installs, builds and runs the default scenario. Until the end-to-end ResNet-18 scenario lands,
-# the default is NCCL's all-reduce on the 8 A100s of one ThetaGPU node, as nccl-tests measures it.
+# Installs, builds and runs the default scenario: ResNet-18 on CIFAR-100 trained with PyTorch DDP on
+# the 8 A100s of one ThetaGPU node, 10 epochs (../shared/validation/thetagpu_resnet18_cifar100.json).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
-exec ./build/cli/foresight collective --cluster thetagpu --gpus 8 --op all_reduce --sizes 1K:8G
+exec ./build/cli/foresight simulate examples/thetagpu-resnet18-ddp.json

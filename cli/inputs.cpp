@@ -1,0 +1,37 @@
+#include "cli/inputs.hpp"
+
+#include "traces/profile_db_json.hpp"
+#include "validate/collective_calibration.hpp"
+
+namespace foresight::cli {
+
+void ScenarioFlags::add_to(CLI::App& cmd, bool with_batch_overrides) {
+  if (with_batch_overrides) {
+    cmd.add_option("--gpus", gpus, "Override cluster.gpus (and plan.dp = gpus / (tp x pp x ep))")->check(CLI::PositiveNumber);
+    cmd.add_option("--micro-batch", micro_batch, "Override plan.micro_batch")->check(CLI::PositiveNumber);
+  }
+  cmd.add_option("--set", sets, "Override any field: PATH=VALUE, e.g. plan.precision=amp_fp16 (repeatable)");
+  cmd.add_option("--calibration", calibration, "Collective calibration file (default: the stored one)");
+  cmd.add_option("--profile", profile, "Profile database of measured kernels (JSON; see README)");
+}
+
+std::vector<strategy::Override> ScenarioFlags::overrides() const {
+  std::vector<strategy::Override> out;
+  if (gpus > 0) out.push_back({"cluster.gpus", std::to_string(gpus)});
+  if (micro_batch > 0) out.push_back({"plan.micro_batch", std::to_string(micro_batch)});
+  for (const std::string& s : sets) out.push_back(strategy::parse_override(s));
+  return out;
+}
+
+strategy::SimulationInputs ScenarioFlags::simulation_inputs() const {
+  strategy::SimulationInputs in;
+  in.collectives = validate::collective_config(
+      validate::load_calibration(calibration.empty() ? validate::default_calibration_path() : calibration));
+  if (!profile.empty()) {
+    if (!profiles_) profiles_ = std::make_shared<const sim::ProfileDb>(trace::load_profile_db(profile));
+    in.profiles = profiles_.get();
+  }
+  return in;
+}
+
+}  // namespace foresight::cli
