@@ -121,7 +121,7 @@ void add_collective_command(CLI::App& app, Runner& run) {
   cmd->add_option("--cluster", o->cluster, "Cluster preset (see --list) or topology JSON file")->required();
   cmd->add_option("--op", o->op, "Collective: all_reduce, all_gather, reduce_scatter, broadcast, reduce, all_to_all, "
                                  "send_recv")->capture_default_str();
-  cmd->add_option("--gpus", o->gpus, "GPUs taking part: the cluster's first N (0: all)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--gpus", o->gpus, "GPUs taking part: the cluster's first N (0: all)")->check(at_least(0));
   cmd->add_option("--sizes", o->sizes, "MIN:MAX (stepping by --factor) or a comma list; sizes as in nccl-tests "
                                        "(all_gather/reduce_scatter: the total)")->capture_default_str();
   cmd->add_option("--factor", o->factor, "Size multiplier between steps")->capture_default_str();

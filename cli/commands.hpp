@@ -20,6 +20,9 @@ void add_sweep_command(CLI::App& app, Runner& run);
 /// The text of `foresight --list`: every registry with its entries, units and defaults.
 std::string list_text();
 
+/// A CLI11 check that an integer option is at least `min`, with a message that says so.
+CLI::Validator at_least(long min);
+
 /// Writes `text` to `path` atomically, or to standard output when `path` is empty or "-".
 void emit(const std::string& path, const std::string& text);
 

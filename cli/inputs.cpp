@@ -1,5 +1,7 @@
 #include "cli/inputs.hpp"
 
+#include "cli/commands.hpp"
+
 #include "traces/profile_db_json.hpp"
 #include "validate/collective_calibration.hpp"
 
@@ -7,8 +9,8 @@ namespace foresight::cli {
 
 void ScenarioFlags::add_to(CLI::App& cmd, bool with_batch_overrides) {
   if (with_batch_overrides) {
-    cmd.add_option("--gpus", gpus, "Override cluster.gpus (and plan.dp = gpus / (tp x pp x ep))")->check(CLI::PositiveNumber);
-    cmd.add_option("--micro-batch", micro_batch, "Override plan.micro_batch")->check(CLI::PositiveNumber);
+    cmd.add_option("--gpus", gpus, "Override cluster.gpus (and plan.dp = gpus / (tp x pp x ep))")->check(at_least(1));
+    cmd.add_option("--micro-batch", micro_batch, "Override plan.micro_batch")->check(at_least(1));
   }
   cmd.add_option("--set", sets, "Override any field: PATH=VALUE, e.g. plan.precision=amp_fp16 (repeatable)");
   cmd.add_option("--calibration", calibration, "Collective calibration file (default: the stored one)");

@@ -23,8 +23,14 @@ int main(int argc, char** argv) {
   foresight::cli::add_calibrate_command(app, run);
   try {
     app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
+  } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    // A usage error: one line, then where to look, and exit status 2.
+    fmt::print(stderr, "foresight: error: {}\nRun with --help for the options.\n", e.what());
+    return 2;
   }
   try {
     if (list) {

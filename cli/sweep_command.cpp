@@ -95,6 +95,21 @@ std::vector<std::vector<std::string>> combinations(const std::vector<Dimension>&
   return out;
 }
 
+/// The scenario overrides of one configuration: the shared flags, then one per dimension.
+std::vector<strategy::Override> config_overrides(const SweepOptions& o, const std::vector<Dimension>& dims,
+                                                 const std::vector<std::string>& config) {
+  std::vector<strategy::Override> overrides = o.flags.overrides();
+  for (std::size_t d = 0; d < dims.size(); ++d) overrides.push_back({dims[d].path, config[d]});
+  return overrides;
+}
+
+/// "gpus=8 micro_batch=64": a configuration as the progress lines and errors name it.
+std::string describe(const std::vector<Dimension>& dims, const std::vector<std::string>& config) {
+  std::string out;
+  for (std::size_t d = 0; d < dims.size(); ++d) out += fmt::format("{}{}={}", d ? " " : "", dims[d].column, config[d]);
+  return out;
+}
+
 std::string csv_field(const std::string& s) {
   if (s.find_first_of(",\"\n") == std::string::npos) return s;
   std::string q = "\"";
@@ -228,6 +243,15 @@ int run_sweep(const SweepOptions& o) {
   for (std::size_t i = 0; i < configs.size(); ++i) {
     if (!done.count(configs[i])) todo.push_back(i);
   }
+  // Every configuration is read and checked before any runs: a typo in a list fails the sweep at
+  // once, naming the configuration, instead of surfacing as an error row after hours of work.
+  for (const std::size_t i : todo) {
+    try {
+      (void)strategy::load_scenario(o.scenario, config_overrides(o, dims, configs[i]));
+    } catch (const sim::Error& e) {
+      throw sim::ConfigError(fmt::format("sweep configuration {}: {}", describe(dims, configs[i]), e.what()));
+    }
+  }
 
   // Append finished rows as they come: an interrupted sweep keeps them.
   std::ofstream live;
@@ -253,8 +277,7 @@ int run_sweep(const SweepOptions& o) {
   auto worker = [&] {
     for (std::size_t k = next++; k < todo.size(); k = next++) {
       const std::size_t i = todo[k];
-      std::vector<strategy::Override> overrides = o.flags.overrides();
-      for (std::size_t d = 0; d < dims.size(); ++d) overrides.push_back({dims[d].path, configs[i][d]});
+      const std::vector<strategy::Override> overrides = config_overrides(o, dims, configs[i]);
       std::vector<std::string> row = configs[i];
       std::string summary;
       try {
@@ -273,9 +296,7 @@ int run_sweep(const SweepOptions& o) {
       live << join_row(row) << "\n";
       live.flush();
       ++finished;
-      std::string config;
-      for (std::size_t d = 0; d < dims.size(); ++d) config += fmt::format("{}{}={}", d ? " " : "", dims[d].column, configs[i][d]);
-      fmt::print(stderr, "sweep: [{}/{}] {}: {}\n", finished, todo.size(), config, summary);
+      fmt::print(stderr, "sweep: [{}/{}] {}: {}\n", finished, todo.size(), describe(dims, configs[i]), summary);
     }
   };
   std::vector<std::thread> pool;
@@ -293,6 +314,11 @@ int run_sweep(const SweepOptions& o) {
     write_plot(o.plot, header, rows, fmt::format("foresight sweep {}", std::filesystem::path(o.scenario).filename().string()));
     fmt::print(stderr, "sweep: plot in {}\n", o.plot);
   }
+  const auto failed = std::count_if(rows.begin(), rows.end(), [](const auto& row) { return !row.back().empty(); });
+  if (failed > 0) {
+    fmt::print(stderr, "foresight: error: {} of {} configurations failed; their rows carry the error\n", failed, rows.size());
+    return 1;
+  }
   return 0;
 }
 
@@ -309,7 +335,7 @@ void add_sweep_command(CLI::App& app, Runner& run) {
   cmd->add_option("--csv", o->csv, "Results, one row per configuration")->capture_default_str();
   cmd->add_option("--plot", o->plot, "SVG plot of iteration time and throughput vs GPUs, one line per micro-batch");
   cmd->add_flag("--resume", o->resume, "Keep the rows already in --csv and run only the missing configurations");
-  cmd->add_option("--jobs", o->jobs, "Parallel simulations (default: all cores)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--jobs", o->jobs, "Parallel simulations (default: all cores)")->check(at_least(0));
   cmd->callback([o, &run] { run = [o] { return run_sweep(*o); }; });
 }
 

@@ -32,7 +32,7 @@ void add_topology_command(CLI::App& app, Runner& run) {
   auto o = std::make_shared<TopologyOptions>();
   CLI::App* cmd = app.add_subcommand("topology", "Print a cluster's GPUs, nodes, links by class and bisection bandwidth");
   cmd->add_option("cluster", o->cluster, "Cluster preset (see --list) or topology JSON file")->required();
-  cmd->add_option("--gpus", o->gpus, "Size a preset to this many GPUs (0: the preset's default)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--gpus", o->gpus, "Size a preset to this many GPUs (0: the preset's default)")->check(at_least(0));
   cmd->add_flag("--json", o->json, "Print the report as JSON");
   cmd->add_option("-o,--output", o->output, "Write the report to this file instead of standard output");
   cmd->add_option("--export", o->export_path, "Also write the cluster as a topology JSON file (a starting point to edit)");

@@ -118,7 +118,8 @@ SimulationOutput simulate_scenario(const Scenario& scenario, const SimulationInp
   r.run_time_s = r.iteration_time_s * static_cast<double>(r.steps_total);
   r.samples_per_s = plan.global_batch / r.iteration_time_s;
   r.tokens_per_s = r.samples_per_s * out.model.seq_len;
-  // Model FLOPs: forward + backward (2x forward) per sample, without recomputation.
+  // Model FLOPs: forward + backward per sample as the layers count them (backward is twice forward,
+  // less the stem's input gradient), without recomputation.
   const double step_flops = (out.model.fwd_flops() + out.model.bwd_flops()) * plan.global_batch;
   r.tflops_per_gpu = step_flops / r.iteration_time_s / ranks * 1e-12;
   const MathKind main_math = out.model.transformer ? MathKind::matmul : MathKind::conv;

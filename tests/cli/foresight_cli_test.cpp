@@ -2,11 +2,15 @@
 // partial output file after a failure.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <sys/wait.h>
@@ -121,4 +125,177 @@ TEST_CASE("--output is written whole or not at all", "[cli]") {
   REQUIRE(run_foresight("collective --cluster dgx-a100 --sizes 1M,2Z --json --output " + failed).status == 1);
   REQUIRE(!std::filesystem::exists(failed));
   REQUIRE(!std::filesystem::exists(failed + ".tmp"));
+}
+
+namespace {
+
+const std::string& small_ddp() {
+  static const std::string path = foresight::test::data_path("scenarios/small_ddp.json");
+  return path;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+}  // namespace
+
+TEST_CASE("foresight simulate --json: an input-bound run whose numbers follow from the scenario", "[cli][simulate]") {
+  // small_ddp: 4 ranks, micro-batch 32, 5000 samples/s of input per process, 1 epoch of 50000.
+  // ResNet-18 on CIFAR computes in ~3 ms, so each step waits on its input: 32 / 5000 = 6.4 ms.
+  const auto r = run_foresight("simulate " + small_ddp() + " --json");
+  REQUIRE(r.status == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  for (const char* key : {"iteration_time_s", "run_time_s", "throughput", "breakdown", "memory", "plan", "simulation"}) {
+    INFO(key);
+    REQUIRE(j.contains(key));
+  }
+  const double iteration = j["iteration_time_s"].get<double>();
+  REQUIRE(iteration == Approx(32.0 / 5000.0).epsilon(1e-9));
+  const double steps = std::ceil(50000.0 / (4 * 32));
+  REQUIRE(j["steps"].get<double>() == steps);
+  REQUIRE(j["run_time_s"].get<double>() == Approx(steps * iteration).epsilon(1e-9));
+  REQUIRE(j["throughput"]["samples_per_s"].get<double>() == Approx(4 * 5000.0).epsilon(1e-9));
+  REQUIRE(j["throughput"]["tokens_per_s"].get<double>() == 0.0);  // an image model has no tokens
+  // Model TFLOP/s per GPU ~ 3 x forward FLOPs per sample x samples/s per GPU: backward is twice
+  // forward except in the stem, which computes no input gradient (hence 0.5%). MFU against 312.
+  const double tflops = 3.0 * j["model"]["fwd_flops_per_sample"].get<double>() * 5000.0 * 1e-12;
+  const double reported = j["throughput"]["tflops_per_gpu"].get<double>();
+  REQUIRE(reported == Approx(tflops).epsilon(0.005));
+  REQUIRE(reported < tflops);
+  REQUIRE(j["throughput"]["mfu"].get<double>() == Approx(reported / 312.0).epsilon(1e-9));
+  // The breakdown of the slowest rank adds up to the iteration.
+  const auto& b = j["breakdown"];
+  const double sum = b["compute_s"].get<double>() + b["exposed_comm_s"].get<double>() + b["bubble_s"].get<double>() +
+                     b["host_s"].get<double>();
+  REQUIRE(sum == Approx(iteration).epsilon(1e-6));
+  REQUIRE(b["per_rank"].size() == 4);
+  REQUIRE(b["exposed_comm_s"].get<double>() <= b["comm_s"].get<double>());
+  // Memory: fp32 weights + fp16 copy (6 B), fp32 gradients and SGD momentum (4 B each) per parameter.
+  const auto& m = j["memory"]["per_rank"][0];
+  const double params = j["model"]["params"].get<double>();
+  REQUIRE(m["weights_bytes"].get<double>() == Approx(6 * params));
+  REQUIRE(m["gradients_bytes"].get<double>() == Approx(4 * params));
+  REQUIRE(m["optimizer_bytes"].get<double>() == Approx(4 * params));
+  REQUIRE(j["memory"]["oom"] == false);
+  REQUIRE(j["simulation"]["gradient_buckets"].get<int>() >= 2);  // 45 MB of gradients, 1 MB + 25 MB buckets
+}
+
+TEST_CASE("foresight simulate reports an out-of-memory plan with its overflow", "[cli][simulate]") {
+  const auto r = run_foresight("simulate " + small_ddp() + " --micro-batch 60000 --json");
+  REQUIRE(r.status == 0);  // running out of memory is a result, not an input error
+  const auto j = nlohmann::json::parse(r.out);
+  REQUIRE(j["memory"]["oom"] == true);
+  const auto& m = j["memory"]["per_rank"][0];
+  REQUIRE(m["overflow_bytes"].get<double>() == Approx(m["peak_bytes"].get<double>() - m["capacity_bytes"].get<double>()));
+  const auto text = run_foresight("simulate " + small_ddp() + " --micro-batch 60000");
+  REQUIRE(text.out.find("OUT OF MEMORY by") != std::string::npos);
+}
+
+TEST_CASE("foresight simulate is deterministic and overrides apply", "[cli][simulate]") {
+  const auto a = run_foresight("simulate " + small_ddp() + " --json");
+  const auto b = run_foresight("simulate " + small_ddp() + " --json");
+  REQUIRE(a.out == b.out);
+  const auto c = nlohmann::json::parse(run_foresight("simulate " + small_ddp() + " --gpus 8 --set plan.input_rate=2500 --json").out);
+  REQUIRE(c["plan"]["dp"] == 8);
+  REQUIRE(c["iteration_time_s"].get<double>() == Approx(32.0 / 2500.0).epsilon(1e-9));
+}
+
+TEST_CASE("foresight simulate --trace writes a Perfetto trace with a process per rank", "[cli][simulate]") {
+  const std::string trace = scratch("small_ddp.trace.json");
+  REQUIRE(run_foresight("simulate " + small_ddp() + " --trace " + trace).status == 0);
+  const auto j = nlohmann::json::parse(std::ifstream(trace));
+  std::set<std::string> processes;
+  std::size_t spans = 0;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "process_name") processes.insert(e["args"]["name"].get<std::string>());
+    if (e["ph"] == "X") {
+      REQUIRE(e.contains("ts"));
+      REQUIRE(e["dur"].get<double>() >= 0.0);
+      ++spans;
+    }
+  }
+  for (int rank = 0; rank < 4; ++rank) {
+    INFO(rank);
+    REQUIRE(std::any_of(processes.begin(), processes.end(),
+                        [&](const std::string& p) { return p.rfind("rank " + std::to_string(rank) + " ", 0) == 0; }));
+  }
+  REQUIRE(spans > 100);
+}
+
+TEST_CASE("foresight sweep: a CSV row per configuration, identical on a rerun, a plot, and --resume", "[cli][sweep]") {
+  const std::string csv = scratch("sweep.csv");
+  const std::string plot = scratch("sweep.svg");
+  const std::string args = "sweep " + small_ddp() + " --gpus 2,4,8 --micro-batch 16,32 --jobs 2 --csv " + csv;
+  REQUIRE(run_foresight(args + " --plot " + plot).status == 0);
+  const std::string first = slurp(csv);
+  REQUIRE(std::count(first.begin(), first.end(), '\n') == 1 + 3 * 2);
+  REQUIRE(first.rfind("gpus,micro_batch,iteration_time_s,", 0) == 0);
+  // Input-bound at 5000 samples/s per process: micro-batch 32 takes 6.4 ms on every GPU count.
+  for (const char* row : {"\n2,32,0.0064,", "\n4,32,0.0064,", "\n8,32,0.0064,"}) {
+    INFO(row);
+    REQUIRE(first.find(row) != std::string::npos);
+  }
+  REQUIRE(slurp(plot).rfind("<?xml", 0) == 0);
+  REQUIRE(run_foresight(args).status == 0);
+  REQUIRE(slurp(csv) == first);
+  const auto resumed = run_foresight(args + " --resume");
+  REQUIRE(resumed.status == 0);
+  REQUIRE(resumed.out.find("(0 run now, 6 resumed)") != std::string::npos);
+  REQUIRE(slurp(csv) == first);
+}
+
+TEST_CASE("bad scenarios and flags: exit status, file and field named, no output file", "[cli][simulate]") {
+  struct Case {
+    const char* file;
+    const char* says;
+  };
+  for (const Case c : {Case{"unknown_key.json", "/plan/micro_bacth: unknown key"},
+                       Case{"impossible_plan.json", "cluster.gpus is 4"},
+                       Case{"unknown_model.json", "/model/name"},
+                       Case{"unknown_preset.json", "/cluster/preset"},
+                       Case{"negative_batch.json", "/plan/micro_batch"},
+                       Case{"wrong_type.json", "expected"},
+                       Case{"unknown_precision.json", "/plan/precision"},
+                       Case{"truncated.json", "truncated.json"}}) {
+    const std::string path = foresight::test::data_path(std::string("bad/scenarios/") + c.file);
+    const std::string out = scratch("bad-report.txt");
+    const auto r = run_foresight("simulate " + path + " --output " + out);
+    INFO(c.file << "\n" << r.out);
+    REQUIRE(r.status == 1);
+    REQUIRE(r.out.find("foresight: error: " + path) != std::string::npos);
+    REQUIRE(r.out.find(c.says) != std::string::npos);
+    REQUIRE(!std::filesystem::exists(out));
+  }
+  struct Flag {
+    std::string args;
+    int status;
+    const char* says;
+  };
+  const std::string s = small_ddp();
+  for (const Flag& f : {Flag{"simulate " + s + " --set plan.dp=3", 1, "dp x tp x pp x ep = 3 x 1 x 1 x 1 = 3"},
+                        Flag{"simulate " + s + " --set plan.tp=2", 1, "not simulated yet"},
+                        Flag{"simulate " + s + " --set plan.foo=3", 1, "/plan/foo: unknown key"},
+                        Flag{"simulate " + s + " --set plan.dp", 1, "expected PATH=VALUE"},
+                        Flag{"simulate " + s + " --micro-batch 0", 2, "expected an integer >= 1, found \"0\""},
+                        Flag{"simulate /nonexistent/scenario.json", 1, "cannot open"},
+                        Flag{"simulate " + s + " --trace /nonexistent/dir/t.json", 1, "cannot write"},
+                        Flag{"sweep " + s + " --gpus 2,x --csv " + scratch("never.csv"), 1, "sweep configuration gpus=x"},
+                        Flag{"sweep " + s + " --gpus 2,,4", 1, "empty value"},
+                        Flag{"sweep " + s, 1, "nothing to vary"}}) {
+    const auto r = run_foresight(f.args);
+    INFO(f.args << "\n" << r.out);
+    REQUIRE(r.status == f.status);
+    REQUIRE(r.out.find(f.says) != std::string::npos);
+  }
+  REQUIRE(!std::filesystem::exists(scratch("never.csv")));
+}
+
+TEST_CASE("foresight --list names the models and plan choices", "[cli]") {
+  const auto r = run_foresight("--list");
+  for (const char* s : {"resnet18-cifar", "gpt3-175b", "llama2-7b", "amp_bf16", "horovod", "ddp"}) {
+    INFO(s);
+    REQUIRE(r.out.find(s) != std::string::npos);
+  }
 }
