@@ -52,6 +52,9 @@ struct Node {
   /// GPU ops: host time spent launching it (framework overhead + kernel launch); the host is
   /// busy that long before the op is enqueued on its stream.
   Time dispatch;
+  /// The leading part of the op's host time (its dispatch, or a host op's duration) that holds
+  /// its process's interpreter lock (Python's GIL): host threads of one process serialize on it.
+  Time gil;
   /// collective: which; send, recv, collective: payload bytes (NCCL's size convention).
   CollectiveOp op = CollectiveOp::all_reduce;
   double bytes = 0.0;
@@ -64,7 +67,8 @@ struct Node {
   /// match in program order.
   RankId peer = 0;
   std::uint32_t tag = 0;
-  /// Nodes of the same rank, earlier in the graph, that must finish first.
+  /// Nodes earlier in the graph that must finish first: of the same rank, or of a rank whose
+  /// host thread belongs to the same process (ExecutionGraph::host_process).
   std::vector<NodeId> deps;
   // Labels for reports and the timeline.
   std::uint32_t name = 0;  ///< index into ExecutionGraph::names
@@ -85,6 +89,9 @@ struct ExecutionGraph {
   /// their dispatch serialized in graph order, as one Python process driving several GPUs).
   std::vector<GpuId> rank_gpu;
   std::vector<std::uint32_t> rank_host;
+  /// Per host thread: the process it belongs to, whose interpreter lock its ops' `gil` parts
+  /// take. Empty: every host thread is its own process.
+  std::vector<std::uint32_t> host_process;
   std::vector<Communicator> communicators;
   /// Names of the streams for reports and timelines ("host", "compute", "nccl", "dataloader").
   std::map<StreamId, std::string> stream_names{{kHostStream, "host"}};

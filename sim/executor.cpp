@@ -46,6 +46,9 @@ class Runner final : public EventHandler {
     compute_.resize(n);
     streams_.resize(index.stream_count);
     hosts_.resize(index.host_count);
+    std::uint32_t processes = index.host_count;
+    for (const std::uint32_t p : g.host_process) processes = std::max(processes, p + 1);
+    locks_.resize(processes);
     for (NodeId i = 0; i < n; ++i) {
       hosts_[g.rank_host[g.nodes[i].rank]].program.push_back(i);
     }
@@ -117,6 +120,17 @@ class Runner final : public EventHandler {
         // Keep sampling while anything else is pending; the last sample closes the run.
         if (sim_.pending() > 0) sim_.schedule_after(options_.sample_interval, self_, kSample, 0, priority::settle + 1);
         return;
+      case kGilRelease: {
+        LockState& L = locks_[e.data];
+        L.held = false;
+        if (!L.waiters.empty()) {  // the longest waiter goes first
+          const std::uint32_t h = L.waiters.front();
+          L.waiters.pop_front();
+          hosts_[h].gil_queued = false;
+          work_.push_front({Work::resume_host, h});
+        }
+        break;
+      }
       default:
         throw InternalError(fmt::format("executor: unknown event kind {}", e.kind));
     }
@@ -124,7 +138,7 @@ class Runner final : public EventHandler {
   }
 
  private:
-  enum EventKind : std::uint32_t { kHost = 1, kIssue, kDone, kCollectiveDone, kTransferDone, kSample };
+  enum EventKind : std::uint32_t { kHost = 1, kIssue, kDone, kCollectiveDone, kTransferDone, kSample, kGilRelease };
   struct Work {
     enum Kind : std::uint8_t { issue, try_start, complete, resume_host } kind;
     std::uint32_t id;
@@ -134,6 +148,13 @@ class Runner final : public EventHandler {
     std::size_t pc = 0;
     bool busy = false;
     NodeId waiting = kNone;
+    bool gil_queued = false;  ///< waiting for its process's interpreter lock
+  };
+  /// A process's interpreter lock: held for the `gil` part of an op, granted first come, first
+  /// served.
+  struct LockState {
+    bool held = false;
+    std::deque<std::uint32_t> waiters;
   };
   struct StreamState {
     std::vector<NodeId> queue;
@@ -148,6 +169,26 @@ class Runner final : public EventHandler {
   };
 
   std::uint32_t host_of(NodeId n) const { return g_.rank_host[g_.nodes[n].rank]; }
+  std::uint32_t process_of(std::uint32_t h) const { return g_.host_process.empty() ? h : g_.host_process[h]; }
+
+  /// Takes host `h`'s interpreter lock for `gil` (true), or queues `h` for it (false: the host
+  /// resumes when the lock is released to it).
+  bool acquire_gil(std::uint32_t h, Time gil) {
+    if (gil <= Time::zero()) return true;
+    const std::uint32_t p = process_of(h);
+    LockState& L = locks_[p];
+    if (L.held) {
+      if (!hosts_[h].gil_queued) {
+        hosts_[h].gil_queued = true;
+        L.waiters.push_back(h);
+      }
+      return false;
+    }
+    L.held = true;
+    hosts_[h].gil_queued = false;
+    sim_.schedule_after(gil, self_, kGilRelease, p);
+    return true;
+  }
 
   void drain() {
     while (!work_.empty()) {
@@ -188,6 +229,7 @@ class Runner final : public EventHandler {
         result_.ready[n] = sim_.now();
         result_.start[n] = sim_.now();
         if (node.kind == OpKind::host && node.duration > Time::zero()) {
+          if (!acquire_gil(h, std::min(node.gil, node.duration))) return;
           H.busy = true;
           result_.ranks[node.rank].host += node.duration;
           sim_.schedule_after(node.duration, self_, kDone, n);
@@ -197,6 +239,7 @@ class Runner final : public EventHandler {
         complete(n);
         continue;
       }
+      if (node.dispatch > Time::zero() && !acquire_gil(h, std::min(node.gil, node.dispatch))) return;
       ++H.pc;
       if (node.dispatch > Time::zero()) {
         H.busy = true;
@@ -393,6 +436,7 @@ class Runner final : public EventHandler {
   std::vector<ComputeState> compute_;
   std::vector<StreamState> streams_;
   std::vector<HostState> hosts_;
+  std::vector<LockState> locks_;
   std::vector<int> comm_active_;
   std::vector<std::vector<NodeId>> running_compute_;
   std::vector<std::uint32_t> coll_arrived_;

@@ -39,9 +39,14 @@ void check_node(const ExecutionGraph& g, NodeId i) {
   }
   for (const NodeId d : n.deps) {
     if (d >= i) fail(g, i, fmt::format("depends on node {}, which does not come before it", d));
-    if (g.nodes[d].rank != n.rank) {
-      fail(g, i, fmt::format("depends on node {} of rank {}: ranks order each other only by communication", d,
-                             g.nodes[d].rank));
+    const RankId dr = g.nodes[d].rank;
+    // Threads of one process may wait on each other (queues, joins); other ranks only communicate.
+    const bool same_process = !g.host_process.empty() && dr < g.ranks() && n.rank < g.ranks() &&
+                              g.rank_host[dr] < g.host_process.size() && g.rank_host[n.rank] < g.host_process.size() &&
+                              g.host_process[g.rank_host[dr]] == g.host_process[g.rank_host[n.rank]];
+    if (dr != n.rank && !same_process) {
+      fail(g, i, fmt::format("depends on node {} of rank {}: ranks order each other only by communication "
+                             "(threads of one process also by waits)", d, dr));
     }
   }
   if (n.kind == OpKind::collective) {
@@ -93,6 +98,10 @@ GraphIndex check_graph(const ExecutionGraph& g, const Fabric& fabric) {
   x.collective_of.assign(n, 0xffffffffu);
   x.transfer_of.assign(n, 0xffffffffu);
   for (const std::uint32_t h : g.rank_host) x.host_count = std::max(x.host_count, h + 1);
+  if (!g.host_process.empty() && g.host_process.size() < x.host_count) {
+    throw GraphError(fmt::format("execution graph: host_process names {} host threads, but ranks use {}",
+                                 g.host_process.size(), x.host_count));
+  }
   std::map<std::pair<RankId, StreamId>, std::uint32_t> streams;
   std::vector<std::uint32_t> dependents_count(n, 0);
   // Collectives: per (communicator, rank), the k-th collective of that rank there.
