@@ -11,23 +11,10 @@
 #include "strategies/compute_model.hpp"
 #include "strategies/model.hpp"
 #include "strategies/plan.hpp"
+#include "strategies/rank_emitter.hpp"
 #include "topologies/cluster.hpp"
 
 namespace foresight::strategy {
-
-/// Streams of a data-parallel rank.
-namespace streams {
-inline constexpr sim::StreamId compute = 1;
-inline constexpr sim::StreamId nccl = 2;
-inline constexpr sim::StreamId dataloader = 100;  ///< the DataLoader's worker processes
-inline constexpr sim::StreamId horovod = 101;     ///< Horovod's background thread
-}  // namespace streams
-
-/// One gradient bucket (DDP) or fusion group (Horovod) of a step.
-struct GradientBucket {
-  double bytes = 0.0;
-  std::vector<std::size_t> layers;  ///< indices into Model::layers, forward order
-};
 
 struct CompiledGraph {
   sim::ExecutionGraph graph;
@@ -35,18 +22,25 @@ struct CompiledGraph {
   std::vector<std::vector<sim::NodeId>> step_end;
   /// step_begin[s][r]: the first node of rank r's step s.
   std::vector<std::vector<sim::NodeId>> step_begin;
-  std::vector<GradientBucket> buckets;  ///< in launch order
+  std::vector<GradientBucket> buckets;  ///< in launch order (a pipeline: every stage's, by stage)
+  /// Pipelines: each rank's model chunks as layer ranges [first, last), and the most micro-batches
+  /// whose activations a rank holds at once, by the schedule.
+  std::vector<std::vector<std::pair<std::size_t, std::size_t>>> rank_chunks;
+  std::vector<double> rank_activation_peak_bytes;
+  std::vector<int> rank_in_flight;
 };
-
-/// The kernel `t` of a micro-batch of `batch` samples in the plan's precision on a GPU of
-/// compute capability `cc`: shape, dtype, FLOPs and bytes.
-sim::OpSignature instantiate(const OpTemplate& t, int batch, const Plan& plan, int cc);
 
 /// DDP buckets: parameters in registration (forward) order fill buckets that close at the first
 /// at least `first_bucket` bytes, then at least `bucket_cap` bytes; the list is then reversed,
 /// so bucket 0 holds the last layers and the small first bucket is reduced last (PyTorch
 /// reducer.cpp compute_bucket_assignment_by_size; distributed.py _ddp_init_helper).
-std::vector<GradientBucket> ddp_buckets(const Model& model, const Plan& plan);
+/// Only layers [first, last) take part (a pipeline stage's); last = 0 means all.
+std::vector<GradientBucket> ddp_buckets(const Model& model, const Plan& plan, std::size_t first = 0,
+                                        std::size_t last = 0);
+/// Horovod fusion groups of layers [first, last): gradients whose estimated backward completion
+/// falls in one cycle of the background thread are fused, up to the fusion threshold.
+std::vector<GradientBucket> horovod_groups(const Model& model, const Plan& plan, const ComputeModel& compute, int cc,
+                                           std::size_t first = 0, std::size_t last = 0);
 
 /// Compiles `plan.steps` training steps of data-parallel training on the cluster's first
 /// plan.dp GPUs (one process, one host thread, per GPU).

@@ -35,4 +35,9 @@ inline constexpr double kAllocatorFraction = 0.10;
 /// gradients (gradient_as_bucket_view=False) or Horovod's fusion buffer when dp > 1.
 MemoryBreakdown data_parallel_memory(const Model& model, const Plan& plan);
 
+/// A pipeline rank's peak: the model states of its `params` parameters (as for data
+/// parallelism), the activation peak its schedule reaches (see compile_pipeline), and for
+/// PipeDream the stashed weight versions, one per extra micro-batch in flight.
+MemoryBreakdown pipeline_rank_memory(double params, const Plan& plan, double activation_peak, int in_flight);
+
 }  // namespace foresight::strategy

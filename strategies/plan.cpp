@@ -21,6 +21,52 @@ std::string_view to_string(Precision p) {
 std::string_view to_string(Framework f) { return f == Framework::ddp ? "ddp" : "horovod"; }
 std::string_view to_string(Optimizer o) { return o == Optimizer::sgd ? "sgd" : "adam"; }
 
+std::string_view to_string(Schedule s) {
+  switch (s) {
+    case Schedule::none:
+      return "none";
+    case Schedule::naive:
+      return "naive";
+    case Schedule::gpipe:
+      return "gpipe";
+    case Schedule::one_f_one_b:
+      return "1f1b";
+    case Schedule::interleaved:
+      return "interleaved";
+    case Schedule::pipedream:
+      return "pipedream";
+  }
+  return "?";
+}
+
+std::string_view to_string(PartitionMode m) {
+  switch (m) {
+    case PartitionMode::time:
+      return "time";
+    case PartitionMode::params:
+      return "params";
+    case PartitionMode::uniform:
+      return "uniform";
+    case PartitionMode::explicit_units:
+      return "explicit";
+  }
+  return "?";
+}
+
+std::string_view to_string(PipelineDriver d) { return d == PipelineDriver::per_stage ? "per_stage" : "single_process"; }
+
+std::string_view to_string(Recompute r) {
+  switch (r) {
+    case Recompute::none:
+      return "none";
+    case Recompute::full:
+      return "full";
+    case Recompute::except_last:
+      return "except_last";
+  }
+  return "?";
+}
+
 int activation_bytes(Precision p) { return p == Precision::fp32 ? 4 : 2; }
 
 // autocast keeps fp32 weights and fp32 gradients (torch.amp docs); pure half precision stores both in 2 bytes.

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "sim/network_model.hpp"
 #include "sim/units.hpp"
@@ -23,10 +24,35 @@ std::string_view to_string(Framework f);
 enum class Optimizer : std::uint8_t { sgd, adam };
 std::string_view to_string(Optimizer o);
 
+/// Pipeline schedules (pp > 1): naive model parallelism (one micro-batch), GPipe (all forwards,
+/// then all backwards), 1F1B (PipeDream-flush), interleaved 1F1B with virtual stages, and
+/// asynchronous PipeDream (1F1B without a flush, with weight stashing).
+enum class Schedule : std::uint8_t { none, naive, gpipe, one_f_one_b, interleaved, pipedream };
+std::string_view to_string(Schedule s);
+
+/// How the layers are cut into stages: by modelled time (torchgpipe balance_by_time), by
+/// parameters, into equal numbers of blocks (Megatron), or by an explicit list.
+enum class PartitionMode : std::uint8_t { time, params, uniform, explicit_units };
+std::string_view to_string(PartitionMode m);
+
+/// Who drives the pipeline's stages: one process per stage (Megatron, DeepSpeed) or one process
+/// driving every stage (torchgpipe), whose dispatch is then serialized on one host.
+enum class PipelineDriver : std::uint8_t { per_stage, single_process };
+std::string_view to_string(PipelineDriver d);
+
+/// Activation recompute: none; full (each stage re-runs its forward before its backward and
+/// keeps only its input); except_last (full, except for the last micro-batch: torchgpipe's
+/// default checkpoint mode).
+enum class Recompute : std::uint8_t { none, full, except_last };
+std::string_view to_string(Recompute r);
+
+/// Which plan axis follows a change of cluster.gpus (--gpus): data parallelism, or the pipeline.
+enum class ScaleAxis : std::uint8_t { dp, pp };
+
 struct Plan {
   int dp = 1;
   int tp = 1;  ///< tensor parallelism: 1 until the tensor-parallel strategy lands
-  int pp = 1;  ///< pipeline parallelism: 1 until the pipeline strategy lands
+  int pp = 1;  ///< pipeline stages
   int ep = 1;  ///< expert parallelism: 1 until the MoE strategy lands
   int micro_batch = 1;  ///< samples per rank per forward/backward
   int grad_accum = 1;   ///< forward/backward passes per optimizer step
@@ -67,8 +93,36 @@ struct Plan {
   /// See sim::ExecutorOptions::comm_compute_slowdown.
   double comm_compute_slowdown = 0.0;
   sim::NetworkKind network = sim::NetworkKind::flow;
-  /// Training steps simulated; the iteration time is the mean of all but the first.
+  /// Training steps simulated; the iteration time is the mean of all but the first (pipelines:
+  /// 8 steps by default, the mean of the last 4, once the pipeline has settled).
   int steps = 3;
+
+  // Pipeline parallelism (pp > 1). grad_accum is then the number of micro-batches per step
+  // (Megatron's num_microbatches, torchgpipe's chunks).
+  /// Default with pp > 1: 1f1b (Megatron's default).
+  Schedule schedule = Schedule::none;
+  /// Model chunks per pipeline rank for the interleaved schedule (Megatron's
+  /// virtual_pipeline_model_parallel_size).
+  int virtual_stages = 1;
+  PartitionMode partition = PartitionMode::time;
+  /// Units (blocks, and layers outside blocks) per stage, for PartitionMode::explicit_units.
+  std::vector<int> partition_units;
+  PipelineDriver driver = PipelineDriver::per_stage;
+  /// Single-process driver: host bookkeeping per micro-batch per stage (torchgpipe's fork/join,
+  /// Copy/Wait autograd functions and worker-queue hand-offs): 100 us, an assumption.
+  sim::Time microbatch_overhead = sim::Time::from_ps(100'000'000);
+  /// Single-process driver: of each forward op's dispatch, the part spent in Python holding the
+  /// GIL, which the stages' worker threads take in turn; the rest (dispatcher, kernel launch)
+  /// runs with the GIL released, in parallel. Backward ops run on the autograd engine's C++
+  /// device threads without it. 3 us, an assumption: an eager op's Python share is about half
+  /// of its ~5 us CPU cost (pytorch/pytorch#41383).
+  sim::Time dispatch_gil = sim::Time::from_ps(3'000'000);
+  /// The host waits for each point-to-point exchange to finish (Megatron's non-interleaved
+  /// schedule: batch_isend_irecv, wait, torch.cuda.synchronize). Default: true for a
+  /// per-stage driver without interleaving.
+  bool p2p_sync = true;
+  Recompute recompute = Recompute::none;
+  ScaleAxis scale_axis = ScaleAxis::dp;
 };
 
 /// Bytes per element of activations, of parameters as stored (master weights), and of gradients.

@@ -41,11 +41,17 @@ RankBreakdown breakdown(const sim::ExecutionGraph& g, const sim::ExecutionResult
                         sim::Time from, sim::Time to, int iterations) {
   std::vector<Interval> compute;
   std::vector<Interval> comm;
+  std::vector<Interval> waits;  // a pipeline receive posted, its data not yet sent
   const std::int64_t lo = from.ps();
   const std::int64_t hi = to.ps();
   for (sim::NodeId n = 0; n < g.nodes.size(); ++n) {
     const sim::Node& node = g.nodes[n];
     if (node.rank != rank) continue;
+    if (node.kind == sim::OpKind::recv) {
+      const std::int64_t a = std::max(lo, result.ready[n].ps());
+      const std::int64_t b = std::min(hi, result.start[n].ps());
+      if (b > a) waits.emplace_back(a, b);
+    }
     const std::int64_t a = std::max(lo, result.start[n].ps());
     const std::int64_t b = std::min(hi, result.end[n].ps());
     if (b <= a) continue;
@@ -63,7 +69,12 @@ RankBreakdown breakdown(const sim::ExecutionGraph& g, const sim::ExecutionResult
   r.comm_s = static_cast<double>(union_length(comm)) * 1e-12 / k;
   const double busy_s = static_cast<double>(union_length(busy)) * 1e-12 / k;
   r.exposed_comm_s = busy_s - r.compute_s;
-  r.host_s = std::max(0.0, r.iteration_s - busy_s);
+  // Bubble: the GPU idle while the rank waits for another stage's activations or gradients.
+  // The rest of the idle time waits on the host (dispatch, input, bookkeeping).
+  std::vector<Interval> busy_or_waiting = busy;
+  busy_or_waiting.insert(busy_or_waiting.end(), waits.begin(), waits.end());
+  r.bubble_s = std::max(0.0, static_cast<double>(union_length(busy_or_waiting)) * 1e-12 / k - busy_s);
+  r.host_s = std::max(0.0, r.iteration_s - busy_s - r.bubble_s);
   return r;
 }
 
@@ -76,6 +87,34 @@ double Report::peak_bytes_max() const {
 bool Report::oom() const {
   return std::any_of(memory.begin(), memory.end(), [](const RankMemory& r) { return r.oom; });
 }
+
+namespace {
+
+nlohmann::json pipeline_json(const Report& r) {
+  using nlohmann::json;
+  if (r.stages.empty()) return nullptr;
+  json stages = json::array();
+  for (const StageReport& st : r.stages) {
+    json chunks = json::array();
+    for (const auto& c : st.chunks) {
+      chunks.push_back(json{{"first_layer", c.first_layer},
+                            {"last_layer", c.last_layer},
+                            {"units", c.units},
+                            {"modelled_s", c.modelled_s},
+                            {"params", c.params}});
+    }
+    const auto ri = static_cast<std::size_t>(st.stage);
+    stages.push_back(json{{"stage", st.stage},
+                          {"chunks", chunks},
+                          {"in_flight", st.in_flight},
+                          {"bubble_s", ri < r.per_rank.size() ? r.per_rank[ri].bubble_s : 0.0},
+                          {"compute_s", ri < r.per_rank.size() ? r.per_rank[ri].compute_s : 0.0},
+                          {"peak_bytes", ri < r.memory.size() ? r.memory[ri].bytes.total() : 0.0}});
+  }
+  return json{{"schedule", r.schedule}, {"stages", stages}};
+}
+
+}  // namespace
 
 nlohmann::json to_json(const Report& r, const nlohmann::json& plan) {
   using nlohmann::json;
@@ -122,6 +161,7 @@ nlohmann::json to_json(const Report& r, const nlohmann::json& plan) {
               {"breakdown", b},
               {"memory", {{"peak_bytes_max", r.peak_bytes_max()}, {"oom", r.oom()}, {"per_rank", per_rank_mem}}},
               {"plan", plan},
+              {"pipeline", pipeline_json(r)},
               {"simulation",
                {{"kernels", r.kernels},
                 {"kernels_profiled", r.kernels_profiled},
@@ -148,6 +188,20 @@ std::string to_text(const Report& r) {
       "bubble {}, host-bound idle {}\n",
       r.slowest_rank, seconds_text(b.compute_s), seconds_text(b.exposed_comm_s), seconds_text(b.comm_s),
       seconds_text(b.bubble_s), seconds_text(b.host_s));
+  for (const StageReport& st : r.stages) {
+    const auto ri = static_cast<std::size_t>(st.stage);
+    std::string chunks;
+    for (const auto& c : st.chunks) {
+      chunks += fmt::format("{}{}..{} ({} units, {:.2f} M params, {} modelled)", chunks.empty() ? "" : "; ", c.first_layer,
+                            c.last_layer, c.units, static_cast<double>(c.params) * 1e-6, seconds_text(c.modelled_s));
+    }
+    const RankBreakdown* sb = ri < r.per_rank.size() ? &r.per_rank[ri] : nullptr;
+    const RankMemory* sm = ri < r.memory.size() ? &r.memory[ri] : nullptr;
+    out += fmt::format("{}stage {}: {}; compute {}, bubble {}; {} micro-batches in flight, peak {}\n",
+                       st.stage == 0 ? fmt::format("{:<12}", r.schedule) : std::string(12, ' '), st.stage, chunks,
+                       sb ? seconds_text(sb->compute_s) : "-", sb ? seconds_text(sb->bubble_s) : "-", st.in_flight,
+                       sm ? bytes_text(sm->bytes.total()) : "-");
+  }
   if (!r.memory.empty()) {
     const RankMemory& m = *std::max_element(r.memory.begin(), r.memory.end(), [](const RankMemory& a, const RankMemory& c) {
       return a.bytes.total() < c.bytes.total();

@@ -38,6 +38,20 @@ struct RankMemory {
   double overflow = 0.0;  ///< bytes beyond capacity
 };
 
+/// One pipeline stage (rank of the first replica): its model chunks and what they hold.
+struct StageReport {
+  struct Chunk {
+    std::string first_layer;
+    std::string last_layer;
+    std::size_t units = 0;
+    double modelled_s = 0.0;  ///< forward + backward of one micro-batch, as the partitioner weighed it
+    std::int64_t params = 0;
+  };
+  int stage = 0;
+  std::vector<Chunk> chunks;
+  int in_flight = 0;  ///< most micro-batches whose activations the stage holds at once
+};
+
 struct Report {
   std::string scenario;
   std::string model;
@@ -62,6 +76,8 @@ struct Report {
   int slowest_rank = 0;
   std::vector<RankBreakdown> per_rank;
   std::vector<RankMemory> memory;
+  std::string schedule;               ///< pipelines: the schedule's name; empty otherwise
+  std::vector<StageReport> stages;    ///< pipelines: per stage of the first replica
 
   std::size_t kernels = 0;           ///< distinct kernels costed
   std::size_t kernels_profiled = 0;  ///< of which from the profile database

@@ -46,11 +46,84 @@ constexpr std::array<std::pair<std::string_view, Framework>, 2> kFrameworks{
     {{"ddp", Framework::ddp}, {"horovod", Framework::horovod}}};
 constexpr std::array<std::pair<std::string_view, Optimizer>, 2> kOptimizers{
     {{"sgd", Optimizer::sgd}, {"adam", Optimizer::adam}}};
+constexpr std::array<std::pair<std::string_view, Schedule>, 6> kSchedules{{{"none", Schedule::none},
+                                                                           {"naive", Schedule::naive},
+                                                                           {"gpipe", Schedule::gpipe},
+                                                                           {"1f1b", Schedule::one_f_one_b},
+                                                                           {"interleaved", Schedule::interleaved},
+                                                                           {"pipedream", Schedule::pipedream}}};
+constexpr std::array<std::pair<std::string_view, PartitionMode>, 3> kPartitions{
+    {{"time", PartitionMode::time}, {"params", PartitionMode::params}, {"uniform", PartitionMode::uniform}}};
+constexpr std::array<std::pair<std::string_view, PipelineDriver>, 2> kDrivers{
+    {{"per_stage", PipelineDriver::per_stage}, {"single_process", PipelineDriver::single_process}}};
+constexpr std::array<std::pair<std::string_view, Recompute>, 3> kRecomputes{
+    {{"none", Recompute::none}, {"full", Recompute::full}, {"except_last", Recompute::except_last}}};
+constexpr std::array<std::pair<std::string_view, ScaleAxis>, 2> kScaleAxes{{{"dp", ScaleAxis::dp}, {"pp", ScaleAxis::pp}}};
 constexpr std::array<std::pair<std::string_view, sim::NetworkKind>, 2> kNetworks{
     {{"analytical", sim::NetworkKind::analytical}, {"flow", sim::NetworkKind::flow}}};
 
 int positive_int(const JsonReader& r, const json& obj, std::string_view key, const JsonPath& p) {
   return static_cast<int>(r.integer_at(obj, key, p, "a plan", 1, 1 << 30));
+}
+
+/// The pipeline fields of a plan, checked against each other (the model-dependent checks, such as
+/// more stages than layers, come when the model is partitioned).
+void read_pipeline(const JsonReader& r, const json& o, const JsonPath& p, Plan& plan) {
+  auto has = [&](std::string_view k) { return o.contains(k); };
+  if (has("schedule")) plan.schedule = pick(r, o, "schedule", p, kSchedules);
+  if (plan.pp > 1 && plan.schedule == Schedule::none) plan.schedule = Schedule::one_f_one_b;
+  if (plan.pp == 1 && plan.schedule != Schedule::none) {
+    r.fail(p.at("schedule"), fmt::format("expected \"none\" with pp = 1: schedule \"{}\" needs pp > 1",
+                                         to_string(plan.schedule)));
+  }
+  if (has("virtual_stages")) plan.virtual_stages = static_cast<int>(r.integer_at(o, "virtual_stages", p, "a plan", 1, 1024));
+  if (plan.virtual_stages > 1 && plan.schedule != Schedule::interleaved) {
+    r.fail(p.at("virtual_stages"), fmt::format("expected 1: {} virtual stages need schedule \"interleaved\", found \"{}\"",
+                                               plan.virtual_stages, to_string(plan.schedule)));
+  }
+  if (plan.schedule == Schedule::interleaved && plan.grad_accum % plan.pp != 0 && !has("global_batch")) {
+    r.fail(p.at("grad_accum"), fmt::format("expected a multiple of pp = {}: the interleaved schedule runs micro-batches "
+                                           "in groups of pp (Megatron), found {}", plan.pp, plan.grad_accum));
+  }
+  if (has("partition")) {
+    const json& v = o.at("partition");
+    if (v.is_array()) {
+      plan.partition = PartitionMode::explicit_units;
+      const JsonPath pp = p.at("partition");
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        if (!v[i].is_number_integer() || v[i].get<long long>() < 1) {
+          r.fail(pp.at(i), fmt::format("expected a count of units >= 1, found {}", topo::shown(v[i])));
+        }
+        plan.partition_units.push_back(static_cast<int>(std::min<long long>(v[i].get<long long>(), 1 << 24)));
+      }
+      if (plan.partition_units.empty()) r.fail(pp, "expected a list of units per stage, found an empty list");
+    } else {
+      plan.partition = pick(r, o, "partition", p, kPartitions);
+    }
+  } else if (plan.schedule == Schedule::interleaved) {
+    plan.partition = PartitionMode::uniform;  // Megatron's equal split into model chunks
+  }
+  if (has("driver")) plan.driver = pick(r, o, "driver", p, kDrivers);
+  if (has("microbatch_overhead")) plan.microbatch_overhead = r.time_at(o, "microbatch_overhead", p, "a plan");
+  if (has("dispatch_gil")) plan.dispatch_gil = r.time_at(o, "dispatch_gil", p, "a plan");
+  if (plan.dispatch_gil > plan.dispatch_forward) {
+    r.fail(p.at("dispatch_gil"), fmt::format("expected at most dispatch_forward ({}), found {}",
+                                             sim::to_string(plan.dispatch_forward), sim::to_string(plan.dispatch_gil)));
+  }
+  plan.p2p_sync = plan.driver == PipelineDriver::per_stage && plan.schedule != Schedule::interleaved;
+  if (has("p2p_sync")) plan.p2p_sync = r.bool_at(o, "p2p_sync", p, "a plan");
+  if (has("recompute")) plan.recompute = pick(r, o, "recompute", p, kRecomputes);
+  if (plan.recompute != Recompute::none && plan.pp == 1) {
+    r.fail(p.at("recompute"), "expected \"none\" with pp = 1: recompute is simulated per pipeline stage; per-layer "
+                              "recompute arrives with the large-transformer strategies");
+  }
+  // A pipeline needs more steps to settle than data parallelism: 8 by default, the last 4 measured.
+  if (plan.pp > 1 && !has("steps")) plan.steps = 8;
+  if (has("scale_axis")) plan.scale_axis = pick(r, o, "scale_axis", p, kScaleAxes);
+  if (plan.schedule == Schedule::naive && plan.grad_accum != 1 && !has("global_batch")) {
+    r.fail(p.at("grad_accum"), fmt::format("expected 1: naive model parallelism runs one micro-batch per step, found {} "
+                                           "(use schedule \"gpipe\" for several)", plan.grad_accum));
+  }
 }
 
 Plan read_plan(const JsonReader& r, const json& o, const JsonPath& p) {
@@ -59,7 +132,8 @@ Plan read_plan(const JsonReader& r, const json& o, const JsonPath& p) {
                   "tf32_conv", "tf32_matmul", "optimizer", "bucket_cap", "first_bucket", "fusion_threshold",
                   "cycle_time", "input_rate", "step_overhead", "dispatch_forward", "dispatch_backward",
                   "dispatch_optimizer", "sync_each_step", "comm_compute_slowdown", "network", "steps", "schedule",
-                  "zero", "recompute"},
+                  "virtual_stages", "partition", "driver", "microbatch_overhead", "dispatch_gil", "p2p_sync", "recompute",
+                  "scale_axis", "zero"},
                  p, "a plan");
   Plan plan;
   auto has = [&](std::string_view k) { return o.contains(k); };
@@ -98,20 +172,14 @@ Plan read_plan(const JsonReader& r, const json& o, const JsonPath& p) {
   }
   if (has("network")) plan.network = pick(r, o, "network", p, kNetworks);
   if (has("steps")) plan.steps = static_cast<int>(r.integer_at(o, "steps", p, "a plan", 1, 1000));
+  read_pipeline(r, o, p, plan);
   // Parts of a plan whose strategies are not built yet: only their neutral values are accepted.
-  if (has("schedule") && r.string_at(o, "schedule", p, "a plan") != "none") {
-    r.fail(p.at("schedule"), "expected \"none\": pipeline schedules arrive with the pipeline strategy");
-  }
   if (has("zero") && r.integer_at(o, "zero", p, "a plan", 0, 3) != 0) {
     r.fail(p.at("zero"), "expected 0: ZeRO arrives with the large-transformer strategies");
   }
-  if (has("recompute") && r.string_at(o, "recompute", p, "a plan") != "none") {
-    r.fail(p.at("recompute"), "expected \"none\": activation recompute arrives with the large-transformer strategies");
-  }
   for (const auto& [key, what] : {std::pair<std::string_view, std::string_view>{"tp", "tensor parallelism"},
-                                  {"pp", "pipeline parallelism"},
                                   {"ep", "expert parallelism"}}) {
-    const int v = key == "tp" ? plan.tp : (key == "pp" ? plan.pp : plan.ep);
+    const int v = key == "tp" ? plan.tp : plan.ep;
     if (v != 1) r.fail(p.at(key), fmt::format("expected 1: {} is not simulated yet (found {})", what, v));
   }
   // Batch arithmetic: global = dp x micro x accum.
@@ -129,6 +197,15 @@ Plan read_plan(const JsonReader& r, const json& o, const JsonPath& p) {
     plan.grad_accum = static_cast<int>(accum);
   } else {
     plan.global_batch = plan.dp * plan.micro_batch * plan.grad_accum;
+  }
+  if (has("global_batch") && plan.schedule == Schedule::naive && plan.grad_accum != 1) {
+    r.fail(p.at("global_batch"), fmt::format("expected dp x micro_batch = {}: naive model parallelism runs one "
+                                             "micro-batch per step, found {}", plan.dp * plan.micro_batch, plan.global_batch));
+  }
+  if (has("global_batch") && plan.schedule == Schedule::interleaved && plan.grad_accum % plan.pp != 0) {
+    r.fail(p.at("global_batch"), fmt::format("expected micro-batches per step (global_batch / (dp x micro_batch) = {}) "
+                                             "to be a multiple of pp = {} for the interleaved schedule",
+                                             plan.grad_accum, plan.pp));
   }
   return plan;
 }
@@ -163,8 +240,8 @@ Override parse_override(const std::string& text) {
 
 void apply_overrides(json& doc, const std::vector<Override>& overrides) {
   if (!doc.is_object()) return;  // parse_scenario reports it
-  bool dp_set = false;
-  for (const Override& o : overrides) dp_set = dp_set || o.path == "plan.dp";
+  bool axis_set = false;  // an explicit override of the scaled axis wins over cluster.gpus
+  for (const Override& o : overrides) axis_set = axis_set || o.path == "plan.dp" || o.path == "plan.pp";
   for (const Override& o : overrides) {
     const auto parts = split_path(o.path);
     json* node = &doc;
@@ -179,14 +256,17 @@ void apply_overrides(json& doc, const std::vector<Override>& overrides) {
     json value = json::parse(o.value, nullptr, false);
     if (value.is_discarded()) value = o.value;
     (*node)[parts.back()] = value;
-    if (o.path == "cluster.gpus" && !dp_set && value.is_number_integer() && doc.contains("plan") && doc["plan"].is_object()) {
+    if (o.path == "cluster.gpus" && !axis_set && value.is_number_integer() && doc.contains("plan") &&
+        doc["plan"].is_object()) {
+      // The scaled axis (plan.scale_axis, default dp) takes gpus / (product of the others).
       json& plan = doc["plan"];
-      long long model_ranks = 1;
-      for (const char* k : {"tp", "pp", "ep"}) {
-        if (plan.contains(k) && plan[k].is_number_integer()) model_ranks *= plan[k].get<long long>();
+      const std::string axis = plan.contains("scale_axis") && plan["scale_axis"] == "pp" ? "pp" : "dp";
+      long long others = 1;
+      for (const char* k : {"dp", "tp", "pp", "ep"}) {
+        if (k != axis && plan.contains(k) && plan[k].is_number_integer()) others *= plan[k].get<long long>();
       }
       const long long gpus = value.get<long long>();
-      if (model_ranks > 0 && gpus % model_ranks == 0) plan["dp"] = gpus / model_ranks;
+      if (others > 0 && gpus % others == 0) plan[axis] = gpus / others;
     }
   }
 }
@@ -293,7 +373,17 @@ json plan_to_json(const Plan& p) {
               {"sync_each_step", p.sync_each_step},
               {"comm_compute_slowdown", p.comm_compute_slowdown},
               {"network", std::string(sim::to_string(p.network))},
-              {"steps", p.steps}};
+              {"steps", p.steps},
+              {"schedule", std::string(to_string(p.schedule))},
+              {"virtual_stages", p.virtual_stages},
+              {"partition", p.partition == PartitionMode::explicit_units ? json(p.partition_units)
+                                                                          : json(std::string(to_string(p.partition)))},
+              {"driver", std::string(to_string(p.driver))},
+              {"microbatch_overhead", sim::to_string(p.microbatch_overhead)},
+              {"dispatch_gil", sim::to_string(p.dispatch_gil)},
+              {"p2p_sync", p.p2p_sync},
+              {"recompute", std::string(to_string(p.recompute))},
+              {"scale_axis", p.scale_axis == ScaleAxis::dp ? "dp" : "pp"}};
 }
 
 }  // namespace foresight::strategy

@@ -6,7 +6,9 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/error.hpp"
+#include "strategies/memory_model.hpp"
 #include "strategies/model_zoo.hpp"
+#include "strategies/pipeline.hpp"
 #include "topologies/cluster_builders.hpp"
 
 namespace foresight::strategy {
@@ -73,7 +75,12 @@ SimulationOutput simulate_scenario(const Scenario& scenario, const SimulationInp
   }
   const topo::GpuSpec& gpu = cluster.gpu_model(0);
   const ComputeModel compute(gpu, inputs.profiles);
-  out.compiled = compile_data_parallel(out.model, plan, cluster, compute);
+  try {
+    out.compiled = plan.pp > 1 ? compile_pipeline(out.model, plan, cluster, compute)
+                               : compile_data_parallel(out.model, plan, cluster, compute);
+  } catch (const sim::ConfigError& e) {
+    throw sim::ConfigError(fmt::format("{}: {}", scenario.path, e.what()));
+  }
 
   sim::ExecutorOptions options;
   options.comm_compute_slowdown = plan.comm_compute_slowdown;
@@ -102,9 +109,11 @@ SimulationOutput simulate_scenario(const Scenario& scenario, const SimulationInp
   const auto& ends = out.compiled.step_end;
   const int steps = static_cast<int>(ends.size());
   for (sim::RankId rank = 0; rank < static_cast<sim::RankId>(ranks); ++rank) {
-    const sim::Time from = steps > 1 ? out.result.end[ends.front()[rank]] : sim::Time::zero();
+    // A pipeline fills and settles over several steps: it is measured over its second half.
+    const int skip = plan.pp > 1 && steps > 2 ? steps / 2 : 0;
+    const sim::Time from = steps > 1 ? out.result.end[ends[static_cast<std::size_t>(skip)][rank]] : sim::Time::zero();
     const sim::Time to = out.result.end[ends.back()[rank]];
-    r.per_rank.push_back(breakdown(out.compiled.graph, out.result, rank, from, to, std::max(1, steps - 1)));
+    r.per_rank.push_back(breakdown(out.compiled.graph, out.result, rank, from, to, std::max(1, steps - 1 - skip)));
   }
   r.slowest_rank = 0;
   for (std::size_t i = 0; i < r.per_rank.size(); ++i) {
@@ -128,8 +137,19 @@ SimulationOutput simulate_scenario(const Scenario& scenario, const SimulationInp
   r.peak_tflops = compute.peak(instantiate(probe, 1, plan, gpu.compute_capability).dtype).per_second() * 1e-12;
   r.mfu = r.tflops_per_gpu / r.peak_tflops;
 
-  const MemoryBreakdown mem = data_parallel_memory(out.model, plan);
+  const auto& cg = out.compiled;
   for (int rank = 0; rank < ranks; ++rank) {
+    MemoryBreakdown mem;
+    if (plan.pp > 1) {
+      const auto ri = static_cast<std::size_t>(rank);
+      double params = 0.0;
+      for (const auto& [first, last] : cg.rank_chunks[ri]) {
+        for (std::size_t i = first; i < last; ++i) params += static_cast<double>(out.model.layers[i].params);
+      }
+      mem = pipeline_rank_memory(params, plan, cg.rank_activation_peak_bytes[ri], cg.rank_in_flight[ri]);
+    } else {
+      mem = data_parallel_memory(out.model, plan);
+    }
     RankMemory m;
     m.rank = rank;
     m.bytes = mem;
@@ -137,6 +157,27 @@ SimulationOutput simulate_scenario(const Scenario& scenario, const SimulationInp
     m.oom = mem.total() > m.capacity;
     m.overflow = std::max(0.0, mem.total() - m.capacity);
     r.memory.push_back(m);
+  }
+  if (plan.pp > 1) {
+    r.schedule = std::string(to_string(plan.schedule));
+    const int cc = gpu.compute_capability;
+    for (int st = 0; st < plan.pp; ++st) {
+      StageReport sr;
+      sr.stage = st;
+      sr.in_flight = cg.rank_in_flight[static_cast<std::size_t>(st)];
+      for (const auto& [first, last] : cg.rank_chunks[static_cast<std::size_t>(st)]) {
+        StageReport::Chunk c;
+        c.first_layer = out.model.layers[first].name;
+        c.last_layer = out.model.layers[last - 1].name;
+        for (const PartitionUnit& u : partition_units(out.model)) c.units += (u.first >= first && u.last <= last) ? 1 : 0;
+        for (std::size_t i = first; i < last; ++i) {
+          c.modelled_s += layer_seconds(out.model, i, plan, compute, cc);
+          c.params += out.model.layers[i].params;
+        }
+        sr.chunks.push_back(c);
+      }
+      r.stages.push_back(sr);
+    }
   }
   r.kernels = out.compiled.graph.signatures.size();
   for (const auto& sig : out.compiled.graph.signatures) r.kernels_profiled += compute.profiled(sig) ? 1 : 0;

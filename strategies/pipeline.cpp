@@ -1,0 +1,600 @@
+#include "strategies/pipeline.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <set>
+#include <tuple>
+#include <utility>
+
+#include "sim/error.hpp"
+
+namespace foresight::strategy {
+namespace {
+
+using sim::NodeId;
+
+bool is_wgrad(const OpTemplate& t) {
+  return t.type == sim::OpType::conv_wgrad || t.kernel.find("wgrad") != std::string::npos;
+}
+
+/// Contiguous split of `cost` into `k` non-empty groups minimizing the largest group's sum
+/// (optimal, by dynamic programming); returns the group sizes.
+std::vector<std::size_t> min_max_split(const std::vector<double>& cost, std::size_t k) {
+  const std::size_t n = cost.size();
+  std::vector<double> prefix(n + 1, 0.0);
+  for (std::size_t i = 0; i < n; ++i) prefix[i + 1] = prefix[i] + cost[i];
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  // best[j][i]: the smallest largest-group sum splitting the first i units into j groups.
+  std::vector<std::vector<double>> best(k + 1, std::vector<double>(n + 1, inf));
+  std::vector<std::vector<std::size_t>> cut(k + 1, std::vector<std::size_t>(n + 1, 0));
+  best[0][0] = 0.0;
+  for (std::size_t j = 1; j <= k; ++j) {
+    for (std::size_t i = j; i <= n; ++i) {
+      for (std::size_t c = j - 1; c < i; ++c) {
+        const double v = std::max(best[j - 1][c], prefix[i] - prefix[c]);
+        if (v < best[j][i]) {  // strict: ties keep the earliest cut, deterministically
+          best[j][i] = v;
+          cut[j][i] = c;
+        }
+      }
+    }
+  }
+  std::vector<std::size_t> sizes(k);
+  std::size_t i = n;
+  for (std::size_t j = k; j > 0; --j) {
+    sizes[j - 1] = i - cut[j][i];
+    i = cut[j][i];
+  }
+  return sizes;
+}
+
+}  // namespace
+
+std::vector<PartitionUnit> partition_units(const Model& model) {
+  std::vector<PartitionUnit> units;
+  for (std::size_t i = 0; i < model.layers.size(); ++i) {
+    const int b = model.layers[i].block;
+    if (b >= 0 && !units.empty() && units.back().block && model.layers[units.back().first].block == b) {
+      units.back().last = i + 1;
+    } else {
+      units.push_back({i, i + 1, b >= 0});
+    }
+  }
+  return units;
+}
+
+double layer_seconds(const Model& model, std::size_t i, const Plan& plan, const ComputeModel& compute, int cc) {
+  double t = 0.0;
+  for (const OpTemplate& op : model.layers[i].fwd) {
+    t += std::max(compute.duration(instantiate(op, plan.micro_batch, plan, cc)).seconds(), plan.dispatch_forward.seconds());
+  }
+  for (const OpTemplate& op : model.layers[i].bwd) {
+    t += std::max(compute.duration(instantiate(op, plan.micro_batch, plan, cc)).seconds(), plan.dispatch_backward.seconds());
+  }
+  return t;
+}
+
+std::vector<PipelineChunk> partition_model(const Model& model, const Plan& plan, const ComputeModel& compute, int cc) {
+  const auto units = partition_units(model);
+  const std::size_t k = static_cast<std::size_t>(plan.pp) * static_cast<std::size_t>(plan.virtual_stages);
+  if (k > units.size()) {
+    throw sim::ConfigError(fmt::format(
+        "/plan/pp: pp x virtual_stages = {} x {} = {} model chunks, but {} has only {} units (blocks, and layers "
+        "outside blocks) to split",
+        plan.pp, plan.virtual_stages, k, model.name, units.size()));
+  }
+  std::vector<double> seconds(units.size(), 0.0);
+  std::vector<double> params(units.size(), 0.0);
+  for (std::size_t u = 0; u < units.size(); ++u) {
+    for (std::size_t i = units[u].first; i < units[u].last; ++i) {
+      seconds[u] += layer_seconds(model, i, plan, compute, cc);
+      params[u] += static_cast<double>(model.layers[i].params);
+    }
+  }
+  std::vector<std::size_t> sizes;
+  switch (plan.partition) {
+    case PartitionMode::time:
+      sizes = min_max_split(seconds, k);
+      break;
+    case PartitionMode::params:
+      sizes = min_max_split(params, k);
+      break;
+    case PartitionMode::uniform: {
+      // Blocks are the repeated units; a model without blocks counts every unit as one.
+      const bool has_blocks = std::any_of(units.begin(), units.end(), [](const auto& u) { return u.block; });
+      const auto blocks = has_blocks ? static_cast<std::size_t>(std::count_if(units.begin(), units.end(),
+                                                                              [](const auto& u) { return u.block; }))
+                                     : units.size();
+      if (blocks % static_cast<std::size_t>(plan.pp) != 0) {
+        throw sim::ConfigError(fmt::format("/plan/pp: the {} blocks of {} are not divisible by pp = {}", blocks,
+                                           model.name, plan.pp));
+      }
+      const std::size_t per_stage = blocks / static_cast<std::size_t>(plan.pp);
+      if (per_stage % static_cast<std::size_t>(plan.virtual_stages) != 0) {
+        throw sim::ConfigError(fmt::format(
+            "/plan/virtual_stages: {} blocks per stage ({} blocks / pp {}) are not divisible by {} virtual stages",
+            per_stage, blocks, plan.pp, plan.virtual_stages));
+      }
+      const std::size_t per_chunk = blocks / k;
+      sizes.assign(k, 0);
+      std::size_t seen = 0;
+      for (const PartitionUnit& u : units) {
+        const bool counts = u.block || !has_blocks;
+        // A non-block unit joins the chunk of the block before it (the first chunk when none).
+        const std::size_t chunk = counts ? seen / per_chunk : (seen == 0 ? 0 : (seen - 1) / per_chunk);
+        ++sizes[std::min(k - 1, chunk)];
+        if (counts) ++seen;
+      }
+      if (std::find(sizes.begin(), sizes.end(), std::size_t{0}) != sizes.end()) {
+        throw sim::ConfigError(fmt::format("/plan/pp: {} cannot be split into {} chunks of whole blocks", model.name, k));
+      }
+      break;
+    }
+    case PartitionMode::explicit_units: {
+      std::size_t sum = 0;
+      for (const int n : plan.partition_units) sum += static_cast<std::size_t>(n);
+      if (plan.partition_units.size() != k || sum != units.size()) {
+        throw sim::ConfigError(fmt::format(
+            "/plan/partition: expected {} counts (pp x virtual_stages) summing to the {} units of {}, found {} "
+            "summing to {}",
+            k, units.size(), model.name, plan.partition_units.size(), sum));
+      }
+      for (const int n : plan.partition_units) sizes.push_back(static_cast<std::size_t>(n));
+      break;
+    }
+  }
+  std::vector<PipelineChunk> chunks;
+  std::size_t u = 0;
+  for (const std::size_t n : sizes) {
+    PipelineChunk c;
+    c.first = units[u].first;
+    c.last = units[u + n - 1].last;
+    c.units = n;
+    for (std::size_t j = u; j < u + n; ++j) {
+      c.seconds += seconds[j];
+      c.params += static_cast<std::int64_t>(params[j]);
+    }
+    chunks.push_back(c);
+    u += n;
+  }
+  return chunks;
+}
+
+std::vector<PipeTask> pipeline_order(Schedule schedule, int p, int v, int m, int stage) {
+  std::vector<PipeTask> out;
+  switch (schedule) {
+    case Schedule::none:
+    case Schedule::naive:
+    case Schedule::gpipe:
+      for (int i = 0; i < m; ++i) out.push_back({true, i, 0});
+      for (int i = m; i-- > 0;) out.push_back({false, i, 0});
+      return out;
+    case Schedule::one_f_one_b:
+    case Schedule::pipedream: {
+      const int warmup = std::min(p - stage - 1, m);
+      for (int i = 0; i < warmup; ++i) out.push_back({true, i, 0});
+      for (int k = 0; k < m - warmup; ++k) {
+        out.push_back({true, warmup + k, 0});
+        out.push_back({false, k, 0});
+      }
+      for (int k = m - warmup; k < m; ++k) out.push_back({false, k, 0});
+      return out;
+    }
+    case Schedule::interleaved: {
+      if (m % p != 0) {
+        throw sim::ConfigError(fmt::format("interleaved schedule: {} micro-batches are not a multiple of pp = {}", m, p));
+      }
+      const int total = m * v;
+      const int group = p;  // Megatron's microbatch_group_size_per_vp_stage default
+      auto micro = [&](int k) { return (k / (group * v)) * group + k % group; };
+      auto fwd_chunk = [&](int k) { return (k / group) % v; };
+      auto bwd_chunk = [&](int k) { return v - 1 - (k / group) % v; };
+      const int warmup = std::min(2 * (p - stage - 1) + (v - 1) * group, total);
+      for (int k = 0; k < warmup; ++k) out.push_back({true, micro(k), fwd_chunk(k)});
+      for (int k = 0; k < total - warmup; ++k) {
+        out.push_back({true, micro(warmup + k), fwd_chunk(warmup + k)});
+        out.push_back({false, micro(k), bwd_chunk(k)});
+      }
+      for (int k = total - warmup; k < total; ++k) out.push_back({false, micro(k), bwd_chunk(k)});
+      return out;
+    }
+  }
+  return out;
+}
+
+namespace {
+
+/// A task of the whole run: which step it belongs to and its micro-batch within that step.
+struct RunTask {
+  PipeTask task;
+  int step = 0;
+};
+
+/// Emits the tasks of one pipeline rank as the merged order reaches them.
+class StageCompiler {
+ public:
+  StageCompiler(const Model& model, const Plan& plan, const std::vector<PipelineChunk>& chunks, int stage,
+                sim::RankId first_rank, std::uint32_t dp_communicator, RankEmitter& e, const ComputeModel& compute,
+                int cc)
+      : model_(model), plan_(plan), chunks_(chunks), stage_(stage), first_rank_(first_rank), comm_id_(dp_communicator),
+        e_(e) {
+    const int v = plan.virtual_stages;
+    for (int c = 0; c < v; ++c) {
+      const PipelineChunk& ch = chunk(c);
+      params_ += static_cast<double>(ch.params);
+      auto b = plan.framework == Framework::ddp ? ddp_buckets(model, plan, ch.first, ch.last)
+                                                : horovod_groups(model, plan, compute, cc, ch.first, ch.last);
+      chunk_buckets_.push_back(b);
+      buckets_.insert(buckets_.end(), b.begin(), b.end());
+    }
+  }
+
+  const std::vector<GradientBucket>& buckets() const { return buckets_; }
+  int global_chunk(int c) const { return c * plan_.pp + stage_; }
+  const PipelineChunk& chunk(int c) const { return chunks_[static_cast<std::size_t>(global_chunk(c))]; }
+  double params() const { return params_; }
+
+  /// Emits `t`; returns the step's last node when `t` completes the step, else kNoNode (and,
+  /// with `defer_step_end`, leaves the step's end to finish_step). `after` are nodes of other
+  /// threads of this process the task waits for first (torchgpipe's clock barrier).
+  NodeId emit(const RunTask& t, bool step_begins, bool drives_input, NodeId& step_first,
+              const std::vector<NodeId>& after = {}, bool defer_step_end = false) {
+    if (step_begins) begin_step(t.step, drives_input, step_first);
+    const int gc = global_chunk(t.task.chunk);
+    const int chunks_total = plan_.pp * plan_.virtual_stages;
+    const PipelineChunk& ch = chunk(t.task.chunk);
+    const int micro = t.task.micro;
+    if (!after.empty()) {
+      sim::Node wait = e_.make(sim::OpKind::sync, sim::kHostStream, "wait for the clock cycle", sim::Phase::other);
+      wait.deps = after;
+      e_.graph().add(wait);
+    }
+    if (plan_.driver == PipelineDriver::single_process) {
+      e_.host(t.task.forward ? "pipeline bookkeeping (forward)" : "pipeline bookkeeping (backward)",
+              plan_.microbatch_overhead, sim::Phase::other, micro);
+    }
+    if (t.task.forward) {
+      NodeId in = kNoNode;
+      if (gc == 0) {
+        e_.copy_input(micro);
+      } else {
+        in = transfer(sim::OpKind::recv, streams::p2p_recv_fwd, gc - 1, boundary_bytes(ch), 0, "recv activations",
+                      sim::Phase::forward, micro);
+      }
+      NodeId last = forward(ch, micro, in);
+      if (gc + 1 < chunks_total) {
+        transfer(sim::OpKind::send, streams::p2p_send_fwd, gc + 1, boundary_bytes(chunks_[static_cast<std::size_t>(gc + 1)]),
+                 0, "send activations", sim::Phase::forward, micro, last);
+      }
+      return kNoNode;
+    }
+    NodeId in = kNoNode;
+    if (gc + 1 < chunks_total) {
+      in = transfer(sim::OpKind::recv, streams::p2p_recv_bwd, gc + 1, boundary_bytes(chunks_[static_cast<std::size_t>(gc + 1)]),
+                    1, "recv gradients", sim::Phase::backward, micro);
+    }
+    if (recomputes(micro)) in = forward(ch, micro, in);
+    const bool reduce = plan_.dp > 1 && ++backwards_[{t.step, t.task.chunk}] == plan_.grad_accum;
+    const NodeId last = backward(t.task.chunk, micro, in, reduce);
+    if (gc > 0) {
+      transfer(sim::OpKind::send, streams::p2p_send_bwd, gc - 1, boundary_bytes(ch), 1, "send gradients",
+               sim::Phase::backward, micro, last);
+    }
+    last_backward_ = last;
+    if (++step_backwards_[t.step] < plan_.grad_accum * plan_.virtual_stages) return kNoNode;
+    step_done_ = true;
+    return defer_step_end ? kNoNode : finish_step({});
+  }
+
+  /// The last node of the last task emitted, and whether it completed its step.
+  NodeId last_backward() const { return last_backward_; }
+  bool take_step_done() { return std::exchange(step_done_, false); }
+
+  /// A host-stream marker: done when this thread has dispatched everything before it.
+  NodeId dispatched_marker() {
+    return e_.graph().add(e_.make(sim::OpKind::sync, sim::kHostStream, "task dispatched", sim::Phase::other));
+  }
+
+  /// Closes the step: the host first waits for `join` (every stage's backward, when one process
+  /// runs the optimizer after loss.backward() returns), then the gradient reduction and the
+  /// optimizer step. Returns the step's last node.
+  NodeId finish_step(const std::vector<NodeId>& join) {
+    if (!join.empty()) {
+      sim::Node wait = e_.make(sim::OpKind::sync, sim::kHostStream, "wait for loss.backward()", sim::Phase::backward);
+      wait.deps = join;
+      e_.graph().add(wait);
+    }
+    NodeId end = e_.finish_step(comm_, buckets_, params_);
+    comm_.clear();
+    if (plan_.sync_each_step && stage_ == plan_.pp - 1) {
+      sim::Node sync = e_.make(sim::OpKind::sync, sim::kHostStream, "loss.item()", sim::Phase::other);
+      sync.deps = {end};
+      end = e_.graph().add(sync);
+    }
+    return end;
+  }
+
+  /// Bytes crossing into chunk `ch` per micro-batch: its first layer's input.
+  double boundary_bytes(const PipelineChunk& ch) const {
+    const double elems = ch.first == 0 ? model_.input_elems : model_.layers[ch.first - 1].output_elems;
+    return elems * plan_.micro_batch * activation_bytes(plan_.precision);
+  }
+
+  /// Whether micro-batch `micro`'s backward re-runs its forward first.
+  bool recomputes(int micro) const {
+    return plan_.recompute == Recompute::full ||
+           (plan_.recompute == Recompute::except_last && micro != plan_.grad_accum - 1);
+  }
+
+ private:
+  void begin_step(int step, bool drives_input, NodeId& step_first) {
+    step_first = kNoNode;
+    if (stage_ == 0) step_first = e_.wait_for_batch(step);
+    if (drives_input || plan_.driver == PipelineDriver::per_stage) {
+      const NodeId o = e_.host("step overhead", plan_.step_overhead, sim::Phase::other);
+      if (step_first == kNoNode) step_first = o;
+    }
+  }
+
+  NodeId transfer(sim::OpKind kind, sim::StreamId stream, int peer_chunk, double bytes, std::uint32_t tag,
+                  const std::string& name, sim::Phase phase, int micro, NodeId dep = kNoNode) {
+    sim::Node n = e_.make(kind, stream, name, phase);
+    n.peer = first_rank_ + static_cast<sim::RankId>(peer_chunk % plan_.pp);
+    n.bytes = bytes;
+    n.tag = tag;
+    n.micro_batch = micro;
+    if (dep != kNoNode) n.deps = {dep};
+    const NodeId id = e_.graph().add(n);
+    if (kind == sim::OpKind::recv && plan_.p2p_sync) {
+      sim::Node wait = e_.make(sim::OpKind::sync, sim::kHostStream, "wait for " + name, phase);
+      wait.deps = {id};
+      wait.micro_batch = micro;
+      e_.graph().add(wait);
+    }
+    return id;
+  }
+
+  NodeId forward(const PipelineChunk& ch, int micro, NodeId in) {
+    NodeId last = in;
+    for (std::size_t i = ch.first; i < ch.last; ++i) {
+      for (const OpTemplate& t : model_.layers[i].fwd) {
+        std::vector<NodeId> deps;
+        if (last == in && in != kNoNode) deps.push_back(in);
+        last = e_.kernel(t, i, micro, sim::Phase::forward, plan_.dispatch_forward, std::move(deps));
+      }
+    }
+    return last;
+  }
+
+  NodeId backward(int c, int micro, NodeId in, bool reduce) {
+    const PipelineChunk& ch = chunk(c);
+    const auto& buckets = chunk_buckets_[static_cast<std::size_t>(c)];
+    std::size_t next_bucket = 0;
+    NodeId last = in;
+    for (std::size_t i = ch.last; i-- > ch.first;) {
+      NodeId layer_last = kNoNode;
+      for (const OpTemplate& t : model_.layers[i].bwd) {
+        std::vector<NodeId> deps;
+        if (last == in && in != kNoNode) deps.push_back(in);
+        last = layer_last = e_.kernel(t, i, micro, is_wgrad(t) ? sim::Phase::wgrad : sim::Phase::backward,
+                                      plan_.dispatch_backward, std::move(deps));
+      }
+      if (!reduce) continue;
+      while (next_bucket < buckets.size() && buckets[next_bucket].layers.front() == i) {
+        e_.reduce_bucket(buckets[next_bucket], bucket_index_++, layer_last, comm_id_, comm_);
+        ++next_bucket;
+      }
+    }
+    return last;
+  }
+
+  const Model& model_;
+  const Plan& plan_;
+  const std::vector<PipelineChunk>& chunks_;
+  int stage_;
+  sim::RankId first_rank_;  ///< the replica's stage-0 rank
+  std::uint32_t comm_id_;
+  RankEmitter& e_;
+  std::vector<std::vector<GradientBucket>> chunk_buckets_;
+  std::vector<GradientBucket> buckets_;
+  double params_ = 0.0;
+  std::map<std::pair<int, int>, int> backwards_;  ///< (step, chunk) -> backwards done
+  std::map<int, int> step_backwards_;
+  std::vector<NodeId> comm_;
+  std::size_t bucket_index_ = 0;
+  NodeId last_backward_ = kNoNode;
+  bool step_done_ = false;
+};
+
+/// Every task of rank `stage` over the run, in its order. PipeDream runs one 1F1B sequence
+/// over all steps' micro-batches, without a flush.
+std::vector<RunTask> run_order(const Plan& plan, int stage) {
+  std::vector<RunTask> out;
+  const int m = plan.grad_accum;
+  if (plan.schedule == Schedule::pipedream) {
+    for (const PipeTask& t : pipeline_order(Schedule::pipedream, plan.pp, 1, m * plan.steps, stage)) {
+      out.push_back({{t.forward, t.micro % m, t.chunk}, t.micro / m});
+    }
+    return out;
+  }
+  const auto one = pipeline_order(plan.schedule, plan.pp, plan.virtual_stages, m, stage);
+  for (int s = 0; s < plan.steps; ++s) {
+    for (const PipeTask& t : one) out.push_back({t, s});
+  }
+  return out;
+}
+
+/// Peak activation bytes and most micro-batches in flight on one rank, walking its order:
+/// a forward keeps its chunk's saved activations (only the chunk's input when that micro-batch
+/// will be recomputed), a backward frees them; a recompute briefly holds the full set again.
+std::pair<double, int> activation_peak(const Model& model, const Plan& plan, const StageCompiler& sc,
+                                       const std::vector<RunTask>& order) {
+  const int bytes = activation_bytes(plan.precision);
+  auto saved = [&](int c) {
+    const PipelineChunk& ch = sc.chunk(c);
+    double elems = 0.0;
+    double masks = 0.0;
+    for (std::size_t i = ch.first; i < ch.last; ++i) {
+      elems += model.layers[i].saved_elems;
+      masks += model.layers[i].saved_mask_elems;
+    }
+    return (elems * bytes + masks) * plan.micro_batch;
+  };
+  double live = 0.0;
+  double peak = 0.0;
+  int in_flight = 0;
+  int most = 0;
+  for (const RunTask& t : order) {
+    const bool rc = sc.recomputes(t.task.micro);
+    const double kept = rc ? sc.boundary_bytes(sc.chunk(t.task.chunk)) : saved(t.task.chunk);
+    if (t.task.forward) {
+      live += kept;
+      most = std::max(most, ++in_flight);
+      peak = std::max(peak, live);
+    } else {
+      if (rc) peak = std::max(peak, live + saved(t.task.chunk));
+      live -= kept;
+      --in_flight;
+    }
+  }
+  double largest_output = 0.0;
+  for (int c = 0; c < plan.virtual_stages; ++c) {
+    for (std::size_t i = sc.chunk(c).first; i < sc.chunk(c).last; ++i) {
+      largest_output = std::max(largest_output, model.layers[i].output_elems);
+    }
+  }
+  // The tensors in flight at the turn from forward to backward: an output and its gradient.
+  return {peak + 2.0 * largest_output * bytes * plan.micro_batch, most};
+}
+
+}  // namespace
+
+CompiledGraph compile_pipeline(const Model& model, const Plan& plan, const topo::Cluster& cluster,
+                               const ComputeModel& compute) {
+  const int p = plan.pp;
+  const int ranks = plan.dp * p;
+  if (static_cast<std::size_t>(ranks) > cluster.gpu_count()) {
+    throw sim::ConfigError(fmt::format("plan: dp x pp = {} x {} = {} ranks, but the cluster has {} GPUs", plan.dp, p,
+                                       ranks, cluster.gpu_count()));
+  }
+  const int cc = cluster.gpu(0).compute_capability;
+  const auto chunks = partition_model(model, plan, compute, cc);
+  CompiledGraph out;
+  sim::ExecutionGraph& g = out.graph;
+  g.stream_names = training_stream_names();
+  // A host thread per rank. One process per stage (per_stage), or one per replica whose worker
+  // threads, one per device, share its GIL (single_process, torchgpipe).
+  for (int d = 0; d < plan.dp; ++d) {
+    for (int s = 0; s < p; ++s) {
+      const int r = d * p + s;
+      g.add_rank(static_cast<sim::GpuId>(r), static_cast<std::uint32_t>(r));
+      g.host_process.push_back(static_cast<std::uint32_t>(plan.driver == PipelineDriver::per_stage ? r : d));
+    }
+  }
+  std::vector<std::uint32_t> dp_comm(static_cast<std::size_t>(p), 0);
+  if (plan.dp > 1) {
+    for (int s = 0; s < p; ++s) {
+      std::vector<sim::RankId> members;
+      for (int d = 0; d < plan.dp; ++d) members.push_back(static_cast<sim::RankId>(d * p + s));
+      dp_comm[static_cast<std::size_t>(s)] = g.add_communicator(members);
+    }
+  }
+  out.step_begin.assign(static_cast<std::size_t>(plan.steps), std::vector<NodeId>(static_cast<std::size_t>(ranks), kNoNode));
+  out.step_end = out.step_begin;
+  out.rank_chunks.resize(static_cast<std::size_t>(ranks));
+  out.rank_activation_peak_bytes.resize(static_cast<std::size_t>(ranks));
+  out.rank_in_flight.resize(static_cast<std::size_t>(ranks));
+
+  for (int d = 0; d < plan.dp; ++d) {
+    std::vector<RankEmitter> emitters;
+    emitters.reserve(static_cast<std::size_t>(p));
+    std::vector<StageCompiler> stages;
+    stages.reserve(static_cast<std::size_t>(p));
+    std::vector<std::vector<RunTask>> orders;
+    const auto first_rank = static_cast<sim::RankId>(d * p);
+    for (int s = 0; s < p; ++s) {
+      emitters.emplace_back(model, plan, cluster, compute, g, first_rank + static_cast<sim::RankId>(s));
+      if (plan.driver == PipelineDriver::single_process) emitters.back().share_interpreter(plan.dispatch_gil);
+      if (s == 0) emitters.back().load_batches(plan.steps, plan.micro_batch * plan.grad_accum);
+    }
+    for (int s = 0; s < p; ++s) {
+      stages.emplace_back(model, plan, chunks, s, first_rank, dp_comm[static_cast<std::size_t>(s)],
+                          emitters[static_cast<std::size_t>(s)], compute, cc);
+      orders.push_back(run_order(plan, s));
+      const auto r = static_cast<std::size_t>(first_rank) + static_cast<std::size_t>(s);
+      for (int c = 0; c < plan.virtual_stages; ++c) out.rank_chunks[r].emplace_back(stages.back().chunk(c).first, stages.back().chunk(c).last);
+      const auto [peak, most] = activation_peak(model, plan, stages.back(), orders.back());
+      out.rank_activation_peak_bytes[r] = peak;
+      out.rank_in_flight[r] = most;
+      if (d == 0) out.buckets.insert(out.buckets.end(), stages.back().buckets().begin(), stages.back().buckets().end());
+    }
+    // Merge the ranks' orders tick by tick: each rank emits at most one task per tick, once the
+    // task feeding it (the previous chunk's forward, the next chunk's backward) is emitted. A
+    // single-process driver dispatches in exactly this order (torchgpipe's clock cycles).
+    const int chunks_total = p * plan.virtual_stages;
+    std::set<std::tuple<int, int, int, bool>> done;  // (step, micro, global chunk, forward)
+    std::vector<std::size_t> next(static_cast<std::size_t>(p), 0);
+    std::vector<int> started(static_cast<std::size_t>(p), -1);
+    std::size_t remaining = 0;
+    for (const auto& o : orders) remaining += o.size();
+    // One process: forward tasks of a clock cycle wait until the previous cycle's are
+    // dispatched (torchgpipe's scheduler joins each cycle), and the optimizer runs once every
+    // stage's backward is done.
+    const bool one_process = plan.driver == PipelineDriver::single_process;
+    std::vector<NodeId> previous_cycle;
+    std::vector<NodeId> this_cycle;
+    std::vector<NodeId> step_join;
+    std::vector<int> step_done_stages;
+    while (remaining > 0) {
+      bool progressed = false;
+      previous_cycle = std::move(this_cycle);
+      this_cycle.clear();
+      for (int s = 0; s < p; ++s) {
+        const auto si = static_cast<std::size_t>(s);
+        if (next[si] >= orders[si].size()) continue;
+        const RunTask& t = orders[si][next[si]];
+        const int gc = stages[si].global_chunk(t.task.chunk);
+        const bool ready = t.task.forward ? (gc == 0 || done.count({t.step, t.task.micro, gc - 1, true}))
+                                          : (gc == chunks_total - 1 || done.count({t.step, t.task.micro, gc + 1, false}));
+        if (!ready) continue;
+        const auto r = static_cast<std::size_t>(first_rank) + si;
+        const bool begins = t.step > started[si];
+        NodeId first = kNoNode;
+        const auto before = static_cast<NodeId>(g.nodes.size());  // the task's first node, if nothing else begins the step
+        const NodeId end = stages[si].emit(t, begins, s == 0, first,
+                                           one_process && t.task.forward ? previous_cycle : std::vector<NodeId>{},
+                                           one_process);
+        if (begins) {
+          started[si] = t.step;
+          out.step_begin[static_cast<std::size_t>(t.step)][r] = first != kNoNode ? first : before;
+        }
+        if (end != kNoNode) out.step_end[static_cast<std::size_t>(t.step)][r] = end;
+        if (one_process && t.task.forward) this_cycle.push_back(stages[si].dispatched_marker());
+        if (one_process && stages[si].take_step_done()) {
+          step_join.push_back(stages[si].last_backward());
+          step_done_stages.push_back(s);
+          if (static_cast<int>(step_done_stages.size()) == p) {
+            for (const int st : step_done_stages) {
+              const auto rr = static_cast<std::size_t>(first_rank) + static_cast<std::size_t>(st);
+              out.step_end[static_cast<std::size_t>(t.step)][rr] = stages[static_cast<std::size_t>(st)].finish_step(step_join);
+            }
+            step_join.clear();
+            step_done_stages.clear();
+            this_cycle.clear();
+          }
+        }
+        done.insert({t.step, t.task.micro, gc, t.task.forward});
+        ++next[si];
+        --remaining;
+        progressed = true;
+      }
+      if (!progressed) throw sim::GraphError("pipeline schedule: the stages' task orders wait on each other");
+    }
+  }
+  return out;
+}
+
+}  // namespace foresight::strategy

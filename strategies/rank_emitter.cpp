@@ -1,0 +1,171 @@
+#include "strategies/rank_emitter.hpp"
+
+#include <fmt/format.h>
+
+namespace foresight::strategy {
+namespace {
+
+sim::DType math_dtype(MathKind m, const Plan& plan, int cc) {
+  switch (plan.precision) {
+    case Precision::fp32:
+      if (m == MathKind::conv) return plan.tf32_conv && cc >= 80 ? sim::DType::tf32 : sim::DType::fp32;
+      if (m == MathKind::matmul) return plan.tf32_matmul && cc >= 80 ? sim::DType::tf32 : sim::DType::fp32;
+      return sim::DType::fp32;
+    case Precision::amp_fp16:
+    case Precision::fp16:
+      return sim::DType::fp16;
+    case Precision::amp_bf16:
+    case Precision::bf16:
+      return sim::DType::bf16;
+  }
+  return sim::DType::fp32;
+}
+
+}  // namespace
+
+std::map<sim::StreamId, std::string> training_stream_names() {
+  return {{sim::kHostStream, "host (python)"},
+          {streams::compute, "compute"},
+          {streams::nccl, "nccl"},
+          {streams::p2p_send_fwd, "p2p send activations"},
+          {streams::p2p_recv_fwd, "p2p recv activations"},
+          {streams::p2p_send_bwd, "p2p send gradients"},
+          {streams::p2p_recv_bwd, "p2p recv gradients"},
+          {streams::dataloader, "dataloader"},
+          {streams::horovod, "horovod"}};
+}
+
+sim::OpSignature instantiate(const OpTemplate& t, int batch, const Plan& plan, int cc) {
+  sim::OpSignature sig;
+  sig.type = t.type;
+  sig.kernel = t.kernel;
+  sig.shape = t.shape;
+  sig.batch_axis = t.batch_axis;
+  const double scale = t.batched ? batch : 1.0;
+  if (t.batched && t.batch_axis < sig.shape.size()) sig.shape[t.batch_axis] *= batch;
+  sig.dtype = math_dtype(t.math, plan, cc);
+  const int elem = sim::dtype_bytes(sig.dtype);
+  sig.flops = t.flops * scale;
+  const int param_elem = t.math == MathKind::pointwise ? parameter_bytes(plan.precision) : elem;
+  sig.bytes = t.act_elems * scale * elem + t.param_elems * param_elem;
+  return sig;
+}
+
+double optimizer_bytes_per_param(Optimizer o) { return o == Optimizer::sgd ? 20.0 : 28.0; }
+
+sim::Node RankEmitter::make(sim::OpKind kind, sim::StreamId stream, const std::string& name, sim::Phase phase) const {
+  sim::Node n;
+  n.kind = kind;
+  n.rank = rank_;
+  n.stream = stream;
+  n.name = g_.intern(name);
+  n.phase = phase;
+  return n;
+}
+
+sim::NodeId RankEmitter::kernel(const OpTemplate& t, std::size_t index, int micro, sim::Phase phase, sim::Time dispatch,
+                                std::vector<sim::NodeId> deps) {
+  const sim::OpSignature sig = instantiate(t, plan_.micro_batch, plan_, cluster_.gpu(0).compute_capability);
+  sim::Node n = make(sim::OpKind::compute, streams::compute, model_.layers[index].name + "." + t.kernel, phase);
+  n.duration = compute_.duration(sig);
+  n.dispatch = dispatch;
+  n.signature = g_.add_signature(sig);
+  n.layer = static_cast<int>(index);
+  n.micro_batch = micro;
+  n.deps = std::move(deps);
+  if (shared_interpreter_ && phase == sim::Phase::forward) n.gil = forward_gil_;
+  return g_.add(n);
+}
+
+sim::NodeId RankEmitter::memory(const std::string& name, double bytes, sim::StreamId stream, std::vector<sim::NodeId> deps,
+                                sim::Time dispatch, sim::Phase phase) {
+  sim::OpSignature sig;
+  sig.kernel = name;
+  sig.dtype = sim::DType::fp32;
+  sig.shape = {1, static_cast<std::int64_t>(bytes)};
+  sig.bytes = bytes;
+  sim::Node n = make(sim::OpKind::compute, stream, name, phase);
+  n.duration = compute_.duration(sig);
+  n.dispatch = dispatch;
+  n.signature = g_.add_signature(sig);
+  n.deps = std::move(deps);
+  if (shared_interpreter_) n.gil = dispatch;  // the optimizer's Python loop
+  return g_.add(n);
+}
+
+sim::NodeId RankEmitter::host(const std::string& name, sim::Time duration, sim::Phase phase, int micro) {
+  sim::Node n = make(sim::OpKind::host, sim::kHostStream, name, phase);
+  n.duration = duration;
+  n.micro_batch = micro;
+  if (shared_interpreter_) n.gil = duration;
+  return g_.add(n);
+}
+
+sim::NodeId RankEmitter::copy_input(int micro) {
+  const double in_bytes = model_.input_elems * plan_.micro_batch * 4.0;
+  sim::Node h2d = make(sim::OpKind::compute, streams::compute, "copy input to GPU", sim::Phase::data);
+  h2d.duration = sim::Time::from_seconds(in_bytes / (cluster_.gpu(0).pcie.bytes_per_second() * 24.0 / 31.5));
+  h2d.dispatch = plan_.dispatch_forward;
+  h2d.micro_batch = micro;
+  if (shared_interpreter_) h2d.gil = forward_gil_;
+  return g_.add(h2d);
+}
+
+void RankEmitter::load_batches(int steps, int samples) {
+  if (plan_.input_rate <= 0.0) return;
+  for (int s = 0; s < steps; ++s) {
+    sim::Node load = make(sim::OpKind::host, streams::dataloader, "load batch", sim::Phase::data);
+    load.duration = sim::Time::from_seconds(samples / plan_.input_rate);
+    loads_.push_back(g_.add(load));
+  }
+}
+
+sim::NodeId RankEmitter::wait_for_batch(int step) {
+  if (loads_.empty()) return kNoNode;
+  sim::Node wait = make(sim::OpKind::sync, sim::kHostStream, "wait for batch", sim::Phase::data);
+  wait.deps = {loads_.at(static_cast<std::size_t>(step))};
+  return g_.add(wait);
+}
+
+void RankEmitter::reduce_bucket(const GradientBucket& bucket, std::size_t index, sim::NodeId ready,
+                                std::uint32_t communicator, std::vector<sim::NodeId>& comm) {
+  std::vector<sim::NodeId> deps;
+  if (ready != kNoNode) deps.push_back(ready);
+  sim::StreamId copy_stream = streams::compute;
+  if (plan_.framework == Framework::horovod) {
+    // The background thread picks the fused tensors up at its next cycle: half a cycle on average.
+    sim::Node cycle = make(sim::OpKind::host, streams::horovod, "horovod cycle", sim::Phase::backward);
+    cycle.duration = plan_.cycle_time / 2;
+    cycle.deps = deps;
+    deps = {g_.add(cycle)};
+    copy_stream = streams::nccl;
+  }
+  const sim::NodeId copy = memory(plan_.framework == Framework::ddp ? "bucket copy in" : "fusion copy in",
+                                  2.0 * bucket.bytes, copy_stream, deps, sim::Time{});
+  sim::Node ar = make(sim::OpKind::collective, streams::nccl, fmt::format("all_reduce gradients #{}", index),
+                      sim::Phase::backward);
+  ar.op = sim::CollectiveOp::all_reduce;
+  ar.bytes = bucket.bytes;
+  ar.communicator = communicator;
+  ar.deps = {copy};
+  comm.push_back(g_.add(ar));
+  if (plan_.framework == Framework::horovod) {
+    comm.back() = memory("fusion copy out", 2.0 * bucket.bytes, streams::nccl, {comm.back()}, sim::Time{});
+  }
+}
+
+sim::NodeId RankEmitter::finish_step(const std::vector<sim::NodeId>& comm, const std::vector<GradientBucket>& buckets,
+                                     double params) {
+  if (!comm.empty()) {
+    sim::Node wait = make(sim::OpKind::sync, streams::compute, "wait for gradients", sim::Phase::backward);
+    wait.deps = comm;
+    g_.add(wait);
+    if (plan_.framework == Framework::ddp) {
+      for (const GradientBucket& b : buckets) memory("bucket copy out", 2.0 * b.bytes, streams::compute, {}, sim::Time{});
+    }
+  }
+  return memory("optimizer step", params * optimizer_bytes_per_param(plan_.optimizer), streams::compute, {},
+                plan_.dispatch_optimizer, sim::Phase::optimizer);
+}
+
+}  // namespace foresight::strategy

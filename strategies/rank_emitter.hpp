@@ -1,0 +1,109 @@
+#pragma once
+/// The building blocks every training strategy emits for one rank: kernels of a layer for a
+/// micro-batch, memory-bound kernels, the input pipeline's batches, gradient-bucket reductions
+/// and the optimizer step. Strategies decide the order; this class decides what each op costs.
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "sim/execution_graph.hpp"
+#include "strategies/compute_model.hpp"
+#include "strategies/model.hpp"
+#include "strategies/plan.hpp"
+#include "topologies/cluster.hpp"
+
+namespace foresight::strategy {
+
+/// Streams of a training rank.
+namespace streams {
+inline constexpr sim::StreamId compute = 1;
+inline constexpr sim::StreamId nccl = 2;
+inline constexpr sim::StreamId p2p_send_fwd = 3;  ///< activations to the next stage
+inline constexpr sim::StreamId p2p_recv_fwd = 4;  ///< activations from the previous stage
+inline constexpr sim::StreamId p2p_send_bwd = 5;  ///< gradients to the previous stage
+inline constexpr sim::StreamId p2p_recv_bwd = 6;  ///< gradients from the next stage
+inline constexpr sim::StreamId dataloader = 100;  ///< the DataLoader's worker processes
+inline constexpr sim::StreamId horovod = 101;     ///< Horovod's background thread
+}  // namespace streams
+
+/// Names of the streams above, for timelines.
+std::map<sim::StreamId, std::string> training_stream_names();
+
+/// One gradient bucket (DDP) or fusion group (Horovod) of a step.
+struct GradientBucket {
+  double bytes = 0.0;
+  std::vector<std::size_t> layers;  ///< indices into Model::layers, forward order
+};
+
+inline constexpr sim::NodeId kNoNode = 0xffffffffu;
+
+/// The kernel `t` of a micro-batch of `batch` samples in the plan's precision on a GPU of
+/// compute capability `cc`: shape, dtype, FLOPs and bytes.
+sim::OpSignature instantiate(const OpTemplate& t, int batch, const Plan& plan, int cc);
+
+/// Bytes an optimizer step reads and writes per parameter: SGD with momentum reads the
+/// parameter, its gradient and momentum and writes parameter and momentum (5 x 4 bytes); Adam
+/// also keeps the second moment (7 x 4 bytes). fp32 states (torch.optim, foreach kernels).
+double optimizer_bytes_per_param(Optimizer o);
+
+class RankEmitter {
+ public:
+  RankEmitter(const Model& model, const Plan& plan, const topo::Cluster& cluster, const ComputeModel& compute,
+              sim::ExecutionGraph& g, sim::RankId rank)
+      : model_(model), plan_(plan), cluster_(cluster), compute_(compute), g_(g), rank_(rank) {}
+
+  sim::RankId rank() const { return rank_; }
+  /// The rank's host thread shares a Python process with others: forward (and input, host and
+  /// optimizer) ops take the process's GIL for `forward_gil` of their dispatch, host ops for
+  /// their whole duration; backward kernels none.
+  void share_interpreter(sim::Time forward_gil) {
+    shared_interpreter_ = true;
+    forward_gil_ = forward_gil;
+  }
+  sim::ExecutionGraph& graph() { return g_; }
+
+  /// A node of this rank, not yet added.
+  sim::Node make(sim::OpKind kind, sim::StreamId stream, const std::string& name, sim::Phase phase) const;
+  /// Kernel `t` of layer `index` for one micro-batch on the compute stream.
+  sim::NodeId kernel(const OpTemplate& t, std::size_t index, int micro, sim::Phase phase, sim::Time dispatch,
+                     std::vector<sim::NodeId> deps = {});
+  /// A memory-bound kernel moving `bytes` on `stream`.
+  sim::NodeId memory(const std::string& name, double bytes, sim::StreamId stream, std::vector<sim::NodeId> deps,
+                     sim::Time dispatch, sim::Phase phase = sim::Phase::backward);
+  /// A host op of `duration` on the host thread.
+  sim::NodeId host(const std::string& name, sim::Time duration, sim::Phase phase, int micro = -1);
+  /// The batch's copy from pinned host memory to the GPU over PCIe (24 of 31.5 GB/s on Gen4 x16).
+  sim::NodeId copy_input(int micro);
+
+  /// The input pipeline: `steps` batches of `samples` each, produced by DataLoader workers that
+  /// start prefetching when the iterator is created and then run ahead of training at the plan's
+  /// rate. (PyTorch bounds the run-ahead by num_workers x prefetch_factor batches; only the rate
+  /// matters here.) Nothing when the rate is unlimited.
+  void load_batches(int steps, int samples);
+  /// The host waits for batch `step`; returns the wait node, or kNoNode without an input pipeline.
+  sim::NodeId wait_for_batch(int step);
+
+  /// All-reduces `bucket` over `communicator` once `ready` is done: DDP copies it into its flat
+  /// buffer on the compute stream; Horovod's background thread picks it up at its next cycle and
+  /// fuses it on the NCCL stream. Appends the node whose end means the gradients are reduced.
+  void reduce_bucket(const GradientBucket& bucket, std::size_t index, sim::NodeId ready, std::uint32_t communicator,
+                     std::vector<sim::NodeId>& comm);
+  /// After the reductions in `comm`: the compute stream waits for them, DDP copies buckets back;
+  /// then the optimizer step over `params` parameters. Returns the optimizer node.
+  sim::NodeId finish_step(const std::vector<sim::NodeId>& comm, const std::vector<GradientBucket>& buckets,
+                          double params);
+
+ private:
+  const Model& model_;
+  const Plan& plan_;
+  const topo::Cluster& cluster_;
+  const ComputeModel& compute_;
+  sim::ExecutionGraph& g_;
+  sim::RankId rank_;
+  std::vector<sim::NodeId> loads_;
+  bool shared_interpreter_ = false;
+  sim::Time forward_gil_;
+};
+
+}  // namespace foresight::strategy
