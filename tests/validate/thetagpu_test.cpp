@@ -3,8 +3,12 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
 
 #include "strategies/scenario.hpp"
+#include "strategies/simulation.hpp"
 #include "validate/collective_calibration.hpp"
 #include "validate/thetagpu_dataset.hpp"
 
@@ -55,4 +59,28 @@ TEST_CASE("ThetaGPU DDP: the stored input rate is the fit of the calibration row
   // The example scenario, which README's first command runs, carries the fitted value.
   const auto s = strategy::load_scenario(dataset().ddp_scenario);
   REQUIRE(s.plan.input_rate == Approx(stored().input_rate).epsilon(1e-5));
+}
+
+TEST_CASE("ThetaGPU GPipe: the 4- and 6-GPU runs are predicted within 15%, constants fitted on 2 and 8", "[validate]") {
+  // The example is validate/data's GPipe calibration applied to the torchgpipe-style plan.
+  std::string path = dataset().ddp_scenario;
+  path.replace(path.find("ddp"), 3, "gpipe");
+  const auto calibration = nlohmann::json::parse(std::ifstream(validate::data_dir() + "/thetagpu_gpipe_calibration.json"));
+  REQUIRE(calibration["calibration_rows"][0]["gpus"] == 2);
+  REQUIRE(calibration["calibration_rows"][1]["gpus"] == 8);
+  const auto measured = nlohmann::json::parse(std::ifstream(validate::data_dir() + "/thetagpu_resnet18_cifar100.json"));
+  std::size_t checked = 0;
+  for (const auto& run : measured["runs"]) {
+    if (run["strategy"] != "pipeline_gpipe") continue;
+    const int gpus = run["gpus"].get<int>();
+    if (gpus != 4 && gpus != 6) continue;
+    const auto s = strategy::load_scenario(path, {{"cluster.gpus", std::to_string(gpus)}});
+    REQUIRE(s.plan.pp == gpus);
+    const auto out = strategy::simulate_scenario(s, inputs());
+    const double m = run["time_s"].get<double>();
+    INFO(gpus << " GPUs: measured " << m << " s, predicted " << out.report.run_time_s << " s");
+    REQUIRE(std::abs(out.report.run_time_s - m) / m <= 0.15);
+    ++checked;
+  }
+  REQUIRE(checked == 2);
 }
