@@ -12,13 +12,9 @@
 #include "topologies/cluster_builders.hpp"
 
 using namespace foresight;
+using foresight::test::dgx;
 
 namespace {
-
-const topo::Cluster& dgx() {
-  static const topo::Cluster c = topo::resolve_cluster("dgx-a100", 8);
-  return c;
-}
 
 struct Run {
   strategy::CompiledGraph compiled;

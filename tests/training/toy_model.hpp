@@ -5,8 +5,15 @@
 #include <string>
 
 #include "strategies/model.hpp"
+#include "topologies/cluster_builders.hpp"
 
 namespace foresight::test {
+
+/// One DGX A100 node (8 GPUs), built once per test executable and shared read-only.
+inline const topo::Cluster& dgx() {
+  static const topo::Cluster c = topo::resolve_cluster("dgx-a100", 8);
+  return c;
+}
 
 inline strategy::Model toy_mlp(int layers, int width) {
   using strategy::MathKind;
