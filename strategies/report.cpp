@@ -197,10 +197,10 @@ std::string to_text(const Report& r) {
     }
     const RankBreakdown* sb = ri < r.per_rank.size() ? &r.per_rank[ri] : nullptr;
     const RankMemory* sm = ri < r.memory.size() ? &r.memory[ri] : nullptr;
-    out += fmt::format("{}stage {}: {}; compute {}, bubble {}; {} micro-batches in flight, peak {}\n",
+    out += fmt::format("{}stage {}: {}; compute {}, bubble {}; {} micro-batch{} in flight, peak {}\n",
                        st.stage == 0 ? fmt::format("{:<12}", r.schedule) : std::string(12, ' '), st.stage, chunks,
                        sb ? seconds_text(sb->compute_s) : "-", sb ? seconds_text(sb->bubble_s) : "-", st.in_flight,
-                       sm ? bytes_text(sm->bytes.total()) : "-");
+                       st.in_flight == 1 ? "" : "es", sm ? bytes_text(sm->bytes.total()) : "-");
   }
   if (!r.memory.empty()) {
     const RankMemory& m = *std::max_element(r.memory.begin(), r.memory.end(), [](const RankMemory& a, const RankMemory& c) {

@@ -261,20 +261,35 @@ class TraceWriter {
   }
 
   /// The slice's name, quoted: its label, else the kernel (compute), the collective op or the kind.
+  /// The slice's name, quoted. A forward or backward op of a micro-batch is prefixed "F<m> " or
+  /// "B<m> ", so a pipeline's timeline reads as the familiar schedule diagram.
   const std::string& name_of(std::size_t i) {
     const sim::Node& node = graph_.nodes[i];
+    const char tag = node.micro_batch < 0                        ? '\0'
+                     : node.phase == sim::Phase::forward         ? 'F'
+                     : node.phase == sim::Phase::backward ||
+                             node.phase == sim::Phase::wgrad     ? 'B'
+                                                                 : '\0';
+    std::string_view base;
     if (node.name != 0 && node.name < graph_.names.size() && !graph_.names[node.name].empty()) {
-      std::string& q = quoted_names_[node.name];
-      if (q.empty()) q = quote(graph_.names[node.name]);
-      return q;
-    }
-    if (node.kind == sim::OpKind::compute && node.signature < graph_.signatures.size() &&
-        !graph_.signatures[node.signature].kernel.empty()) {
-      scratch_ = quote(graph_.signatures[node.signature].kernel);
+      if (tag == '\0') {
+        std::string& q = quoted_names_[node.name];
+        if (q.empty()) q = quote(graph_.names[node.name]);
+        return q;
+      }
+      base = graph_.names[node.name];
+    } else if (node.kind == sim::OpKind::compute && node.signature < graph_.signatures.size() &&
+               !graph_.signatures[node.signature].kernel.empty()) {
+      base = graph_.signatures[node.signature].kernel;
     } else if (node.kind == sim::OpKind::collective) {
-      scratch_ = quote(sim::to_string(node.op));
+      base = sim::to_string(node.op);
     } else {
-      scratch_ = quote(sim::to_string(node.kind));
+      base = sim::to_string(node.kind);
+    }
+    if (tag == '\0') {
+      scratch_ = quote(base);
+    } else {
+      scratch_ = quote(fmt::format("{}{} {}", tag, node.micro_batch, base));
     }
     return scratch_;
   }

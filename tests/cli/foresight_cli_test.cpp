@@ -258,7 +258,11 @@ TEST_CASE("bad scenarios and flags: exit status, file and field named, no output
                        Case{"negative_batch.json", "/plan/micro_batch"},
                        Case{"wrong_type.json", "expected"},
                        Case{"unknown_precision.json", "/plan/precision"},
-                       Case{"truncated.json", "truncated.json"}}) {
+                       Case{"truncated.json", "truncated.json"},
+                       Case{"pipeline_too_many_stages.json", "32 model chunks, but resnet18-cifar has only 14 units"},
+                       Case{"pipeline_virtual_stages.json", "6 blocks per stage (12 blocks / pp 2) are not divisible by 4"},
+                       Case{"pipeline_batch.json", "/plan/global_batch: expected a multiple of dp x micro_batch"},
+                       Case{"pipeline_interleaved_m.json", "/plan/grad_accum: expected a multiple of pp = 4"}}) {
     const std::string path = foresight::test::data_path(std::string("bad/scenarios/") + c.file);
     const std::string out = scratch("bad-report.txt");
     const auto r = run_foresight("simulate " + path + " --output " + out);

@@ -179,7 +179,7 @@ TEST_CASE("chrome trace: a slice per node at its start, in microseconds to the p
   // Names, categories and arguments.
   CHECK(slices[0].at("name") == "load batch");
   CHECK(slices[0].at("cat") == "host,data");
-  CHECK(slices[1].at("name") == "fc\"1\"\n<fwd>");
+  CHECK(slices[1].at("name") == "F0 fc\"1\"\n<fwd>");  // a micro-batch's forward: "F<m> " first
   CHECK(slices[1].at("cat") == "compute,fwd");
   CHECK(arg(slices[1], "dispatch_us").get<double>() == Approx(0.25).margin(1e-9));
   CHECK(arg(slices[1], "kernel") == "linear_fwd");
