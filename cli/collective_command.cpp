@@ -11,7 +11,7 @@
 #include "sim/nccl_tuner.hpp"
 #include "sim/unit_parser.hpp"
 #include "topologies/cluster_builders.hpp"
-#include "validate/collective_calibration.hpp"
+#include "validate/calibration.hpp"
 
 namespace foresight::cli {
 namespace {
@@ -66,7 +66,7 @@ int run_collective(const CollectiveOptions& o) {
   req.root = o.root;
   const auto network = sim::parse_network_kind(o.network, "--network");
   sim::CollectiveConfig config = validate::collective_config(
-      validate::load_calibration(o.calibration.empty() ? validate::default_calibration_path() : o.calibration));
+      validate::load_calibration(o.calibration.empty() ? validate::default_calibration_path() : o.calibration).collectives);
   if (o.timing == "link-level") {
     config.timing = sim::CollectiveTiming::link_level;
   } else if (o.timing != "nccl") {

@@ -13,7 +13,7 @@ using Runner = std::function<int()>;
 
 void add_topology_command(CLI::App& app, Runner& run);
 void add_collective_command(CLI::App& app, Runner& run);
-void add_calibrate_command(CLI::App& app, Runner& run);
+void add_validate_command(CLI::App& app, Runner& run);
 void add_simulate_command(CLI::App& app, Runner& run);
 void add_sweep_command(CLI::App& app, Runner& run);
 

@@ -3,7 +3,7 @@
 #include "cli/commands.hpp"
 
 #include "traces/profile_db_json.hpp"
-#include "validate/collective_calibration.hpp"
+#include "validate/calibration.hpp"
 
 namespace foresight::cli {
 
@@ -13,7 +13,7 @@ void ScenarioFlags::add_to(CLI::App& cmd, bool with_batch_overrides) {
     cmd.add_option("--micro-batch", micro_batch, "Override plan.micro_batch")->check(at_least(1));
   }
   cmd.add_option("--set", sets, "Override any field: PATH=VALUE, e.g. plan.precision=amp_fp16 (repeatable)");
-  cmd.add_option("--calibration", calibration, "Collective calibration file (default: the stored one)");
+  cmd.add_option("--calibration", calibration, "Calibration file (default: validate/data/calibration.json)");
   cmd.add_option("--profile", profile, "Profile database of measured kernels (JSON; see README)");
 }
 
@@ -28,7 +28,7 @@ std::vector<strategy::Override> ScenarioFlags::overrides() const {
 strategy::SimulationInputs ScenarioFlags::simulation_inputs() const {
   strategy::SimulationInputs in;
   in.collectives = validate::collective_config(
-      validate::load_calibration(calibration.empty() ? validate::default_calibration_path() : calibration));
+      validate::load_calibration(calibration.empty() ? validate::default_calibration_path() : calibration).collectives);
   if (!profile.empty()) {
     if (!profiles_) profiles_ = std::make_shared<const sim::ProfileDb>(trace::load_profile_db(profile));
     in.profiles = profiles_.get();

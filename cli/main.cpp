@@ -20,7 +20,7 @@ int main(int argc, char** argv) {
   foresight::cli::add_sweep_command(app, run);
   foresight::cli::add_topology_command(app, run);
   foresight::cli::add_collective_command(app, run);
-  foresight::cli::add_calibrate_command(app, run);
+  foresight::cli::add_validate_command(app, run);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

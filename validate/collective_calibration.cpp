@@ -4,7 +4,6 @@
 
 #include "sim/error.hpp"
 #include "topologies/json_reader.hpp"
-#include "validate/nccl_dataset.hpp"
 
 namespace foresight::validate {
 namespace {
@@ -19,10 +18,7 @@ constexpr std::string_view kModel =
 
 }  // namespace
 
-CalibrationFile load_calibration(const std::string& path) {
-  const topo::JsonReader r(path, sim::ErrorKind::config);
-  const json doc = r.parse_file();
-  const JsonPath root;
+CalibrationFile parse_collective_calibration(const topo::JsonReader& r, const json& doc, const JsonPath& root) {
   r.check_object(doc, {"model", "profiles"}, root, "a collective calibration");
   (void)r.string_at(doc, "model", root, "a collective calibration");
   CalibrationFile file;
@@ -64,7 +60,7 @@ CalibrationFile load_calibration(const std::string& path) {
   return file;
 }
 
-std::string to_json_text(const CalibrationFile& file) {
+json to_json(const CalibrationFile& file) {
   json doc = json::object();
   doc["model"] = kModel;
   doc["profiles"] = json::array();
@@ -82,19 +78,13 @@ std::string to_json_text(const CalibrationFile& file) {
                                    {"pipelined", c.pipelined},
                                    {"fitted_on", rec.fitted_on}});
   }
-  return doc.dump(1) + "\n";
+  return doc;
 }
 
 sim::CollectiveConfig collective_config(const CalibrationFile& file) {
   sim::CollectiveConfig cfg;
   for (const auto& rec : file.profiles) cfg.by_arch[rec.compute_capability] = rec.calibration;
   return cfg;
-}
-
-std::string default_calibration_path() { return data_dir() + "/collective_calibration.json"; }
-
-sim::CollectiveConfig default_collective_config() {
-  return collective_config(load_calibration(default_calibration_path()));
 }
 
 }  // namespace foresight::validate

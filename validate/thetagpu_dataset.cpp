@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "sim/error.hpp"
@@ -32,6 +33,7 @@ ThetaDataset load_thetagpu_dataset(const std::string& path) {
   const json& sc = r.require(doc, "scenario", root, "the dataset");
   r.check_object(sc, {"ddp", "gpipe"}, root.at("scenario"), "the scenarios");
   d.ddp_scenario = in_source_tree(r.string_at(sc, "ddp", root.at("scenario"), "the scenarios"));
+  d.gpipe_scenario = in_source_tree(r.string_at(sc, "gpipe", root.at("scenario"), "the scenarios"));
   const json& runs = r.array_at(doc, "runs", root, "the dataset");
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const topo::JsonPath p = root.at("runs").at(i);
@@ -47,33 +49,16 @@ ThetaDataset load_thetagpu_dataset(const std::string& path) {
       r.fail(p.at("role"), fmt::format("expected calibration or prediction, found \"{}\"", role));
     }
     run.role = role == "calibration" ? Role::calibration : Role::prediction;
+    if (run.strategy != "data_parallel" && run.strategy != "pipeline_gpipe") {
+      r.fail(p.at("strategy"), fmt::format("expected data_parallel or pipeline_gpipe, found \"{}\"", run.strategy));
+    }
+    if (!(run.time_s > 0.0)) r.fail(p.at("time_s"), fmt::format("expected a positive time, found {}", run.time_s));
+    for (const ThetaRun& other : d.runs) {
+      if (other.id == run.id) r.fail(p.at("id"), fmt::format("a second run \"{}\"", run.id));
+    }
     d.runs.push_back(run);
   }
   return d;
-}
-
-DdpCalibration load_ddp_calibration(const std::string& path) {
-  const topo::JsonReader r(path, sim::ErrorKind::config);
-  const json doc = r.parse_file();
-  const topo::JsonPath root;
-  r.check_object(doc, {"constant", "input_rate", "unit", "fitted_on", "method"}, root, "a ThetaGPU calibration");
-  DdpCalibration c;
-  c.input_rate = r.number_at(doc, "input_rate", root, "the calibration");
-  if (!(c.input_rate > 0.0)) r.fail(root.at("input_rate"), fmt::format("expected a positive rate, found {}", c.input_rate));
-  const json& on = r.array_at(doc, "fitted_on", root, "the calibration");
-  for (const json& id : on) c.fitted_on.push_back(id.get<std::string>());
-  return c;
-}
-
-std::string to_json_text(const DdpCalibration& c) {
-  return json{{"constant", "input_rate: samples per second one training process's input pipeline delivers"},
-              {"input_rate", c.input_rate},
-              {"unit", "samples/s"},
-              {"fitted_on", c.fitted_on},
-              {"method", "golden-section search over log(input_rate) for the least squared relative error of the "
-                         "simulated 10-epoch times of the calibration rows (foresight calibrate-thetagpu-ddp)"}}
-             .dump(1) +
-         "\n";
 }
 
 strategy::Scenario ddp_scenario(const ThetaDataset& d, int gpus, double input_rate) {
@@ -129,6 +114,67 @@ std::vector<ThetaResult> evaluate_thetagpu_ddp(const ThetaDataset& d, const DdpC
     ThetaResult x;
     x.run = &r;
     x.report = strategy::simulate_scenario(ddp_scenario(d, r.gpus, c.input_rate), inputs).report;
+    x.predicted_s = x.report.run_time_s;
+    x.error_pct = (x.predicted_s - r.time_s) / r.time_s * 100.0;
+    out.push_back(std::move(x));
+  }
+  return out;
+}
+
+strategy::Scenario gpipe_scenario(const ThetaDataset& d, int gpus, double input_rate, const GpipeCalibration& g) {
+  return strategy::load_scenario(d.gpipe_scenario,
+                                 {{"cluster.gpus", std::to_string(gpus)},
+                                  {"plan.input_rate", fmt::format("{:.17g}", input_rate)},
+                                  {"plan.microbatch_overhead", fmt::format("{} us", g.microbatch_overhead.microseconds())},
+                                  {"plan.dispatch_gil", fmt::format("{} us", g.dispatch_gil.microseconds())}});
+}
+
+std::vector<sim::Time> gpipe_overhead_grid() {
+  std::vector<sim::Time> grid;
+  for (int us = 0; us <= 160; us += 20) grid.push_back(sim::Time::from_ps(us * 1'000'000LL));
+  return grid;
+}
+
+std::vector<sim::Time> gpipe_gil_grid() {
+  std::vector<sim::Time> grid;
+  for (int us = 3; us <= 8; ++us) grid.push_back(sim::Time::from_ps(us * 1'000'000LL));
+  return grid;
+}
+
+GpipeCalibration fit_thetagpu_gpipe(const ThetaDataset& d, double input_rate, const strategy::SimulationInputs& inputs) {
+  std::vector<const ThetaRun*> cal;
+  for (const ThetaRun& r : d.runs) {
+    if (r.strategy == "pipeline_gpipe" && r.role == Role::calibration) cal.push_back(&r);
+  }
+  if (cal.empty()) throw sim::ConfigError("ThetaGPU dataset: no pipeline_gpipe calibration rows");
+  GpipeCalibration best;
+  double best_cost = std::numeric_limits<double>::infinity();
+  for (const sim::Time overhead : gpipe_overhead_grid()) {
+    for (const sim::Time gil : gpipe_gil_grid()) {
+      const GpipeCalibration g{overhead, gil, {}};
+      double cost = 0.0;
+      for (const ThetaRun* r : cal) {
+        const double t = strategy::simulate_scenario(gpipe_scenario(d, r->gpus, input_rate, g), inputs).report.run_time_s;
+        cost += std::pow(t / r->time_s - 1.0, 2);
+      }
+      if (cost < best_cost) {
+        best_cost = cost;
+        best = g;
+      }
+    }
+  }
+  for (const ThetaRun* r : cal) best.fitted_on.push_back(r->id);
+  return best;
+}
+
+std::vector<ThetaResult> evaluate_thetagpu_gpipe(const ThetaDataset& d, double input_rate, const GpipeCalibration& g,
+                                                 const strategy::SimulationInputs& inputs) {
+  std::vector<ThetaResult> out;
+  for (const ThetaRun& r : d.runs) {
+    if (r.strategy != "pipeline_gpipe") continue;
+    ThetaResult x;
+    x.run = &r;
+    x.report = strategy::simulate_scenario(gpipe_scenario(d, r.gpus, input_rate, g), inputs).report;
     x.predicted_s = x.report.run_time_s;
     x.error_pct = (x.predicted_s - r.time_s) / r.time_s * 100.0;
     out.push_back(std::move(x));

@@ -1,7 +1,10 @@
 #pragma once
-/// The ThetaGPU ResNet-18 / CIFAR-100 runs (validate/data/thetagpu_resnet18_cifar100.json) and the
-/// data-parallel check: the per-process input-pipeline rate, which the paper does not state, is
-/// fitted on the calibration rows (2 and 8 GPUs) only; the 4- and 6-GPU rows are predictions.
+/// The ThetaGPU ResNet-18 / CIFAR-100 runs (validate/data/thetagpu_resnet18_cifar100.json), data
+/// parallel and GPipe. The constants the paper does not state are fitted on the calibration rows
+/// (2 and 8 GPUs) only; the 4- and 6-GPU rows are predictions:
+/// - data parallel: the per-process input-pipeline rate;
+/// - GPipe (torchgpipe, one process): the bookkeeping per micro-batch task and the part of each
+///   forward op's dispatch that holds the GIL; the input rate is the data-parallel fit's.
 
 #include <string>
 #include <vector>
@@ -21,19 +24,25 @@ struct ThetaRun {
 
 struct ThetaDataset {
   std::string source;
-  std::string ddp_scenario;  ///< the example scenario that reproduces the DDP runs
+  std::string ddp_scenario;    ///< the example scenario that reproduces the DDP runs
+  std::string gpipe_scenario;  ///< the example scenario that reproduces the GPipe runs
   std::vector<ThetaRun> runs;
 };
 
 ThetaDataset load_thetagpu_dataset(const std::string& path);
 
-/// The fitted constant and the cases it came from (validate/data/thetagpu_ddp_calibration.json).
+/// The fitted constant and the cases it came from (the "thetagpu_ddp" part of calibration.json).
 struct DdpCalibration {
   double input_rate = 0.0;  ///< samples/s per process
   std::vector<std::string> fitted_on;
 };
-DdpCalibration load_ddp_calibration(const std::string& path);
-std::string to_json_text(const DdpCalibration& c);
+
+/// The fitted GPipe constants and the cases they came from ("thetagpu_gpipe" in calibration.json).
+struct GpipeCalibration {
+  sim::Time microbatch_overhead;
+  sim::Time dispatch_gil;
+  std::vector<std::string> fitted_on;
+};
 
 /// The scenario of a DDP run on `gpus` GPUs with `input_rate`.
 strategy::Scenario ddp_scenario(const ThetaDataset& d, int gpus, double input_rate);
@@ -51,5 +60,21 @@ struct ThetaResult {
 /// Simulates every data-parallel run with `c`.
 std::vector<ThetaResult> evaluate_thetagpu_ddp(const ThetaDataset& d, const DdpCalibration& c,
                                                const strategy::SimulationInputs& inputs);
+
+/// The scenario of a GPipe run on `gpus` GPUs (pp = gpus) with the fitted constants.
+strategy::Scenario gpipe_scenario(const ThetaDataset& d, int gpus, double input_rate, const GpipeCalibration& g);
+
+/// The grid the GPipe fit searches: microbatch_overhead 0, 20, ..., 160 us x dispatch_gil 3..8 us
+/// (8 us is all of a forward op's host dispatch, the physical limit).
+std::vector<sim::Time> gpipe_overhead_grid();
+std::vector<sim::Time> gpipe_gil_grid();
+
+/// Fits the GPipe constants on the pipeline calibration rows: the grid point with the least sum
+/// of squared relative errors of the simulated 10-epoch times (ties: the first in grid order).
+GpipeCalibration fit_thetagpu_gpipe(const ThetaDataset& d, double input_rate, const strategy::SimulationInputs& inputs);
+
+/// Simulates every GPipe run.
+std::vector<ThetaResult> evaluate_thetagpu_gpipe(const ThetaDataset& d, double input_rate, const GpipeCalibration& g,
+                                                 const strategy::SimulationInputs& inputs);
 
 }  // namespace foresight::validate

@@ -303,3 +303,59 @@ TEST_CASE("foresight --list names the models and plan choices", "[cli]") {
     REQUIRE(r.out.find(s) != std::string::npos);
   }
 }
+
+TEST_CASE("foresight validate: every dataset with its error, JSON, Markdown and plot; exit 1 past a threshold",
+          "[cli][validate]") {
+  const std::string md = scratch("validation.md");
+  const std::string svg = scratch("validation.svg");
+  const auto r = run_foresight("validate --no-traces --markdown " + md + " --plot " + svg);
+  INFO(r.out);
+  REQUIRE(r.status == 0);
+  for (const char* s : {"== thetagpu_resnet18_ddp: MAPE", "== thetagpu_resnet18_gpipe: MAPE", "== nccl_busbw: MAPE",
+                        "== gemm_and_memory: MAPE", "== megatron_sc21_table1", "5 datasets, 5 passed, 0 failed"}) {
+    REQUIRE(r.out.find(s) != std::string::npos);
+  }
+  std::ifstream m(md);
+  const std::string markdown((std::istreambuf_iterator<char>(m)), std::istreambuf_iterator<char>());
+  REQUIRE(markdown.find("![predicted vs measured](validation.svg)") != std::string::npos);
+  REQUIRE(std::filesystem::file_size(svg) > 1000);
+  const auto j = run_foresight("validate --no-traces --json");
+  REQUIRE(j.status == 0);
+  const auto doc = nlohmann::json::parse(j.out);
+  REQUIRE(doc.at("datasets").size() == 5);
+  REQUIRE(doc.at("datasets").at(0).at("threshold_pct") == 10);
+
+  // A suite whose threshold the model misses: exit 1, the dataset named, the report still printed.
+  const std::string data = foresight::test::data_path("../../validate/data/");
+  const std::string suite = scratch("strict-suite.json");
+  std::ofstream(suite) << nlohmann::json{{"description", "strict"},
+                                         {"datasets", {{{"name", "strict_nccl"}, {"kind", "nccl_busbw"},
+                                                        {"file", data + "nccl_busbw.json"}, {"goal_pct", 1},
+                                                        {"threshold_pct", 1}}}}}
+                              .dump();
+  const auto strict = run_foresight("validate --no-traces --suite " + suite);
+  INFO(strict.out);
+  REQUIRE(strict.status == 1);
+  REQUIRE(strict.out.find("foresight: validation failed: strict_nccl (MAPE") != std::string::npos);
+  REQUIRE(strict.out.find("1 datasets, 0 passed, 1 failed") != std::string::npos);
+  const auto missing = run_foresight("validate --suite /nonexistent/suite.json");
+  REQUIRE(missing.status == 1);
+  REQUIRE(missing.out.find("foresight: error: /nonexistent/suite.json") != std::string::npos);
+}
+
+TEST_CASE("foresight validate --calibrate refits the stored constants from the calibration cases", "[cli][validate]") {
+  const std::string out = scratch("calibration.json");
+  const auto r = run_foresight("validate --calibrate --no-traces --calibration " + out);
+  INFO(r.out);
+  REQUIRE(r.status == 0);
+  std::ifstream a(out);
+  std::ifstream b(foresight::test::data_path("../../validate/data/calibration.json"));
+  const auto fitted = nlohmann::json::parse(a);
+  const auto stored = nlohmann::json::parse(b);
+  REQUIRE(fitted.at("thetagpu_gpipe") == stored.at("thetagpu_gpipe"));
+  REQUIRE(fitted.at("thetagpu_ddp").at("fitted_on") == stored.at("thetagpu_ddp").at("fitted_on"));
+  REQUIRE(fitted.at("thetagpu_ddp").at("input_rate").get<double>() ==
+          Approx(stored.at("thetagpu_ddp").at("input_rate").get<double>()).epsilon(1e-6));
+  REQUIRE(fitted.at("compute") == stored.at("compute"));
+  REQUIRE(fitted.at("collectives").at("profiles").size() == stored.at("collectives").at("profiles").size());
+}

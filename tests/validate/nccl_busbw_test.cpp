@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "sim/error.hpp"
+#include "validate/calibration.hpp"
 #include "validate/collective_fit.hpp"
 
 using namespace foresight;
@@ -32,7 +33,7 @@ const validate::PointResult& point(const std::string& id) {
 }  // namespace
 
 TEST_CASE("the stored collective calibration is what the fit gives", "[validate]") {
-  const auto stored = validate::load_calibration(validate::default_calibration_path());
+  const auto stored = validate::load_calibration(validate::default_calibration_path()).collectives;
   const auto fitted = validate::fit_dataset(dataset());
   REQUIRE(stored.profiles.size() == fitted.profiles.size());
   for (std::size_t i = 0; i < stored.profiles.size(); ++i) {
@@ -141,6 +142,6 @@ TEST_CASE("malformed dataset files are clear errors", "[validate]") {
   REQUIRE_THROWS_WITH(validate::load_nccl_dataset(bad + "bad_op.json"),
                       Contains("/points/0/op") && Contains("all_reducee"));
   REQUIRE_THROWS_WITH(validate::load_calibration(bad + "calibration_negative.json"),
-                      Contains("/profiles/0/efficiency/LL") && Contains("positive"));
+                      Contains("/collectives/profiles/0/efficiency/LL") && Contains("positive"));
   REQUIRE_THROWS_AS(validate::load_nccl_dataset(bad + "missing.json"), sim::ConfigError);
 }

@@ -1,0 +1,88 @@
+// foresight validate: every measured dataset against its prediction, with the stored calibration
+// (or a refit of it with --calibrate), reported as text or JSON, Markdown and an SVG plot; exit 1
+// when a dataset's error exceeds its threshold.
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+
+#include "cli/commands.hpp"
+#include "validate/suite_report.hpp"
+
+namespace foresight::cli {
+namespace {
+
+struct ValidateCliOptions {
+  std::string suite;
+  std::string calibration;
+  bool calibrate = false;
+  std::string traces;
+  bool no_traces = false;
+  bool json = false;
+  std::string output;
+  std::string markdown;
+  std::string plot;
+  std::string network = "flow";
+};
+
+int run_validate(const ValidateCliOptions& o) {
+  const std::string suite_path = o.suite.empty() ? validate::default_suite_path() : o.suite;
+  const std::string cal_path = o.calibration.empty() ? validate::default_calibration_path() : o.calibration;
+  const validate::Suite suite = validate::load_suite(suite_path);
+  validate::Calibration calibration;
+  if (o.calibrate) {
+    std::fputs("foresight validate: refitting every constant on the calibration cases...\n", stderr);
+    calibration = validate::calibrate(suite);
+    emit(cal_path, validate::to_json_text(calibration));
+    fmt::print(stderr, "foresight validate: wrote {}\n", cal_path);
+  } else {
+    calibration = validate::load_calibration(cal_path);
+  }
+  validate::ValidateOptions options;
+  options.network = sim::parse_network_kind(o.network, "--network");
+  if (!o.no_traces) options.traces_dir = o.traces.empty() ? validate::default_traces_dir() : o.traces;
+  const auto results = validate::run_suite(suite, calibration, cal_path, options);
+  if (!o.plot.empty()) emit(o.plot, validate::suite_svg(results));
+  if (!o.markdown.empty()) {
+    std::string link;
+    if (!o.plot.empty()) {
+      const auto md_dir = std::filesystem::absolute(o.markdown).parent_path();
+      link = std::filesystem::absolute(o.plot).lexically_relative(md_dir).generic_string();
+    }
+    emit(o.markdown, validate::suite_markdown(results, link));
+  }
+  emit(o.output, o.json ? validate::suite_json(results) : validate::suite_text(results));
+  std::string failed;
+  for (const auto& r : results) {
+    if (!r.passed()) failed += fmt::format("{}{} (MAPE {:.1f}% > {:g}%)", failed.empty() ? "" : ", ", r.name, r.mape_pct,
+                                           r.threshold_pct.value_or(0.0));
+  }
+  if (!failed.empty()) {
+    fmt::print(stderr, "foresight: validation failed: {}\n", failed);
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_validate_command(CLI::App& app, Runner& run) {
+  auto o = std::make_shared<ValidateCliOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "validate", "Predict every measured case of validate/data; exit 1 when a dataset exceeds its threshold");
+  cmd->add_flag("--calibrate", o->calibrate,
+                "Refit every constant on the calibration cases, write the calibration file, then validate");
+  cmd->add_option("--suite", o->suite, "Suite manifest (default: validate/data/suite.json)");
+  cmd->add_option("--calibration", o->calibration, "Calibration file (default: validate/data/calibration.json)");
+  cmd->add_option("--traces", o->traces, "Folder of measured traces (default: ../shared/validation/traces)");
+  cmd->add_flag("--no-traces", o->no_traces, "Leave out the trace-replay cases");
+  cmd->add_flag("--json", o->json, "Print the results as JSON (keys in DESIGN.md)");
+  cmd->add_option("-o,--output", o->output, "Write the results to this file (atomically) instead of standard output");
+  cmd->add_option("--markdown", o->markdown, "Also write a Markdown report to this file");
+  cmd->add_option("--plot", o->plot, "Also write an SVG scatter of predicted vs measured to this file");
+  cmd->add_option("--network", o->network, "Network model: flow or analytical")->capture_default_str();
+  cmd->callback([o, &run] { run = [o] { return run_validate(*o); }; });
+}
+
+}  // namespace foresight::cli

@@ -1,0 +1,196 @@
+// The validation suite runner: the stored calibration passes every threshold, a planted wrong
+// measurement fails its dataset, a calibration that names a prediction case (or drifts from the
+// compute model) is rejected, malformed files are clear errors, and the reports carry the keys.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <unistd.h>
+
+#include "sim/error.hpp"
+#include "validate/megatron_dataset.hpp"
+#include "validate/suite.hpp"
+#include "validate/suite_report.hpp"
+
+using namespace foresight;
+using Catch::Matchers::Contains;
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+const validate::Suite& suite() {
+  static const auto s = validate::load_suite(validate::default_suite_path());
+  return s;
+}
+
+const validate::Calibration& stored() {
+  static const auto c = validate::load_calibration(validate::default_calibration_path());
+  return c;
+}
+
+validate::ValidateOptions no_traces() { return {}; }
+
+const std::vector<validate::DatasetResult>& results() {
+  static const auto r = validate::run_suite(suite(), stored(), validate::default_calibration_path(), no_traces());
+  return r;
+}
+
+const validate::DatasetResult& dataset(const std::vector<validate::DatasetResult>& rs, const std::string& name) {
+  for (const auto& r : rs) {
+    if (r.name == name) return r;
+  }
+  throw std::runtime_error("no dataset " + name);
+}
+
+std::string bad(const std::string& name) {
+  return std::string(std::getenv("FORESIGHT_TEST_DATA")) + "/bad/validate/" + name;
+}
+
+/// A scratch folder for this process.
+fs::path scratch() {
+  const fs::path dir = fs::temp_directory_path() / ("foresight-suite-test-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  return dir;
+}
+
+void write(const fs::path& path, const json& doc) { std::ofstream(path) << doc.dump(1) << "\n"; }
+
+}  // namespace
+
+TEST_CASE("the stored calibration passes every dataset's threshold; MAPE and worst are over predictions", "[validate]") {
+  REQUIRE(results().size() == suite().datasets.size());
+  for (const auto& r : results()) {
+    INFO(r.name << ": MAPE " << r.mape_pct << "%, threshold " << r.threshold_pct.value_or(-1));
+    REQUIRE(r.passed());
+    // Recompute the summary from the cases: calibration and unsupported cases never count.
+    double sum = 0.0, worst = 0.0;
+    int n = 0;
+    for (const auto& c : r.cases) {
+      if (!c.evaluated || c.role != validate::Role::prediction) continue;
+      REQUIRE(c.error_pct == Approx((c.predicted - c.measured) / c.measured * 100.0));
+      sum += std::abs(c.error_pct);
+      worst = std::max(worst, std::abs(c.error_pct));
+      ++n;
+    }
+    REQUIRE(r.predictions == n);
+    if (n > 0) {
+      REQUIRE(r.mape_pct == Approx(sum / n));
+      REQUIRE(std::abs(r.worst_pct) == Approx(worst));
+    }
+  }
+  REQUIRE(dataset(results(), "thetagpu_resnet18_ddp").predictions == 2);
+  REQUIRE(dataset(results(), "thetagpu_resnet18_gpipe").predictions == 2);
+  REQUIRE(dataset(results(), "nccl_busbw").predictions == 41);
+  // Megatron's rows are reported as unsupported, each saying what it needs, not dropped.
+  const auto& m = dataset(results(), "megatron_sc21_table1");
+  REQUIRE(m.cases.size() == 10);
+  REQUIRE(m.unsupported == 10);
+  REQUIRE(!m.threshold_pct);
+  for (const auto& c : m.cases) REQUIRE_THAT(c.note, Contains("unsupported: needs"));
+  REQUIRE_THAT(m.cases[3].note, Contains("tensor parallelism (tp = 8)"));
+}
+
+TEST_CASE("a planted wrong measurement fails its dataset", "[validate]") {
+  const fs::path dir = scratch();
+  json theta = json::parse(std::ifstream(validate::data_dir() + "/thetagpu_resnet18_cifar100.json"));
+  theta["scenario"]["ddp"] = (fs::path(validate::data_dir()).parent_path().parent_path() / "examples/thetagpu-resnet18-ddp.json").string();
+  theta["scenario"]["gpipe"] = (fs::path(validate::data_dir()).parent_path().parent_path() / "examples/thetagpu-resnet18-gpipe.json").string();
+  for (auto& run : theta["runs"]) {
+    if (run["id"] == "ddp-6gpu") run["time_s"] = run["time_s"].get<double>() * 1.5;  // 83 s -> 124.5 s
+  }
+  write(dir / "planted.json", theta);
+  write(dir / "suite.json", json{{"description", "planted"},
+                                 {"datasets", {{{"name", "planted_ddp"}, {"kind", "thetagpu_ddp"}, {"file", "planted.json"},
+                                                {"goal_pct", 10}, {"threshold_pct", 10}}}}});
+  const auto planted = validate::load_suite((dir / "suite.json").string());
+  const auto rs = validate::run_suite(planted, stored(), validate::default_calibration_path(), no_traces());
+  REQUIRE(rs.size() == 1);
+  const auto& r = rs[0];
+  REQUIRE(!r.passed());
+  REQUIRE(r.worst_id == "ddp-6gpu");
+  // The model still predicts ~82 s: -34% against the planted 124.5 s.
+  REQUIRE(r.worst_pct == Approx((1.0 / 1.5 - 1.0) * 100.0 + dataset(results(), "thetagpu_resnet18_ddp").cases[2].error_pct / 1.5).margin(0.1));
+  REQUIRE_THAT(validate::suite_text(rs), Contains("FAIL") && Contains("0 passed, 1 failed"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a calibration that reads a prediction case, or drifts from the code, is rejected", "[validate]") {
+  const auto roles = validate::case_roles(suite());
+  REQUIRE(roles.at("ddp-4gpu").role == validate::Role::prediction);
+  REQUIRE(roles.at("ddp-2gpu").role == validate::Role::calibration);
+  // The stored file names only calibration cases.
+  REQUIRE_NOTHROW(validate::check_provenance(stored(), roles, "calibration.json"));
+  const auto reads = validate::load_calibration(bad("calibration_reads_prediction.json"));
+  REQUIRE_THROWS_WITH(validate::run_suite(suite(), reads, "reads.json", no_traces()),
+                      Contains("reads.json: /thetagpu_ddp/fitted_on/1") && Contains("\"ddp-4gpu\", a prediction case"));
+  const auto unknown = validate::load_calibration(bad("calibration_unknown_case.json"));
+  REQUIRE_THROWS_WITH(validate::check_provenance(unknown, roles, "u.json"),
+                      Contains("/thetagpu_gpipe/fitted_on/0") && Contains("\"gpipe-3gpu\", which no dataset declares"));
+  const auto drift = validate::load_calibration(bad("calibration_compute_drift.json"));
+  REQUIRE_THROWS_WITH(validate::check_compute_constants(drift, "d.json"),
+                      Contains("d.json: /compute/0: gemm_cap 0.9") && Contains("strategies/compute_model.cpp"));
+  // The compute constants the fit gives are the stored ones, and the code's.
+  const auto fitted = validate::fit_compute(validate::load_gemm_dataset(validate::data_dir() + "/gemm_and_memory.json"));
+  REQUIRE(fitted.size() == stored().compute.size());
+  for (std::size_t i = 0; i < fitted.size(); ++i) {
+    REQUIRE(fitted[i].gemm_cap == Approx(stored().compute[i].gemm_cap).epsilon(1e-12));
+    REQUIRE(fitted[i].hbm_fraction == Approx(stored().compute[i].hbm_fraction).epsilon(1e-12));
+    REQUIRE(fitted[i].fitted_on == stored().compute[i].fitted_on);
+  }
+  REQUIRE_NOTHROW(validate::check_compute_constants(stored(), "calibration.json"));
+}
+
+TEST_CASE("malformed suite, dataset and calibration files are clear errors", "[validate]") {
+  REQUIRE_THROWS_WITH(validate::load_suite(bad("suite_unknown_key.json")),
+                      Contains("suite_unknown_key.json") && Contains("/datasets/0/colour") && Contains("unknown key"));
+  REQUIRE_THROWS_WITH(validate::load_suite(bad("suite_bad_kind.json")),
+                      Contains("/datasets/0/kind") && Contains("found \"thetagpu\""));
+  REQUIRE_THROWS_WITH(validate::load_suite(bad("suite_missing_file.json")),
+                      Contains("/datasets/0/file") && Contains("missing.json"));
+  REQUIRE_THROWS_WITH(validate::load_suite(bad("suite_threshold_above_goal.json")),
+                      Contains("/datasets/0/threshold_pct") && Contains("at most the goal (10%), found 20%"));
+  REQUIRE_THROWS_WITH(validate::load_megatron_dataset(bad("megatron_four_calibration.json")),
+                      Contains("/runs/3/role") && Contains("at most 3 calibration rows"));
+  REQUIRE_THROWS_WITH(validate::load_thetagpu_dataset(bad("thetagpu_bad_strategy.json")),
+                      Contains("/runs/2/strategy") && Contains("found \"zero3\""));
+  REQUIRE_THROWS_WITH(validate::load_calibration(bad("calibration_unknown_key.json")),
+                      Contains("/thetagpu_ddp/input_rate_typo") && Contains("unknown key"));
+  REQUIRE_THROWS_AS(validate::load_suite(bad("no_such_suite.json")), sim::ConfigError);
+}
+
+TEST_CASE("reports: JSON keys of DESIGN.md, Markdown tables and an SVG scatter", "[validate]") {
+  const json doc = json::parse(validate::suite_json(results()));
+  REQUIRE(doc.at("datasets").size() == results().size());
+  for (const auto& d : doc.at("datasets")) {
+    for (const char* key : {"name", "mape_pct", "worst_pct", "threshold_pct", "cases"}) REQUIRE(d.contains(key));
+    for (const auto& c : d.at("cases")) {
+      for (const char* key : {"id", "role", "predicted", "measured", "error_pct"}) REQUIRE(c.contains(key));
+    }
+  }
+  const auto& ddp = doc.at("datasets").at(0);
+  REQUIRE(ddp.at("name") == "thetagpu_resnet18_ddp");
+  REQUIRE(ddp.at("mape_pct").get<double>() == Approx(results()[0].mape_pct));
+  const std::string md = validate::suite_markdown(results(), "validation.svg");
+  REQUIRE_THAT(md, Contains("![predicted vs measured](validation.svg)") && Contains("| nccl_busbw | 41 |") &&
+                       Contains("## megatron_sc21_table1"));
+  const std::string svg = validate::suite_svg(results());
+  REQUIRE(svg.rfind("<?xml", 0) == 0);
+  REQUIRE_THAT(svg, Contains("gemm_and_memory") && Contains("+10%") && Contains("-10%"));
+}
+
+TEST_CASE("trace replay cases: skipped with a message when the folder is absent", "[validate]") {
+  validate::ValidateOptions o;
+  o.traces_dir = "/nonexistent/traces";
+  validate::Suite none;
+  none.path = "empty";
+  const auto rs = validate::run_suite(none, stored(), validate::default_calibration_path(), o);
+  REQUIRE(rs.size() == 1);
+  REQUIRE(rs[0].name == "trace_replay");
+  REQUIRE(rs[0].cases.empty());
+  REQUIRE_THAT(rs[0].message, Contains("skipped: /nonexistent/traces is absent"));
+  REQUIRE(rs[0].passed());
+}

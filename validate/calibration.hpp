@@ -1,0 +1,82 @@
+#pragma once
+/// The stored calibration (validate/data/calibration.json): every constant the simulator cannot
+/// know, its value, and the measured calibration cases it was fitted on. One file, in parts:
+/// - "collectives": per GPU generation, NCCL launch, latency scale, protocol efficiencies
+///   (Levenberg-Marquardt on nccl_busbw's calibration sizes);
+/// - "compute": per GPU generation, the GEMM cap and the achievable HBM fraction, each the ratio
+///   of one calibration case of gemm_and_memory to the datasheet peak;
+/// - "thetagpu_ddp": the per-process input rate (golden-section search);
+/// - "thetagpu_gpipe": torchgpipe's per-task bookkeeping and GIL-held dispatch (grid search).
+/// `foresight validate --calibrate` refits all of them from the datasets' calibration cases and
+/// rewrites the file; plain `foresight validate`, `simulate` and the tests read it. A prediction
+/// case never feeds a constant: check_provenance rejects a file that names one.
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "strategies/simulation.hpp"
+#include "validate/collective_calibration.hpp"
+#include "validate/gemm_dataset.hpp"
+#include "validate/nccl_dataset.hpp"
+#include "validate/thetagpu_dataset.hpp"
+
+namespace foresight::validate {
+
+/// The compute model's fitted constants for one GPU generation (strategies/compute_model.cpp
+/// carries the same values; check_compute_constants compares them).
+struct ComputeCalibration {
+  int compute_capability = 0;
+  std::string gpu;  ///< the catalog GPU the cases were measured on
+  double gemm_cap = 0.0;
+  double hbm_fraction = 0.0;
+  std::vector<std::string> fitted_on;
+};
+
+struct Calibration {
+  CalibrationFile collectives;
+  std::vector<ComputeCalibration> compute;
+  DdpCalibration thetagpu_ddp;
+  GpipeCalibration thetagpu_gpipe;
+};
+
+/// Reads a calibration file; ConfigError naming file, pointer, expected and found otherwise.
+Calibration load_calibration(const std::string& path);
+/// The file's JSON text (with each part's method).
+std::string to_json_text(const Calibration& c);
+
+/// Path of the stored calibration: data_dir()/calibration.json.
+std::string default_calibration_path();
+/// The collective configuration of the stored calibration.
+sim::CollectiveConfig default_collective_config();
+
+/// Every case id of the validation datasets with its role and the dataset that declares it.
+struct CaseRole {
+  Role role = Role::prediction;
+  std::string dataset;
+};
+using CaseRoles = std::map<std::string, CaseRole>;
+
+/// Which parts of a calibration file to check (those whose dataset is in the suite).
+struct CalibrationParts {
+  bool collectives = true;
+  bool compute = true;
+  bool thetagpu_ddp = true;
+  bool thetagpu_gpipe = true;
+};
+
+/// ConfigError naming `path` and the pointer of the offending entry when a checked constant's
+/// fitted_on names a case that no dataset declares, or a prediction case.
+void check_provenance(const Calibration& c, const CaseRoles& roles, const std::string& path,
+                      const CalibrationParts& parts = {});
+
+/// The compute constants fitted on `cases`' calibration cases: GEMM cap = measured TFLOP/s /
+/// the dtype's dense peak (the largest cubic GEMM); HBM fraction = measured copy TB/s / the
+/// datasheet bandwidth.
+std::vector<ComputeCalibration> fit_compute(const std::vector<ThroughputCase>& cases);
+
+/// ConfigError when `c`'s compute constants differ (relative 1e-9) from the compute model's
+/// (strategies/compute_model.cpp), so code and file cannot drift apart.
+void check_compute_constants(const Calibration& c, const std::string& path);
+
+}  // namespace foresight::validate

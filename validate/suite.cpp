@@ -1,0 +1,324 @@
+#include "validate/suite.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "sim/error.hpp"
+#include "topologies/json_reader.hpp"
+#include "validate/collective_fit.hpp"
+#include "validate/gemm_dataset.hpp"
+#include "validate/megatron_dataset.hpp"
+
+#ifndef FORESIGHT_SHARED_DIR
+#define FORESIGHT_SHARED_DIR "../shared"
+#endif
+
+namespace foresight::validate {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+constexpr std::pair<std::string_view, DatasetKind> kKinds[] = {
+    {"thetagpu_ddp", DatasetKind::thetagpu_ddp},       {"thetagpu_gpipe", DatasetKind::thetagpu_gpipe},
+    {"nccl_busbw", DatasetKind::nccl_busbw},           {"gemm_and_memory", DatasetKind::gemm_and_memory},
+    {"megatron_sc21", DatasetKind::megatron_sc21}};
+
+/// The "source" string of a dataset file its loader has already checked.
+std::string source_of(const std::string& file) {
+  std::ifstream in(file);
+  const json doc = json::parse(in, nullptr, false);
+  return doc.is_object() && doc.contains("source") && doc["source"].is_string() ? doc["source"].get<std::string>() : "";
+}
+
+const DatasetEntry* find_kind(const Suite& suite, DatasetKind kind) {
+  for (const DatasetEntry& e : suite.datasets) {
+    if (e.kind == kind) return &e;
+  }
+  return nullptr;
+}
+
+const DatasetEntry& need_kind(const Suite& suite, DatasetKind kind, std::string_view why) {
+  const DatasetEntry* e = find_kind(suite, kind);
+  if (e == nullptr) {
+    std::string_view name;
+    for (const auto& [n, k] : kKinds) {
+      if (k == kind) name = n;
+    }
+    throw sim::ConfigError(fmt::format("{}: expected a dataset of kind {} to {}, found none", suite.path, name, why));
+  }
+  return *e;
+}
+
+CaseResult measured_case(const std::string& id, Role role, double predicted, double measured, std::string unit) {
+  CaseResult c;
+  c.id = id;
+  c.role = role;
+  c.evaluated = true;
+  c.predicted = predicted;
+  c.measured = measured;
+  c.unit = std::move(unit);
+  c.error_pct = (predicted - measured) / measured * 100.0;
+  return c;
+}
+
+void run_thetagpu(const DatasetEntry& e, const Calibration& cal, const strategy::SimulationInputs& inputs,
+                  DatasetResult& out) {
+  const ThetaDataset d = load_thetagpu_dataset(e.file);
+  out.source = d.source;
+  const auto results = e.kind == DatasetKind::thetagpu_ddp
+                           ? evaluate_thetagpu_ddp(d, cal.thetagpu_ddp, inputs)
+                           : evaluate_thetagpu_gpipe(d, cal.thetagpu_ddp.input_rate, cal.thetagpu_gpipe, inputs);
+  for (const ThetaResult& r : results) {
+    CaseResult c = measured_case(r.run->id, r.run->role, r.predicted_s, r.run->time_s, "s");
+    c.note = fmt::format("{} GPUs, 10 epochs", r.run->gpus);
+    out.cases.push_back(std::move(c));
+  }
+}
+
+void run_nccl(const DatasetEntry& e, const Calibration& cal, const ValidateOptions& o, DatasetResult& out) {
+  const NcclDataset d = load_nccl_dataset(e.file);
+  out.source = d.source;
+  for (const PointResult& r : evaluate(d, collective_config(cal.collectives), o.network)) {
+    CaseResult c = measured_case(r.point->id, r.point->role, r.predicted_busbw_GBps, r.point->busbw_GBps, "GB/s");
+    c.note = fmt::format("{} {} GPUs, {}/{}", sim::to_string(r.point->op), r.point->gpus, r.algorithm, r.protocol);
+    out.cases.push_back(std::move(c));
+  }
+}
+
+void run_gemm(const DatasetEntry& e, DatasetResult& out) {
+  const auto cases = load_gemm_dataset(e.file);
+  out.source = source_of(e.file);
+  for (const ThroughputResult& r : evaluate_gemm_dataset(cases)) {
+    const bool gemm = r.c->kind == "gemm";
+    CaseResult c = measured_case(r.c->id, r.c->role, r.predicted, r.c->measured, gemm ? "TFLOP/s" : "TB/s");
+    c.note = gemm ? fmt::format("{} {}x{}x{} on {}", r.c->dtype, r.c->m, r.c->n, r.c->k, r.c->gpu)
+                  : fmt::format("HBM {} on {}", r.c->pattern, r.c->gpu);
+    out.cases.push_back(std::move(c));
+  }
+}
+
+void run_megatron(const DatasetEntry& e, DatasetResult& out) {
+  const MegatronDataset d = load_megatron_dataset(e.file);
+  out.source = d.source;
+  for (const MegatronRun& r : d.runs) {
+    CaseResult c;
+    c.id = r.id;
+    c.role = r.role;
+    c.measured = r.tflops_per_gpu;
+    c.unit = "TFLOP/s per GPU";
+    const auto missing = megatron_missing_features(r);
+    if (missing.empty()) {
+      c.note = "supported by the simulator but not yet wired into the suite";
+    } else {
+      c.note = "unsupported: needs " + fmt::format("{}", fmt::join(missing, ", "));
+    }
+    out.cases.push_back(std::move(c));
+  }
+}
+
+DatasetResult run_traces(const std::string& dir) {
+  DatasetResult out;
+  out.name = "trace_replay";
+  out.file = fs::path(dir).lexically_normal().generic_string();
+  out.source = "real PyTorch-profiler (Kineto) and Chakra traces; see SOURCES.txt in the folder";
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    out.message = fmt::format("skipped: {} is absent (pass --traces DIR)", dir);
+    return out;
+  }
+  std::vector<std::string> files;
+  for (const auto& f : fs::recursive_directory_iterator(dir, ec)) {
+    const std::string name = f.path().filename().string();
+    if (f.is_regular_file() && (name.ends_with(".json.gz") || name.ends_with(".json") || name.ends_with(".tgz") ||
+                                name.ends_with(".tar.gz"))) {
+      files.push_back(fs::relative(f.path(), dir).generic_string());
+    }
+  }
+  std::sort(files.begin(), files.end());
+  for (const std::string& f : files) {
+    CaseResult c;
+    c.id = f;
+    c.unit = "s per step";
+    c.note = "unsupported: needs `foresight replay` (Kineto import and replay, issue 8)";
+    out.cases.push_back(std::move(c));
+  }
+  out.message = fmt::format("{} traces found; the replay command does not exist yet, so none is replayed", files.size());
+  return out;
+}
+
+}  // namespace
+
+bool DatasetResult::passed() const {
+  if (!threshold_pct) return true;
+  return predictions > 0 && mape_pct <= *threshold_pct;
+}
+
+void summarize(DatasetResult& r) {
+  r.predictions = 0;
+  r.unsupported = 0;
+  r.worst_id.clear();
+  double sum = 0.0;
+  double worst = -1.0;
+  for (const CaseResult& c : r.cases) {
+    if (!c.evaluated) {
+      ++r.unsupported;
+      continue;
+    }
+    if (c.role != Role::prediction) continue;
+    ++r.predictions;
+    sum += std::abs(c.error_pct);
+    if (std::abs(c.error_pct) > worst) {
+      worst = std::abs(c.error_pct);
+      r.worst_pct = c.error_pct;
+      r.worst_id = c.id;
+    }
+  }
+  r.mape_pct = r.predictions > 0 ? sum / r.predictions : 0.0;
+  if (r.predictions == 0) r.worst_pct = 0.0;
+}
+
+Suite load_suite(const std::string& path) {
+  const topo::JsonReader r(path, sim::ErrorKind::config);
+  const json doc = r.parse_file();
+  const topo::JsonPath root;
+  r.check_object(doc, {"description", "datasets"}, root, "a validation suite");
+  Suite suite;
+  suite.path = path;
+  const fs::path folder = fs::path(path).parent_path();
+  const json& list = r.array_at(doc, "datasets", root, "a validation suite");
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const topo::JsonPath p = root.at("datasets").at(i);
+    const json& o = list[i];
+    constexpr std::string_view what = "a dataset entry";
+    r.check_object(o, {"name", "kind", "file", "goal_pct", "threshold_pct", "note"}, p, what);
+    DatasetEntry e;
+    e.name = r.string_at(o, "name", p, what);
+    const std::string kind = r.string_at(o, "kind", p, what);
+    const auto k = std::find_if(std::begin(kKinds), std::end(kKinds), [&](const auto& x) { return x.first == kind; });
+    if (k == std::end(kKinds)) {
+      r.fail(p.at("kind"), fmt::format("expected one of thetagpu_ddp, thetagpu_gpipe, nccl_busbw, gemm_and_memory, "
+                                       "megatron_sc21, found \"{}\"",
+                                       kind));
+    }
+    e.kind = k->second;
+    e.file = (folder / r.string_at(o, "file", p, what)).string();
+    if (!fs::is_regular_file(e.file)) r.fail(p.at("file"), fmt::format("expected a dataset file, found none at {}", e.file));
+    e.goal_pct = r.number_at(o, "goal_pct", p, what);
+    if (!(e.goal_pct > 0.0)) r.fail(p.at("goal_pct"), fmt::format("expected a positive percentage, found {}", e.goal_pct));
+    const json& t = r.require(o, "threshold_pct", p, what);
+    if (!t.is_null()) {
+      e.threshold_pct = r.number_at(o, "threshold_pct", p, what);
+      if (!(*e.threshold_pct > 0.0)) {
+        r.fail(p.at("threshold_pct"), fmt::format("expected a positive percentage or null, found {}", *e.threshold_pct));
+      }
+    }
+    if (e.threshold_pct && *e.threshold_pct > e.goal_pct && !o.contains("note")) {
+      r.fail(p.at("threshold_pct"), fmt::format("expected at most the goal ({:g}%), found {:g}%: a threshold above its "
+                                                "goal needs a \"note\" saying why",
+                                                e.goal_pct, *e.threshold_pct));
+    }
+    for (const DatasetEntry& other : suite.datasets) {
+      if (other.name == e.name) r.fail(p.at("name"), fmt::format("a second dataset \"{}\"", e.name));
+    }
+    suite.datasets.push_back(std::move(e));
+  }
+  return suite;
+}
+
+std::string default_suite_path() { return data_dir() + "/suite.json"; }
+
+std::string default_traces_dir() { return std::string(FORESIGHT_SHARED_DIR) + "/validation/traces"; }
+
+CaseRoles case_roles(const Suite& suite) {
+  CaseRoles roles;
+  const std::string* thetagpu_file = nullptr;
+  for (const DatasetEntry& e : suite.datasets) {
+    switch (e.kind) {
+      case DatasetKind::thetagpu_ddp:
+      case DatasetKind::thetagpu_gpipe: {
+        if (thetagpu_file != nullptr && *thetagpu_file == e.file) break;
+        thetagpu_file = &e.file;
+        for (const ThetaRun& r : load_thetagpu_dataset(e.file).runs) roles[r.id] = {r.role, e.file};
+        break;
+      }
+      case DatasetKind::nccl_busbw:
+        for (const NcclPoint& p : load_nccl_dataset(e.file).points) roles[p.id] = {p.role, e.file};
+        break;
+      case DatasetKind::gemm_and_memory:
+        for (const ThroughputCase& c : load_gemm_dataset(e.file)) roles[c.id] = {c.role, e.file};
+        break;
+      case DatasetKind::megatron_sc21:
+        for (const MegatronRun& r : load_megatron_dataset(e.file).runs) roles[r.id] = {r.role, e.file};
+        break;
+    }
+  }
+  return roles;
+}
+
+std::vector<DatasetResult> run_suite(const Suite& suite, const Calibration& calibration,
+                                     const std::string& calibration_path, const ValidateOptions& options) {
+  // Each part of the calibration is checked against the suite's dataset it was fitted on (a
+  // partial suite, e.g. one planted dataset, checks only its own part).
+  CalibrationParts parts;
+  parts.collectives = find_kind(suite, DatasetKind::nccl_busbw) != nullptr;
+  parts.compute = find_kind(suite, DatasetKind::gemm_and_memory) != nullptr;
+  parts.thetagpu_ddp = find_kind(suite, DatasetKind::thetagpu_ddp) != nullptr;
+  parts.thetagpu_gpipe = find_kind(suite, DatasetKind::thetagpu_gpipe) != nullptr;
+  check_provenance(calibration, case_roles(suite), calibration_path, parts);
+  check_compute_constants(calibration, calibration_path);
+  strategy::SimulationInputs inputs;
+  inputs.collectives = collective_config(calibration.collectives);
+  std::vector<DatasetResult> out;
+  for (const DatasetEntry& e : suite.datasets) {
+    DatasetResult r;
+    r.name = e.name;
+    r.file = "validate/data/" + fs::path(e.file).filename().string();
+    r.goal_pct = e.goal_pct;
+    r.threshold_pct = e.threshold_pct;
+    switch (e.kind) {
+      case DatasetKind::thetagpu_ddp:
+      case DatasetKind::thetagpu_gpipe:
+        run_thetagpu(e, calibration, inputs, r);
+        break;
+      case DatasetKind::nccl_busbw:
+        run_nccl(e, calibration, options, r);
+        break;
+      case DatasetKind::gemm_and_memory:
+        run_gemm(e, r);
+        break;
+      case DatasetKind::megatron_sc21:
+        run_megatron(e, r);
+        break;
+    }
+    summarize(r);
+    out.push_back(std::move(r));
+  }
+  if (!options.traces_dir.empty()) {
+    DatasetResult t = run_traces(options.traces_dir);
+    summarize(t);
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+Calibration calibrate(const Suite& suite) {
+  Calibration c;
+  c.collectives = fit_dataset(load_nccl_dataset(need_kind(suite, DatasetKind::nccl_busbw, "fit the collectives").file));
+  c.compute = fit_compute(load_gemm_dataset(need_kind(suite, DatasetKind::gemm_and_memory, "fit the compute model").file));
+  strategy::SimulationInputs inputs;
+  inputs.collectives = collective_config(c.collectives);
+  const ThetaDataset ddp = load_thetagpu_dataset(need_kind(suite, DatasetKind::thetagpu_ddp, "fit the input rate").file);
+  c.thetagpu_ddp = fit_thetagpu_ddp(ddp, inputs);
+  const ThetaDataset gpipe =
+      load_thetagpu_dataset(need_kind(suite, DatasetKind::thetagpu_gpipe, "fit the GPipe constants").file);
+  c.thetagpu_gpipe = fit_thetagpu_gpipe(gpipe, c.thetagpu_ddp.input_rate, inputs);
+  return c;
+}
+
+}  // namespace foresight::validate

@@ -1,0 +1,142 @@
+#include "validate/suite_report.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "validate/svg_plot.hpp"
+
+namespace foresight::validate {
+namespace {
+
+std::string threshold_text(const DatasetResult& r) {
+  return r.threshold_pct ? fmt::format("{:g}%", *r.threshold_pct) : std::string("none");
+}
+
+std::string goal_text(const DatasetResult& r) {
+  return r.goal_pct > 0.0 ? fmt::format("{:g}%", r.goal_pct) : std::string("none");
+}
+
+std::string verdict(const DatasetResult& r) {
+  if (!r.threshold_pct) return r.predictions > 0 ? "reported" : (r.cases.empty() ? "skipped" : "unsupported");
+  return r.passed() ? "pass" : "FAIL";
+}
+
+std::string summary_text(const DatasetResult& r) {
+  if (r.predictions == 0) return "no prediction evaluated";
+  return fmt::format("MAPE {:.1f}% over {} predictions, worst {:+.1f}% ({})", r.mape_pct, r.predictions, r.worst_pct,
+                     r.worst_id);
+}
+
+/// Up to 4 significant digits.
+std::string number(double v) { return fmt::format("{:.4g}", v); }
+
+}  // namespace
+
+std::string suite_text(const std::vector<DatasetResult>& results) {
+  std::string out;
+  int passed = 0;
+  for (const DatasetResult& r : results) {
+    passed += r.passed() ? 1 : 0;
+    out += fmt::format("== {}: {}; threshold {} (goal {}): {}\n", r.name, summary_text(r), threshold_text(r),
+                       goal_text(r), verdict(r));
+    out += fmt::format("   {}\n", r.file);
+    if (!r.message.empty()) out += fmt::format("   {}\n", r.message);
+    if (r.cases.empty()) continue;
+    out += fmt::format("   {:<40} {:<11} {:>11} {:>11} {:>8}  {}\n", "case", "role", "predicted", "measured", "error", "unit / note");
+    for (const CaseResult& c : r.cases) {
+      if (c.evaluated) {
+        out += fmt::format("   {:<40} {:<11} {:>11} {:>11} {:>+7.1f}%  {}; {}\n", c.id, to_string(c.role), number(c.predicted),
+                           number(c.measured), c.error_pct, c.unit, c.note);
+      } else {
+        out += fmt::format("   {:<40} {:<11} {:>11} {:>11} {:>8}  {}\n", c.id, to_string(c.role), "-",
+                           c.measured > 0 ? number(c.measured) : "-", "-", c.note);
+      }
+    }
+  }
+  out += fmt::format("{} datasets, {} passed, {} failed\n", results.size(), passed, static_cast<int>(results.size()) - passed);
+  return out;
+}
+
+std::string suite_json(const std::vector<DatasetResult>& results) {
+  using nlohmann::json;
+  json doc = json::object();
+  doc["datasets"] = json::array();
+  for (const DatasetResult& r : results) {
+    json d = {{"name", r.name},
+              {"file", r.file},
+              {"source", r.source},
+              {"mape_pct", r.predictions > 0 ? json(r.mape_pct) : json(nullptr)},
+              {"worst_pct", r.predictions > 0 ? json(r.worst_pct) : json(nullptr)},
+              {"worst_case", r.worst_id},
+              {"threshold_pct", r.threshold_pct ? json(*r.threshold_pct) : json(nullptr)},
+              {"goal_pct", r.goal_pct},
+              {"predictions", r.predictions},
+              {"unsupported", r.unsupported},
+              {"passed", r.passed()},
+              {"message", r.message},
+              {"cases", json::array()}};
+    for (const CaseResult& c : r.cases) {
+      d["cases"].push_back({{"id", c.id},
+                            {"role", to_string(c.role)},
+                            {"status", c.evaluated ? "evaluated" : "unsupported"},
+                            {"predicted", c.evaluated ? json(c.predicted) : json(nullptr)},
+                            {"measured", c.measured > 0 ? json(c.measured) : json(nullptr)},
+                            {"unit", c.unit},
+                            {"error_pct", c.evaluated ? json(c.error_pct) : json(nullptr)},
+                            {"note", c.note}});
+    }
+    doc["datasets"].push_back(std::move(d));
+  }
+  return doc.dump(1) + "\n";
+}
+
+std::string suite_markdown(const std::vector<DatasetResult>& results, const std::string& plot_name) {
+  std::string out = "# Validation report\n\nWritten by `foresight validate --markdown`; do not edit. Errors are "
+                    "(predicted - measured) / measured. A dataset's MAPE and worst case are over its prediction "
+                    "cases only; calibration cases fitted the constants in `validate/data/calibration.json`.\n\n";
+  if (!plot_name.empty()) out += fmt::format("![predicted vs measured]({})\n\n", plot_name);
+  out += "| dataset | predictions | MAPE | worst | threshold | goal | verdict |\n|---|---|---|---|---|---|---|\n";
+  for (const DatasetResult& r : results) {
+    out += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", r.name, r.predictions,
+                       r.predictions > 0 ? fmt::format("{:.1f}%", r.mape_pct) : "-",
+                       r.predictions > 0 ? fmt::format("{:+.1f}% ({})", r.worst_pct, r.worst_id) : "-", threshold_text(r),
+                       goal_text(r), verdict(r));
+  }
+  for (const DatasetResult& r : results) {
+    out += fmt::format("\n## {}\n\n", r.name);
+    if (r.name != "trace_replay") out += fmt::format("File: `{}`\n\n", r.file);
+    if (!r.source.empty()) out += fmt::format("Source: {}\n\n", r.source);
+    if (!r.message.empty()) out += fmt::format("{}\n\n", r.message);
+    if (r.cases.empty()) continue;
+    out += "| case | role | predicted | measured | unit | error | note |\n|---|---|---|---|---|---|---|\n";
+    for (const CaseResult& c : r.cases) {
+      out += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", c.id, to_string(c.role),
+                         c.evaluated ? number(c.predicted) : "-", c.measured > 0 ? number(c.measured) : "-", c.unit,
+                         c.evaluated ? fmt::format("{:+.1f}%", c.error_pct) : "-", c.note);
+    }
+  }
+  return out;
+}
+
+std::string suite_svg(const std::vector<DatasetResult>& results) {
+  Chart chart;
+  chart.title = "predicted vs measured (each case in its own unit)";
+  chart.x = {"measured", true, {}};
+  chart.y = {"predicted", true, {}};
+  Series calibration{"calibration cases (all datasets)", {}, true};
+  for (const DatasetResult& r : results) {
+    Series s{fmt::format("{} (MAPE {:.1f}%)", r.name, r.mape_pct), {}, true};
+    for (const CaseResult& c : r.cases) {
+      if (!c.evaluated || !(c.predicted > 0.0) || !(c.measured > 0.0)) continue;
+      (c.role == Role::prediction ? s : calibration).points.emplace_back(c.measured, c.predicted);
+    }
+    if (!s.points.empty()) chart.series.push_back(std::move(s));
+  }
+  if (!calibration.points.empty()) chart.series.push_back(std::move(calibration));
+  chart.references = {{1.0, "predicted = measured"}, {1.1, "+10%"}, {0.9, "-10%"}};
+  return svg_charts("Foresight validation: predictions against measured runs", {chart});
+}
+
+}  // namespace foresight::validate
