@@ -7,45 +7,96 @@ namespace foresight::strategy {
 
 namespace {
 
-/// Weights, gradients and optimizer states of `params` parameters, and the data-parallel buffers.
-MemoryBreakdown model_states(double params, const Plan& plan) {
+/// DeepSpeed's reduce_bucket_size default: 5e8 elements (deepspeed/runtime/zero/config.py).
+constexpr double kZeroReduceBucketElems = 5e8;
+
+/// How many ways a layer's saved tensors are split on a tensor-parallel rank.
+double tp_divisor(TpRole role, int tp, bool sp) {
+  switch (role) {
+    case TpRole::sharded:
+    case TpRole::row:
+      return tp;
+    case TpRole::column:
+    case TpRole::replicated:
+      return sp ? tp : 1;
+    case TpRole::vocab:
+      return 1;  // token ids
+  }
+  return 1;
+}
+
+}  // namespace
+
+MemoryBreakdown model_state_memory(double params, const Plan& plan, int shard) {
   MemoryBreakdown m;
+  const double n = std::max(1, shard);
   m.weights = params * parameter_bytes(plan.precision);
   // torch.autocast caches the half-precision copy of each weight it casts during the forward pass.
   if (plan.precision == Precision::amp_fp16 || plan.precision == Precision::amp_bf16) m.weights += params * 2.0;
-  m.gradients = params * gradient_bytes(plan.precision);
+  m.gradients = params * (plan.fp32_main_grads ? 4 : gradient_bytes(plan.precision));
   // SGD with momentum: one fp32 buffer; Adam: two. Pure half precision keeps fp32 master weights.
   m.optimizer = params * (plan.optimizer == Optimizer::sgd ? 4.0 : 8.0);
   if (plan.precision == Precision::fp16 || plan.precision == Precision::bf16) m.optimizer += params * 4.0;
+  const double full_gradients = m.gradients;
+  if (plan.zero >= 1) m.optimizer /= n;
+  if (plan.zero >= 2) m.gradients /= n;
+  if (plan.zero >= 3) m.weights /= n;
   if (plan.dp > 1) {
-    m.buffers = plan.framework == Framework::ddp ? m.gradients
-                                                 : std::min(plan.fusion_threshold.as_double(), m.gradients);
+    if (plan.zero >= 1) {
+      m.buffers = std::min(full_gradients, kZeroReduceBucketElems * full_gradients / std::max(params, 1.0));
+    } else {
+      m.buffers = plan.framework == Framework::ddp ? full_gradients
+                                                   : std::min(plan.fusion_threshold.as_double(), full_gradients);
+    }
   }
   m.workspace = kWorkspaceBytes;
   return m;
 }
 
-}  // namespace
+double saved_activation_bytes(const Model& model, const Plan& plan, std::size_t first, std::size_t last,
+                              bool block_checkpoints) {
+  const double a = activation_bytes(plan.precision);
+  const int t = std::max(1, plan.tp);
+  const bool sp = plan.sequence_parallel && t > 1;
+  const bool full = block_checkpoints && plan.recompute == Recompute::full;
+  const bool selective = plan.recompute == Recompute::selective;
+  double bytes = 0.0;
+  for (std::size_t i = first; i < last && i < model.layers.size(); ++i) {
+    const Layer& l = model.layers[i];
+    if (full && l.block >= 0) {
+      // Only the block's input survives; the rest is recomputed before the block's backward.
+      const bool starts_block = i == 0 || model.layers[i - 1].block != l.block;
+      if (starts_block) {
+        const double in = i == 0 ? model.input_elems : model.layers[i - 1].output_elems;
+        bytes += in * a / (sp ? t : 1);
+      }
+      continue;
+    }
+    double elems = l.saved_elems;
+    double masks = l.saved_mask_elems;
+    if (selective) {
+      elems -= l.saved_score_elems;
+      masks -= l.saved_score_mask_elems;
+    }
+    bytes += (elems * a + masks) / tp_divisor(l.tp, t, sp);
+  }
+  return bytes * plan.micro_batch;
+}
 
 MemoryBreakdown data_parallel_memory(const Model& model, const Plan& plan) {
-  MemoryBreakdown m = model_states(static_cast<double>(model.params()), plan);
-  double saved = 0.0;
-  double masks = 0.0;
+  MemoryBreakdown m = model_state_memory(static_cast<double>(model.params()), plan, plan.dp);
   double largest_output = 0.0;
-  for (const Layer& l : model.layers) {
-    saved += l.saved_elems;
-    masks += l.saved_mask_elems;
-    largest_output = std::max(largest_output, l.output_elems);
-  }
+  for (const Layer& l : model.layers) largest_output = std::max(largest_output, l.output_elems);
   // Saved activations and 1-byte dropout masks, plus the largest transient output and its
   // gradient (the tensors in flight at the turn from forward to backward).
-  m.activations = ((saved + 2.0 * largest_output) * activation_bytes(plan.precision) + masks) * plan.micro_batch;
+  m.activations = saved_activation_bytes(model, plan, 0, model.layers.size(), true) +
+                  2.0 * largest_output * activation_bytes(plan.precision) * plan.micro_batch;
   m.allocator = std::ceil(kAllocatorFraction * (m.activations + m.buffers));  // whole bytes
   return m;
 }
 
 MemoryBreakdown pipeline_rank_memory(double params, const Plan& plan, double activation_peak, int in_flight) {
-  MemoryBreakdown m = model_states(params, plan);
+  MemoryBreakdown m = model_state_memory(params, plan, plan.dp);
   if (plan.schedule == Schedule::pipedream) {
     // Weight stashing: one more version of the stage's weights per extra micro-batch in flight
     // (Narayanan et al. 2019, PipeDream section 3.3).

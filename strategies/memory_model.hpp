@@ -29,6 +29,28 @@ inline constexpr double kWorkspaceBytes = 1024.0 * 1024 * 1024;
 /// Caching-allocator fragmentation: 10% of the dynamic (activation and buffer) bytes, an assumption.
 inline constexpr double kAllocatorFraction = 0.10;
 
+/// Weights, gradients and optimizer states of `params` parameters on one rank, the optimizer
+/// states (ZeRO stage >= 1), gradients (>= 2) and weights (3) sharded over `shard` data-parallel
+/// ranks (Rajbhandari et al. 2020, Fig. 1). Bytes per parameter: weights by precision (+2 for
+/// autocast's half copies); gradients by precision, or 4 with fp32_main_grads; SGD momentum 4 or
+/// Adam moments 8, plus 4 for fp32 master weights under pure half precision. Also the
+/// communication buffers and the workspace (not sharded).
+MemoryBreakdown model_state_memory(double params, const Plan& plan, int shard);
+
+/// Bytes that one micro-batch's forward pass through layers [first, last) keeps for the
+/// backward pass on one tensor-parallel rank, following Korthikanti et al. 2022 (K22) §4:
+/// - each layer keeps its saved activations (activation dtype) and 1-byte dropout masks;
+/// - with tp = t > 1: layers working on sharded features (attention core, the MLP activation,
+///   row-parallel inputs, the vocabulary-parallel loss) keep 1/t; replicated layers and
+///   column-parallel inputs keep all of theirs, or 1/t with sequence parallelism;
+/// - selective recompute drops the attention scores (the s x s tensors), which are recomputed;
+/// - full recompute (when `block_checkpoints`) keeps only each block's input (1/t with sequence
+///   parallelism); layers outside blocks keep theirs.
+/// Per transformer layer this gives K22 Table 2's sbh(34 + 5as/h), sbh(10 + 24/t + 5as/ht),
+/// sbh(34/t + 5as/ht), sbh(10 + 24/t), 34sbh/t and 2sbh (tests/training/memory_test.cpp).
+double saved_activation_bytes(const Model& model, const Plan& plan, std::size_t first, std::size_t last,
+                              bool block_checkpoints);
+
 /// A data-parallel rank's peak: every parameter, gradient and optimizer state (nothing is
 /// sharded); the activations saved by one micro-batch's forward pass (they peak at the start of
 /// the backward pass); autocast's half-precision weight copies (amp); DDP's bucket copies of the

@@ -8,6 +8,22 @@ std::int64_t Model::params() const {
   return n;
 }
 
+std::string_view to_string(TpRole r) {
+  switch (r) {
+    case TpRole::replicated:
+      return "replicated";
+    case TpRole::column:
+      return "column";
+    case TpRole::row:
+      return "row";
+    case TpRole::sharded:
+      return "sharded";
+    case TpRole::vocab:
+      return "vocab";
+  }
+  return "?";
+}
+
 double Model::fwd_flops() const {
   double f = 0.0;
   for (const Layer& l : layers) f += l.fwd_flops;

@@ -35,6 +35,20 @@ struct OpTemplate {
   double param_elems = 0.0;          ///< parameter elements read (+ written), whatever the batch
 };
 
+/// How Megatron-style tensor parallelism splits a layer over the t ranks of a TP group
+/// (Shoeybi et al. 2019, §3; Korthikanti et al. 2022, §4.2 for sequence parallelism):
+enum class TpRole : std::uint8_t {
+  replicated,  ///< norms, dropout, residual adds, CNN layers: whole on every rank (SP: 1/t of the sequence)
+  column,      ///< linear split by output features (QKV, MLP up/gate, vocabulary-parallel LM head):
+               ///< input replicated (SP: gathered from sequence shards), output sharded
+  row,         ///< linear split by input features (attention and MLP output projections): input
+               ///< sharded, output partial sums reduced across the group
+  sharded,     ///< works on sharded features only: attention heads, the MLP activation, the
+               ///< vocabulary-parallel loss
+  vocab,       ///< vocabulary-parallel embedding: a 1/t slice of the table, outputs reduced
+};
+std::string_view to_string(TpRole r);
+
 struct Layer {
   std::string name;          ///< "layer1.0.conv1", "h.11.attn.qkv"
   std::string kind;          ///< conv, batchnorm, relu, maxpool, avgpool, linear, add, embedding,
@@ -44,6 +58,11 @@ struct Layer {
   double bwd_flops = 0.0;    ///< per sample: input gradient + weight gradient
   double saved_elems = 0.0;  ///< activation elements kept for the backward pass, per sample
   double saved_mask_elems = 0.0;  ///< 1-byte dropout-mask elements kept for backward, per sample
+  /// Of saved_elems and saved_mask_elems, the attention-score (s x s per head) part: what
+  /// selective recompute, or a fused attention kernel, does not keep (K22 §5).
+  double saved_score_elems = 0.0;
+  double saved_score_mask_elems = 0.0;
+  TpRole tp = TpRole::replicated;
   double output_elems = 0.0; ///< elements of the layer's output, per sample
   std::vector<OpTemplate> fwd;
   std::vector<OpTemplate> bwd;

@@ -312,6 +312,9 @@ Layer attention_layer(std::string name, const AttentionShape& a) {
   const double saved = qkv + probs * (a.dropout ? 2.0 : 1.0);
   Layer l = make_layer(std::move(name), "attention", 0, saved, as_double(s * h * d));
   l.saved_mask_elems = a.dropout ? probs : 0.0;
+  l.saved_score_elems = probs * (a.dropout ? 2.0 : 1.0);
+  l.saved_score_mask_elems = l.saved_mask_elems;
+  l.tp = TpRole::sharded;  // heads split across the group
   if (a.rope)
     l.fwd.push_back(memory_op("rope_fwd", rope_dims, kRopeFlops * rope_elems, 2.0 * rope_elems));
   l.fwd.push_back(gemm_op("attn_scores", s, s, d, h, 3, qk_io, 0.0));

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "sim/error.hpp"
+#include "strategies/memory_model.hpp"
 
 namespace foresight::strategy {
 namespace {
@@ -433,16 +434,8 @@ std::vector<RunTask> run_order(const Plan& plan, int stage) {
 std::pair<double, int> activation_peak(const Model& model, const Plan& plan, const StageCompiler& sc,
                                        const std::vector<RunTask>& order) {
   const int bytes = activation_bytes(plan.precision);
-  auto saved = [&](int c) {
-    const PipelineChunk& ch = sc.chunk(c);
-    double elems = 0.0;
-    double masks = 0.0;
-    for (std::size_t i = ch.first; i < ch.last; ++i) {
-      elems += model.layers[i].saved_elems;
-      masks += model.layers[i].saved_mask_elems;
-    }
-    return (elems * bytes + masks) * plan.micro_batch;
-  };
+  // Stage-level recompute is the schedule's (below), not per block.
+  auto saved = [&](int c) { return saved_activation_bytes(model, plan, sc.chunk(c).first, sc.chunk(c).last, false); };
   double live = 0.0;
   double peak = 0.0;
   int in_flight = 0;

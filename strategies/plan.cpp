@@ -63,6 +63,8 @@ std::string_view to_string(Recompute r) {
       return "full";
     case Recompute::except_last:
       return "except_last";
+    case Recompute::selective:
+      return "selective";
   }
   return "?";
 }

@@ -42,8 +42,9 @@ std::string_view to_string(PipelineDriver d);
 
 /// Activation recompute: none; full (each stage re-runs its forward before its backward and
 /// keeps only its input); except_last (full, except for the last micro-batch: torchgpipe's
-/// default checkpoint mode).
-enum class Recompute : std::uint8_t { none, full, except_last };
+/// default checkpoint mode); selective (Korthikanti et al. 2022 §5: only the attention core,
+/// whose s x s tensors are not kept, is recomputed).
+enum class Recompute : std::uint8_t { none, full, except_last, selective };
 std::string_view to_string(Recompute r);
 
 /// Which plan axis follows a change of cluster.gpus (--gpus): data parallelism, or the pipeline.
@@ -123,6 +124,17 @@ struct Plan {
   bool p2p_sync = true;
   Recompute recompute = Recompute::none;
   ScaleAxis scale_axis = ScaleAxis::dp;
+
+  // Large-model data parallelism and tensor parallelism (memory model; see memory_model.hpp).
+  /// Megatron's sequence parallelism (Korthikanti et al. 2022 §4.2.2): with tp > 1, norms and
+  /// dropout work on 1/t of the sequence.
+  bool sequence_parallel = false;
+  /// ZeRO stage (Rajbhandari et al. 2020): 1 shards optimizer states over the data-parallel
+  /// group (Megatron's distributed optimizer), 2 also gradients, 3 also parameters.
+  int zero = 0;
+  /// Gradients accumulated and reduced in fp32 whatever the parameters' precision (Megatron-LM's
+  /// main_grad buffers, the default with --bf16: arguments.py).
+  bool fp32_main_grads = false;
 };
 
 /// Bytes per element of activations, of parameters as stored (master weights), and of gradients.

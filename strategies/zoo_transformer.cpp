@@ -50,6 +50,12 @@ std::int64_t checked_head_dim(const TransformerSpec& spec) {
   return spec.head_dim > 0 ? spec.head_dim : t.hidden / t.heads;
 }
 
+/// `l` with its tensor-parallel role (Megatron's layout, Shoeybi et al. 2019 §3).
+Layer with_tp(Layer l, TpRole role) {
+  l.tp = role;
+  return l;
+}
+
 }  // namespace
 
 Model build_transformer(const TransformerSpec& spec) {
@@ -67,7 +73,7 @@ Model build_transformer(const TransformerSpec& spec) {
   std::vector<std::int64_t> tables{t.vocab};
   if (spec.positions > 0) tables.push_back(spec.positions);
   if (spec.token_types > 0) tables.push_back(spec.token_types);
-  b.add(embedding_layer("embed", s, h, tables));
+  b.add(with_tp(embedding_layer("embed", s, h, tables), TpRole::vocab));
   if (!spec.pre_norm) b.add(norm_layer("embed.norm", spec.norm, s, h));
   if (spec.hidden_dropout) b.add(dropout_layer("embed.dropout", tokens));
 
@@ -79,9 +85,9 @@ Model build_transformer(const TransformerSpec& spec) {
     // Attention sub-layer: [norm,] fused QKV projection, core, output projection, [dropout,]
     // residual add, [post-norm].
     if (spec.pre_norm) b.add(norm_layer(p + "ln_1", spec.norm, s, h));
-    b.add(linear_layer(p + "attn.qkv", s, h, qkv, spec.qkv_bias));
+    b.add(with_tp(linear_layer(p + "attn.qkv", s, h, qkv, spec.qkv_bias), TpRole::column));
     b.add(attention_layer(p + "attn.core", attention));
-    b.add(linear_layer(p + "attn.proj", s, q, h, spec.proj_bias));
+    b.add(with_tp(linear_layer(p + "attn.proj", s, q, h, spec.proj_bias), TpRole::row));
     if (spec.hidden_dropout) b.add(dropout_layer(p + "attn.dropout", tokens));
     b.add(add_layer(p + "attn.residual", tokens));
     if (!spec.pre_norm) b.add(norm_layer(p + "attn.norm", spec.norm, s, h));
@@ -89,13 +95,13 @@ Model build_transformer(const TransformerSpec& spec) {
     // gated linear_fc1) then SwiGLU, ffn -> h, [dropout,] residual add, [post-norm].
     if (spec.pre_norm) b.add(norm_layer(p + "ln_2", spec.norm, s, h));
     if (t.swiglu) {
-      b.add(linear_layer(p + "mlp.gate_up", s, h, 2 * ffn, spec.mlp_bias));
-      b.add(swiglu_layer(p + "mlp.act", s, ffn));
+      b.add(with_tp(linear_layer(p + "mlp.gate_up", s, h, 2 * ffn, spec.mlp_bias), TpRole::column));
+      b.add(with_tp(swiglu_layer(p + "mlp.act", s, ffn), TpRole::sharded));
     } else {
-      b.add(linear_layer(p + "mlp.fc", s, h, ffn, spec.mlp_bias));
-      b.add(activation_layer(p + "mlp.act", Activation::gelu, {s, ffn}));
+      b.add(with_tp(linear_layer(p + "mlp.fc", s, h, ffn, spec.mlp_bias), TpRole::column));
+      b.add(with_tp(activation_layer(p + "mlp.act", Activation::gelu, {s, ffn}), TpRole::sharded));
     }
-    b.add(linear_layer(p + "mlp.proj", s, ffn, h, spec.mlp_bias));
+    b.add(with_tp(linear_layer(p + "mlp.proj", s, ffn, h, spec.mlp_bias), TpRole::row));
     if (spec.hidden_dropout) b.add(dropout_layer(p + "mlp.dropout", tokens));
     b.add(add_layer(p + "mlp.residual", tokens));
     if (!spec.pre_norm) b.add(norm_layer(p + "mlp.norm", spec.norm, s, h));
@@ -110,8 +116,8 @@ Model build_transformer(const TransformerSpec& spec) {
     b.add(activation_layer("pooler.act", Activation::tanh, {h}));
   }
   // Logits over the vocabulary at every position (no bias); tied to the word embedding or not.
-  b.add(linear_layer("lm_head", s, h, t.vocab, false, spec.tied_embeddings));
-  b.add(loss_layer("loss", s, t.vocab));
+  b.add(with_tp(linear_layer("lm_head", s, h, t.vocab, false, spec.tied_embeddings), TpRole::column));
+  b.add(with_tp(loss_layer("loss", s, t.vocab), TpRole::sharded));
   return b.finish(static_cast<double>(s), t.seq_len, t);
 }
 
