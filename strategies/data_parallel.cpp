@@ -16,11 +16,14 @@ bool is_wgrad(const OpTemplate& t) {
   return t.type == sim::OpType::conv_wgrad || t.kernel.find("wgrad") != std::string::npos;
 }
 
-/// Emits one data-parallel rank's steps.
+/// Emits one data-parallel (and tensor-parallel) rank's steps.
 class RankCompiler {
  public:
-  RankCompiler(const Model& model, const Plan& plan, const std::vector<GradientBucket>& buckets, RankEmitter& e)
-      : model_(model), plan_(plan), buckets_(buckets), e_(e) {}
+  RankCompiler(const Model& model, const Plan& plan, const std::vector<GradientBucket>& buckets, RankEmitter& e,
+               std::uint32_t dp_comm)
+      : model_(model), plan_(plan), buckets_(buckets), e_(e), dp_comm_(dp_comm) {
+    for (std::size_t i = 0; i < model.layers.size(); ++i) tp_.push_back(tp_exchanges(model, i, plan));
+  }
 
   /// Emits one training step; returns (its first node, its last node).
   std::pair<NodeId, NodeId> step(int s) {
@@ -29,7 +32,7 @@ class RankCompiler {
     if (first == kNoNode) first = overhead;
     std::vector<NodeId> comm;
     for (int a = 0; a < plan_.grad_accum; ++a) micro_step(a, a + 1 == plan_.grad_accum && plan_.dp > 1, comm);
-    NodeId last = e_.finish_step(comm, buckets_, static_cast<double>(model_.params()));
+    NodeId last = e_.finish_step(comm, buckets_, tp_rank_params(model_, plan_.tp));
     if (plan_.sync_each_step) {
       sim::Node sync = e_.make(sim::OpKind::sync, sim::kHostStream, "loss.item()", sim::Phase::other);
       sync.deps = {last};
@@ -39,21 +42,71 @@ class RankCompiler {
   }
 
  private:
+  /// Emits `list` one after another, the first after `after` (those that exist); returns the
+  /// last, or kNoNode when `list` is empty.
+  NodeId collectives(const std::vector<TpCollective>& list, std::vector<NodeId> after, sim::Phase phase, int micro) {
+    std::erase(after, kNoNode);
+    NodeId prev = kNoNode;
+    for (const TpCollective& c : list) {
+      prev = e_.tp_collective(c, prev == kNoNode ? after : std::vector<NodeId>{prev}, phase, micro);
+    }
+    return prev;
+  }
+
   void micro_step(int micro, bool reduce, std::vector<NodeId>& comm) {
     e_.copy_input(micro);
-    for (std::size_t i = 0; i < model_.layers.size(); ++i) {
-      for (const OpTemplate& t : model_.layers[i].fwd) e_.kernel(t, i, micro, sim::Phase::forward, plan_.dispatch_forward);
-    }
+    NodeId last = kNoNode;  // the last kernel on the compute stream
+    NodeId wait = kNoNode;  // a collective the next kernel must wait for
+    auto run = [&](const OpTemplate& t, std::size_t i, sim::Phase phase, sim::Time dispatch) {
+      std::vector<NodeId> deps;
+      if (wait != kNoNode) deps.push_back(wait);
+      wait = kNoNode;
+      last = e_.kernel(t, i, micro, phase, dispatch, std::move(deps));
+      return last;
+    };
+    auto forward = [&](std::size_t i) {
+      if (!tp_[i].forward_before.empty()) wait = collectives(tp_[i].forward_before, {last, wait}, sim::Phase::forward, micro);
+      for (const OpTemplate& t : model_.layers[i].fwd) run(t, i, sim::Phase::forward, plan_.dispatch_forward);
+      if (!tp_[i].forward_after.empty()) wait = collectives(tp_[i].forward_after, {last}, sim::Phase::forward, micro);
+    };
+    for (std::size_t i = 0; i < model_.layers.size(); ++i) forward(i);
     std::size_t next_bucket = 0;
+    NodeId pending = kNoNode;  // input-gradient collectives the previous layer's backward waits for
     for (std::size_t i = model_.layers.size(); i-- > 0;) {
-      NodeId last = kNoNode;
-      for (const OpTemplate& t : model_.layers[i].bwd) {
-        last = e_.kernel(t, i, micro, is_wgrad(t) ? sim::Phase::wgrad : sim::Phase::backward, plan_.dispatch_backward);
+      const Layer& layer = model_.layers[i];
+      // Recompute before the backward: a whole block's forward (full) or the attention core's
+      // (selective), with its forward collectives.
+      if (plan_.recompute == Recompute::full && layer.block >= 0 &&
+          (i + 1 == model_.layers.size() || model_.layers[i + 1].block != layer.block)) {
+        std::size_t begin = i;
+        while (begin > 0 && model_.layers[begin - 1].block == layer.block) --begin;
+        if (pending != kNoNode) wait = pending;
+        for (std::size_t k = begin; k <= i; ++k) forward(k);
+        pending = wait;
+      } else if (plan_.recompute == Recompute::selective && layer.saved_score_elems > 0.0) {
+        if (pending != kNoNode) wait = pending;
+        forward(i);
+        pending = wait;
+      }
+      // The backward waits for the input-gradient collectives of the layer after it, and for its
+      // own gathers (which follow those).
+      wait = tp_[i].backward_before.empty()
+                 ? pending
+                 : collectives(tp_[i].backward_before, {last, pending}, sim::Phase::backward, micro);
+      pending = kNoNode;
+      NodeId dgrad = kNoNode;
+      for (const OpTemplate& t : layer.bwd) {
+        const bool w = is_wgrad(t);
+        run(t, i, w ? sim::Phase::wgrad : sim::Phase::backward, plan_.dispatch_backward);
+        if (!w && dgrad == kNoNode) dgrad = last;
+      }
+      if (!tp_[i].backward_after_dgrad.empty() && dgrad != kNoNode) {
+        pending = collectives(tp_[i].backward_after_dgrad, {dgrad}, sim::Phase::backward, micro);
       }
       if (!reduce) continue;
       // Every bucket whose earliest layer is this one is complete: its gradients were produced last.
       while (next_bucket < buckets_.size() && buckets_[next_bucket].layers.front() == i) {
-        e_.reduce_bucket(buckets_[next_bucket], next_bucket, last, 0, comm);
+        e_.reduce_bucket(buckets_[next_bucket], next_bucket, last, dp_comm_, comm);
         ++next_bucket;
       }
     }
@@ -63,6 +116,8 @@ class RankCompiler {
   const Plan& plan_;
   const std::vector<GradientBucket>& buckets_;
   RankEmitter& e_;
+  std::uint32_t dp_comm_;
+  std::vector<TpExchanges> tp_;
 };
 
 }  // namespace
@@ -77,11 +132,11 @@ std::vector<GradientBucket> horovod_groups(const Model& model, const Plan& plan,
   for (std::size_t i = last; i-- > first;) {
     const Layer& layer = model.layers[i];
     for (const OpTemplate& op : layer.bwd) {
-      t += std::max(compute.duration(instantiate(op, plan.micro_batch, plan, cc)).seconds(),
+      t += std::max(compute.duration(instantiate(tp_shard(op, layer, plan), plan.micro_batch, plan, cc)).seconds(),
                     plan.dispatch_backward.seconds());
     }
     if (layer.params == 0) continue;
-    const double bytes = static_cast<double>(layer.params) * gradient_bytes(plan.precision);
+    const double bytes = tp_layer_params(layer, plan.tp) * gradient_bytes(plan.precision);
     const auto w = cycle > 0.0 ? static_cast<long long>(t / cycle) : 0;
     if (groups.empty() || w != window || groups.back().bytes + bytes > plan.fusion_threshold.as_double()) {
       groups.push_back(GradientBucket{});
@@ -103,7 +158,7 @@ std::vector<GradientBucket> ddp_buckets(const Model& model, const Plan& plan, st
       if (!buckets.empty()) limit = plan.bucket_cap.as_double();
       buckets.push_back(GradientBucket{});
     }
-    buckets.back().bytes += static_cast<double>(model.layers[i].params) * gradient_bytes(plan.precision);
+    buckets.back().bytes += tp_layer_params(model.layers[i], plan.tp) * gradient_bytes(plan.precision);
     buckets.back().layers.push_back(i);
   }
   std::reverse(buckets.begin(), buckets.end());
@@ -112,17 +167,37 @@ std::vector<GradientBucket> ddp_buckets(const Model& model, const Plan& plan, st
 
 CompiledGraph compile_data_parallel(const Model& model, const Plan& plan, const topo::Cluster& cluster,
                                     const ComputeModel& compute) {
-  if (static_cast<std::size_t>(plan.dp) > cluster.gpu_count()) {
-    throw sim::ConfigError(fmt::format("plan.dp: {} ranks need {} GPUs, but the cluster has {}", plan.dp, plan.dp,
-                                       cluster.gpu_count()));
+  const int tp = std::max(1, plan.tp);
+  const int world = plan.dp * tp;
+  if (static_cast<std::size_t>(world) > cluster.gpu_count()) {
+    throw sim::ConfigError(fmt::format("plan: dp x tp = {} x {} = {} ranks need {} GPUs, but the cluster has {}", plan.dp,
+                                       tp, world, world, cluster.gpu_count()));
   }
   if (model.layers.empty()) throw sim::ModelError(fmt::format("model {} has no layers", model.name));
+  check_tensor_parallel(model, plan);
   CompiledGraph out;
   sim::ExecutionGraph& g = out.graph;
   g.stream_names = training_stream_names();
+  // Rank d x tp + j is TP rank j of replica d on GPU d x tp + j: TP groups are consecutive GPUs,
+  // inside a node when tp divides the node's GPUs (Megatron's tp-dp order).
   std::vector<sim::RankId> ranks;
-  for (int r = 0; r < plan.dp; ++r) ranks.push_back(g.add_rank(static_cast<sim::GpuId>(r), static_cast<std::uint32_t>(r)));
-  g.add_communicator(ranks);
+  for (int r = 0; r < world; ++r) ranks.push_back(g.add_rank(static_cast<sim::GpuId>(r), static_cast<std::uint32_t>(r)));
+  std::vector<std::uint32_t> dp_comm(static_cast<std::size_t>(world));
+  std::vector<std::uint32_t> tp_comm(static_cast<std::size_t>(world));
+  for (int j = 0; j < tp; ++j) {
+    std::vector<sim::RankId> group;
+    for (int d = 0; d < plan.dp; ++d) group.push_back(ranks[static_cast<std::size_t>(d * tp + j)]);
+    const auto c = g.add_communicator(group);
+    for (const sim::RankId r : group) dp_comm[r] = c;
+  }
+  if (tp > 1) {
+    for (int d = 0; d < plan.dp; ++d) {
+      std::vector<sim::RankId> group;
+      for (int j = 0; j < tp; ++j) group.push_back(ranks[static_cast<std::size_t>(d * tp + j)]);
+      const auto c = g.add_communicator(group);
+      for (const sim::RankId r : group) tp_comm[r] = c;
+    }
+  }
   out.buckets = plan.framework == Framework::ddp
                     ? ddp_buckets(model, plan)
                     : horovod_groups(model, plan, compute, cluster.gpu(0).compute_capability);
@@ -130,8 +205,9 @@ CompiledGraph compile_data_parallel(const Model& model, const Plan& plan, const 
   out.step_end = out.step_begin;
   for (const sim::RankId r : ranks) {
     RankEmitter e(model, plan, cluster, compute, g, r);
+    e.set_tp_communicator(tp_comm[r]);
     e.load_batches(plan.steps, plan.micro_batch * plan.grad_accum);
-    RankCompiler rc(model, plan, out.buckets, e);
+    RankCompiler rc(model, plan, out.buckets, e, dp_comm[r]);
     for (int s = 0; s < plan.steps; ++s) {
       const auto [first, last] = rc.step(s);
       out.step_begin[static_cast<std::size_t>(s)][r] = first;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "strategies/tensor_parallel.hpp"
+
 namespace foresight::strategy {
 
 namespace {
@@ -84,7 +86,7 @@ double saved_activation_bytes(const Model& model, const Plan& plan, std::size_t 
 }
 
 MemoryBreakdown data_parallel_memory(const Model& model, const Plan& plan) {
-  MemoryBreakdown m = model_state_memory(static_cast<double>(model.params()), plan, plan.dp);
+  MemoryBreakdown m = model_state_memory(tp_rank_params(model, plan.tp), plan, plan.dp);
   double largest_output = 0.0;
   for (const Layer& l : model.layers) largest_output = std::max(largest_output, l.output_elems);
   // Saved activations and 1-byte dropout masks, plus the largest transient output and its

@@ -31,6 +31,7 @@ std::map<sim::StreamId, std::string> training_stream_names() {
           {streams::p2p_recv_fwd, "p2p recv activations"},
           {streams::p2p_send_bwd, "p2p send gradients"},
           {streams::p2p_recv_bwd, "p2p recv gradients"},
+          {streams::tensor_parallel, "tensor parallel"},
           {streams::dataloader, "dataloader"},
           {streams::horovod, "horovod"}};
 }
@@ -65,8 +66,10 @@ sim::Node RankEmitter::make(sim::OpKind kind, sim::StreamId stream, const std::s
 
 sim::NodeId RankEmitter::kernel(const OpTemplate& t, std::size_t index, int micro, sim::Phase phase, sim::Time dispatch,
                                 std::vector<sim::NodeId> deps) {
-  const sim::OpSignature sig = instantiate(t, plan_.micro_batch, plan_, cluster_.gpu(0).compute_capability);
-  sim::Node n = make(sim::OpKind::compute, streams::compute, model_.layers[index].name + "." + t.kernel, phase);
+  const Layer& layer = model_.layers[index];
+  const sim::OpSignature sig = instantiate(plan_.tp > 1 ? tp_shard(t, layer, plan_) : t, plan_.micro_batch, plan_,
+                                           cluster_.gpu(0).compute_capability);
+  sim::Node n = make(sim::OpKind::compute, streams::compute, layer.name + "." + t.kernel, phase);
   n.duration = compute_.duration(sig);
   n.dispatch = dispatch;
   n.signature = g_.add_signature(sig);
@@ -74,6 +77,18 @@ sim::NodeId RankEmitter::kernel(const OpTemplate& t, std::size_t index, int micr
   n.micro_batch = micro;
   n.deps = std::move(deps);
   if (shared_interpreter_ && phase == sim::Phase::forward) n.gil = forward_gil_;
+  return g_.add(n);
+}
+
+sim::NodeId RankEmitter::tp_collective(const TpCollective& c, std::vector<sim::NodeId> deps, sim::Phase phase,
+                                      int micro) {
+  sim::Node n = make(sim::OpKind::collective, streams::tensor_parallel,
+                     fmt::format("{} {}", sim::to_string(c.op), c.what), phase);
+  n.op = c.op;
+  n.bytes = c.bytes;
+  n.communicator = tp_comm_;
+  n.micro_batch = micro;
+  n.deps = std::move(deps);
   return g_.add(n);
 }
 

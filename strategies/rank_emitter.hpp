@@ -11,6 +11,7 @@
 #include "strategies/compute_model.hpp"
 #include "strategies/model.hpp"
 #include "strategies/plan.hpp"
+#include "strategies/tensor_parallel.hpp"
 #include "topologies/cluster.hpp"
 
 namespace foresight::strategy {
@@ -23,6 +24,7 @@ inline constexpr sim::StreamId p2p_send_fwd = 3;  ///< activations to the next s
 inline constexpr sim::StreamId p2p_recv_fwd = 4;  ///< activations from the previous stage
 inline constexpr sim::StreamId p2p_send_bwd = 5;  ///< gradients to the previous stage
 inline constexpr sim::StreamId p2p_recv_bwd = 6;  ///< gradients from the next stage
+inline constexpr sim::StreamId tensor_parallel = 7;  ///< TP/SP collectives
 inline constexpr sim::StreamId dataloader = 100;  ///< the DataLoader's worker processes
 inline constexpr sim::StreamId horovod = 101;     ///< Horovod's background thread
 }  // namespace streams
@@ -65,7 +67,13 @@ class RankEmitter {
 
   /// A node of this rank, not yet added.
   sim::Node make(sim::OpKind kind, sim::StreamId stream, const std::string& name, sim::Phase phase) const;
-  /// Kernel `t` of layer `index` for one micro-batch on the compute stream.
+  /// The communicator of this rank's tensor-parallel group (plan.tp > 1).
+  void set_tp_communicator(std::uint32_t c) { tp_comm_ = c; }
+  /// One tensor-parallel collective of a micro-batch on the TP stream, after `deps`.
+  sim::NodeId tp_collective(const TpCollective& c, std::vector<sim::NodeId> deps, sim::Phase phase, int micro);
+
+  /// Kernel `t` of layer `index` for one micro-batch on the compute stream (this rank's
+  /// tensor-parallel share of it when plan.tp > 1).
   sim::NodeId kernel(const OpTemplate& t, std::size_t index, int micro, sim::Phase phase, sim::Time dispatch,
                      std::vector<sim::NodeId> deps = {});
   /// A memory-bound kernel moving `bytes` on `stream`.
@@ -104,6 +112,7 @@ class RankEmitter {
   std::vector<sim::NodeId> loads_;
   bool shared_interpreter_ = false;
   sim::Time forward_gil_;
+  std::uint32_t tp_comm_ = 0;
 };
 
 }  // namespace foresight::strategy

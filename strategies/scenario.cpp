@@ -56,8 +56,10 @@ constexpr std::array<std::pair<std::string_view, PartitionMode>, 3> kPartitions{
     {{"time", PartitionMode::time}, {"params", PartitionMode::params}, {"uniform", PartitionMode::uniform}}};
 constexpr std::array<std::pair<std::string_view, PipelineDriver>, 2> kDrivers{
     {{"per_stage", PipelineDriver::per_stage}, {"single_process", PipelineDriver::single_process}}};
-constexpr std::array<std::pair<std::string_view, Recompute>, 3> kRecomputes{
-    {{"none", Recompute::none}, {"full", Recompute::full}, {"except_last", Recompute::except_last}}};
+constexpr std::array<std::pair<std::string_view, Recompute>, 4> kRecomputes{{{"none", Recompute::none},
+                                                                             {"full", Recompute::full},
+                                                                             {"except_last", Recompute::except_last},
+                                                                             {"selective", Recompute::selective}}};
 constexpr std::array<std::pair<std::string_view, ScaleAxis>, 2> kScaleAxes{{{"dp", ScaleAxis::dp}, {"pp", ScaleAxis::pp}}};
 constexpr std::array<std::pair<std::string_view, sim::NetworkKind>, 2> kNetworks{
     {{"analytical", sim::NetworkKind::analytical}, {"flow", sim::NetworkKind::flow}}};
@@ -113,9 +115,13 @@ void read_pipeline(const JsonReader& r, const json& o, const JsonPath& p, Plan& 
   plan.p2p_sync = plan.driver == PipelineDriver::per_stage && plan.schedule != Schedule::interleaved;
   if (has("p2p_sync")) plan.p2p_sync = r.bool_at(o, "p2p_sync", p, "a plan");
   if (has("recompute")) plan.recompute = pick(r, o, "recompute", p, kRecomputes);
-  if (plan.recompute != Recompute::none && plan.pp == 1) {
-    r.fail(p.at("recompute"), "expected \"none\" with pp = 1: recompute is simulated per pipeline stage; per-layer "
-                              "recompute arrives with the large-transformer strategies");
+  if (plan.recompute == Recompute::except_last && plan.pp == 1) {
+    r.fail(p.at("recompute"), "expected none, full or selective with pp = 1: except_last is torchgpipe's per-stage "
+                              "checkpointing");
+  }
+  if (plan.recompute == Recompute::selective && plan.pp > 1) {
+    r.fail(p.at("recompute"), "expected none, full or except_last with pp > 1: selective recompute is simulated "
+                              "without a pipeline only, for now");
   }
   // A pipeline needs more steps to settle than data parallelism: 8 by default, the last 4 measured.
   if (plan.pp > 1 && !has("steps")) plan.steps = 8;
@@ -133,7 +139,7 @@ Plan read_plan(const JsonReader& r, const json& o, const JsonPath& p) {
                   "cycle_time", "input_rate", "step_overhead", "dispatch_forward", "dispatch_backward",
                   "dispatch_optimizer", "sync_each_step", "comm_compute_slowdown", "network", "steps", "schedule",
                   "virtual_stages", "partition", "driver", "microbatch_overhead", "dispatch_gil", "p2p_sync", "recompute",
-                  "scale_axis", "zero"},
+                  "scale_axis", "zero", "sequence_parallel"},
                  p, "a plan");
   Plan plan;
   auto has = [&](std::string_view k) { return o.contains(k); };
@@ -177,10 +183,16 @@ Plan read_plan(const JsonReader& r, const json& o, const JsonPath& p) {
   if (has("zero") && r.integer_at(o, "zero", p, "a plan", 0, 3) != 0) {
     r.fail(p.at("zero"), "expected 0: ZeRO arrives with the large-transformer strategies");
   }
-  for (const auto& [key, what] : {std::pair<std::string_view, std::string_view>{"tp", "tensor parallelism"},
-                                  {"ep", "expert parallelism"}}) {
-    const int v = key == "tp" ? plan.tp : plan.ep;
-    if (v != 1) r.fail(p.at(key), fmt::format("expected 1: {} is not simulated yet (found {})", what, v));
+  if (plan.ep != 1) r.fail(p.at("ep"), fmt::format("expected 1: expert parallelism is not simulated yet (found {})", plan.ep));
+  if (plan.tp > 1 && plan.pp > 1) {
+    r.fail(p.at("tp"), fmt::format("expected 1 with pp = {}: tensor parallelism inside a pipeline is not simulated yet "
+                                   "(found {})",
+                                   plan.pp, plan.tp));
+  }
+  if (has("sequence_parallel")) plan.sequence_parallel = r.bool_at(o, "sequence_parallel", p, "a plan");
+  if (plan.sequence_parallel && plan.tp == 1) {
+    r.fail(p.at("sequence_parallel"), "expected false with tp = 1: sequence parallelism splits a tensor-parallel group's "
+                                      "norms and dropout");
   }
   // Batch arithmetic: global = dp x micro x accum.
   if (plan.global_batch > 0) {
@@ -383,6 +395,7 @@ json plan_to_json(const Plan& p) {
               {"dispatch_gil", sim::to_string(p.dispatch_gil)},
               {"p2p_sync", p.p2p_sync},
               {"recompute", std::string(to_string(p.recompute))},
+              {"sequence_parallel", p.sequence_parallel},
               {"scale_axis", p.scale_axis == ScaleAxis::dp ? "dp" : "pp"}};
 }
 

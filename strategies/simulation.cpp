@@ -20,8 +20,10 @@ std::string plan_summary(const Plan& p, int cc) {
     prec += p.tf32_conv ? (p.tf32_matmul ? " (TF32 convolutions and matmuls)" : " (TF32 convolutions)")
                         : (p.tf32_matmul ? " (TF32 matmuls)" : "");
   }
-  std::string out = fmt::format("{}, dp {}, micro-batch {}, global batch {}", to_string(p.framework), p.dp,
-                                p.micro_batch, p.global_batch);
+  std::string out = fmt::format("{}, dp {}", to_string(p.framework), p.dp);
+  if (p.tp > 1) out += fmt::format(", tp {}{}", p.tp, p.sequence_parallel ? " with sequence parallelism" : "");
+  if (p.recompute != Recompute::none) out += fmt::format(", {} recompute", to_string(p.recompute));
+  out += fmt::format(", micro-batch {}, global batch {}", p.micro_batch, p.global_batch);
   if (p.grad_accum > 1) out += fmt::format(" ({} accumulation steps)", p.grad_accum);
   out += fmt::format(", {}, {}", prec, to_string(p.optimizer));
   out += p.input_rate > 0 ? fmt::format(", input {:.0f} samples/s per process", p.input_rate) : ", input unlimited";

@@ -71,8 +71,12 @@ TEST_CASE("every kind of bad scenario names its field", "[training]") {
   REQUIRE_THROWS_WITH(parse(doc), Contains("/plan/global_batch") && Contains("multiple of dp x micro_batch"));
   doc = base();
   doc["plan"]["tp"] = 2;
-  doc["plan"]["dp"] = 4;
-  REQUIRE_THROWS_WITH(parse(doc), Contains("/plan/tp") && Contains("not simulated yet"));
+  doc["plan"]["pp"] = 2;
+  doc["plan"]["dp"] = 2;
+  REQUIRE_THROWS_WITH(parse(doc), Contains("/plan/tp") && Contains("inside a pipeline is not simulated yet"));
+  doc = base();
+  doc["plan"]["sequence_parallel"] = true;
+  REQUIRE_THROWS_WITH(parse(doc), Contains("/plan/sequence_parallel") && Contains("expected false with tp = 1"));
   doc = base();
   doc["plan"]["precision"] = "fp64";
   REQUIRE_THROWS_WITH(parse(doc), Contains("/plan/precision") && Contains("amp_bf16") && Contains("fp64"));

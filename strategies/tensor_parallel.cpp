@@ -1,0 +1,159 @@
+#include "strategies/tensor_parallel.hpp"
+
+#include <fmt/format.h>
+
+#include "sim/error.hpp"
+
+namespace foresight::strategy {
+namespace {
+
+/// The shape axis tensor parallelism splits for kernel `t` of a layer with `role`, or -1.
+int split_axis(const OpTemplate& t, TpRole role, bool sp) {
+  const auto& k = t.kernel;
+  switch (role) {
+    case TpRole::column:
+      if (k == "linear_fwd") return 1;    // m = rows, n = out / t, k = in
+      if (k == "linear_dgrad") return 2;  // m = rows, n = in, k = out / t
+      if (k == "linear_wgrad") return 0;  // m = out / t, n = in, k = rows
+      return -1;
+    case TpRole::row:
+      if (k == "linear_fwd") return 2;    // k = in / t
+      if (k == "linear_dgrad") return 1;  // n = in / t
+      if (k == "linear_wgrad") return 1;  // n = in / t
+      return -1;
+    case TpRole::sharded:
+      if (t.type == sim::OpType::gemm) return 3;  // batched GEMMs {m, n, k, heads}
+      // Memory kernels are {batch, dims...}: per-head scores {batch, heads, s, s} split the heads,
+      // the rest their features, last: {batch, s, ffn}, {batch, s, vocab}, rope {batch, s, qk}.
+      return t.shape.size() == 4 ? 1 : static_cast<int>(t.shape.size()) - 1;
+    case TpRole::vocab:
+      return t.shape.size() == 4 ? 3 : -1;  // the table's rows {batch, seq, hidden, rows}
+    case TpRole::replicated:
+      // Sequence parallelism splits the tokens: a memory kernel's first axis after the batch.
+      if (!sp) return -1;
+      return t.type == sim::OpType::memory ? (t.shape.size() > 1 ? 1 : -1) : static_cast<int>(t.batch_axis);
+  }
+  return -1;
+}
+
+double tensor_bytes(double elems, const Plan& plan) {
+  return elems * plan.micro_batch * activation_bytes(plan.precision);
+}
+
+}  // namespace
+
+void check_tensor_parallel(const Model& model, const Plan& plan) {
+  if (plan.tp <= 1) return;
+  if (!model.transformer) {
+    throw sim::ConfigError(fmt::format("/plan/tp: expected 1 for {}: tensor parallelism splits transformer layers "
+                                       "(heads, FFN, vocabulary), found {}",
+                                       model.name, plan.tp));
+  }
+  const TransformerShape& s = *model.transformer;
+  // The vocabulary is padded as Megatron pads it (tp_split); heads and the FFN must divide.
+  for (const auto& [what, n] : {std::pair<std::string_view, int>{"attention heads", s.heads},
+                                {"key/value heads", s.kv_heads},
+                                {"FFN size", s.ffn}}) {
+    if (n % plan.tp != 0) {
+      throw sim::ConfigError(
+          fmt::format("/plan/tp: {}'s {} {} are not divisible by tp = {}", model.name, n, what, plan.tp));
+    }
+  }
+}
+
+std::int64_t tp_split(std::int64_t n, int tp) {
+  if (n % tp == 0) return n / tp;
+  // Only a vocabulary may be padded (tp_shard checks the rest divide).
+  // Megatron pads the vocabulary to a multiple of make-vocab-size-divisible-by (128) x tp.
+  const std::int64_t unit = 128LL * tp;
+  return (n + unit - 1) / unit * 128;
+}
+
+OpTemplate tp_shard(const OpTemplate& t, const Layer& layer, const Plan& plan) {
+  const int tp = plan.tp;
+  if (tp <= 1) return t;
+  const TpRole role = layer.tp;
+  const bool vocabulary = role == TpRole::vocab || layer.kind == "loss" || layer.name == "lm_head";
+  const bool sp = plan.sequence_parallel;
+  const int axis = split_axis(t, role, sp);
+  OpTemplate out = t;
+  if (axis < 0) return out;
+  if (static_cast<std::size_t>(axis) >= out.shape.size()) {
+    throw sim::InternalError(fmt::format("tensor parallelism: kernel {} has no shape axis {}", t.kernel, axis));
+  }
+  std::int64_t& dim = out.shape[static_cast<std::size_t>(axis)];
+  if (dim % tp != 0 && !vocabulary) {
+    throw sim::ConfigError(fmt::format("/plan/tp: layer {}: kernel {} has {} along the axis tensor parallelism splits, "
+                                       "not divisible by tp = {}",
+                                       layer.name, t.kernel, dim, tp));
+  }
+  const double factor = static_cast<double>(tp_split(dim, tp)) / static_cast<double>(dim);
+  dim = tp_split(dim, tp);
+  out.flops *= factor;
+  // A replicated layer under SP moves 1/t of its activations; a vocabulary slice 1/t of its table.
+  if (role == TpRole::vocab) {
+    out.param_elems *= factor;
+  } else {
+    out.act_elems *= factor;
+    if (role != TpRole::replicated) out.param_elems *= factor;
+  }
+  return out;
+}
+
+double tp_layer_params(const Layer& layer, int tp) {
+  const double p = static_cast<double>(layer.params);
+  return layer.tp == TpRole::replicated || tp <= 1 ? p : p / tp;
+}
+
+double tp_rank_params(const Model& model, int tp, std::size_t first, std::size_t last) {
+  if (last == 0) last = model.layers.size();
+  double sum = 0.0;
+  for (std::size_t i = first; i < last; ++i) sum += tp_layer_params(model.layers[i], tp);
+  return sum;
+}
+
+TpExchanges tp_exchanges(const Model& model, std::size_t index, const Plan& plan) {
+  TpExchanges x;
+  if (plan.tp <= 1) return x;
+  const Layer& l = model.layers[index];
+  const double in = tensor_bytes(index == 0 ? model.input_elems : model.layers[index - 1].output_elems, plan);
+  const double out = tensor_bytes(l.output_elems, plan);
+  const bool sp = plan.sequence_parallel;
+  using sim::CollectiveOp;
+  switch (l.tp) {
+    case TpRole::column:
+      if (sp) {
+        x.forward_before.push_back({CollectiveOp::all_gather, in, l.name + " input"});
+        x.backward_before.push_back({CollectiveOp::all_gather, in, l.name + " input (for wgrad)"});
+        x.backward_after_dgrad.push_back({CollectiveOp::reduce_scatter, in, l.name + " input gradient"});
+      } else {
+        x.backward_after_dgrad.push_back({CollectiveOp::all_reduce, in, l.name + " input gradient"});
+      }
+      break;
+    case TpRole::row:
+      if (sp) {
+        x.forward_after.push_back({CollectiveOp::reduce_scatter, out, l.name + " output"});
+        x.backward_before.push_back({CollectiveOp::all_gather, out, l.name + " output gradient"});
+      } else {
+        x.forward_after.push_back({CollectiveOp::all_reduce, out, l.name + " output"});
+      }
+      break;
+    case TpRole::vocab:
+      x.forward_after.push_back({sp ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce, out, l.name + " output"});
+      break;
+    case TpRole::sharded:
+      if (l.kind == "loss") {
+        // Vocabulary-parallel cross-entropy: max, target logit and sum of exponentials per token.
+        const double tokens = l.output_elems * plan.micro_batch;
+        for (const char* what : {"logits max", "target logit", "sum of exponentials"}) {
+          x.forward_after.push_back({CollectiveOp::all_reduce, tokens * 4.0, fmt::format("{} {}", l.name, what)});
+        }
+      }
+      break;
+    case TpRole::replicated:
+      break;
+  }
+  return x;
+}
+
+}  // namespace foresight::strategy
