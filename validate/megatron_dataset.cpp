@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "sim/error.hpp"
@@ -43,6 +44,9 @@ MegatronDataset load_megatron_dataset(const std::string& path) {
       run.layers_per_virtual_stage = static_cast<int>(r.integer_at(o, "layers_per_virtual_stage", p, what, 1, 1 << 16));
     }
     run.recompute = r.string_at(o, "recompute", p, what);
+    run.seq_len = static_cast<int>(r.integer_at(o, "seq_len", p, what, 1, 1 << 24));
+    run.vocab = static_cast<int>(r.integer_at(o, "vocab", p, what, 1, 1 << 24));
+    run.precision = r.string_at(o, "precision", p, what);
     run.tflops_per_gpu = r.number_at(o, "tflops_per_gpu", p, what);
     if (!(run.tflops_per_gpu > 0.0)) {
       r.fail(p.at("tflops_per_gpu"), fmt::format("expected a positive throughput, found {}", run.tflops_per_gpu));
@@ -68,10 +72,36 @@ MegatronDataset load_megatron_dataset(const std::string& path) {
 
 std::vector<std::string> megatron_missing_features(const MegatronRun& r) {
   std::vector<std::string> missing;
-  if (r.tp > 1) missing.push_back(fmt::format("tensor parallelism (tp = {})", r.tp));
-  if (r.recompute != "none" && r.pp == 1) missing.push_back(fmt::format("{} activation recompute without a pipeline", r.recompute));
-  if (r.layers_per_virtual_stage > 0 && r.tp > 1) missing.push_back("interleaved 1F1B combined with tensor parallelism");
+  if (r.tp > 1 && r.pp > 1) missing.push_back(fmt::format("tensor parallelism inside a pipeline (tp = {}, pp = {})", r.tp, r.pp));
+  if (r.recompute != "none" && r.recompute != "full") missing.push_back(fmt::format("{} recompute", r.recompute));
   return missing;
+}
+
+double megatron_flops_per_iteration(const MegatronRun& r) {
+  const double b = r.global_batch, s = r.seq_len, l = r.layers, h = r.hidden, v = r.vocab;
+  return 96.0 * b * s * l * h * h * (1.0 + s / (6.0 * h) + v / (16.0 * l * h));
+}
+
+strategy::Scenario megatron_scenario(const MegatronRun& r, const std::string& dataset_file) {
+  using nlohmann::json;
+  const std::string config =
+      (std::filesystem::path(dataset_file).parent_path() / "megatron_sc21" / (r.id + ".json")).string();
+  const json doc = {
+      {"description", fmt::format("Megatron-LM SC21 Table 1: {}", r.id)},
+      {"model", {{"hf_config", config}}},
+      {"cluster", {{"preset", "selene"}, {"gpus", r.gpus}}},
+      {"plan",
+       {{"dp", r.gpus / (r.tp * r.pp)},
+        {"tp", r.tp},
+        {"pp", r.pp},
+        {"micro_batch", r.micro_batch},
+        {"global_batch", r.global_batch},
+        {"precision", r.precision},
+        {"optimizer", "adam"},
+        {"recompute", r.recompute},
+        {"steps", 2}}},
+      {"workload", {{"steps", 1}}}};
+  return strategy::parse_scenario(doc, dataset_file);
 }
 
 }  // namespace foresight::validate

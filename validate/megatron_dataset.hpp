@@ -1,12 +1,15 @@
 #pragma once
 /// Megatron-LM's SC21 Table 1 (validate/data/megatron_sc21_table1.json): GPT 1.7B to 1T trained with
 /// tensor x pipeline x data parallelism on 32 to 3072 A100s of Selene, achieved TFLOP/s per GPU.
-/// Every row needs tensor parallelism or per-layer activation recompute, which the simulator does
-/// not have yet, so each row is reported as unsupported with what it needs (not dropped).
+/// Each row is simulated on a `selene` cluster of its size with the model of
+/// validate/data/megatron_sc21/<id>.json (GPT-2 style, Megatron's shapes); rows that need what the
+/// simulator lacks (tensor parallelism inside a pipeline) are reported as unsupported with what
+/// they need, not dropped.
 
 #include <string>
 #include <vector>
 
+#include "strategies/scenario.hpp"
 #include "validate/nccl_dataset.hpp"
 
 namespace foresight::validate {
@@ -19,6 +22,9 @@ struct MegatronRun {
   int global_batch = 0, micro_batch = 0;
   int layers_per_virtual_stage = 0;  ///< 0: no interleaving
   std::string recompute;
+  int seq_len = 0;
+  int vocab = 0;
+  std::string precision;
   double tflops_per_gpu = 0.0;  ///< measured
   Role role = Role::prediction;
 };
@@ -31,7 +37,14 @@ struct MegatronDataset {
 /// Reads the dataset; ConfigError naming file, pointer, expected and found otherwise.
 MegatronDataset load_megatron_dataset(const std::string& path);
 
-/// What the simulator lacks to run `r` ("tensor parallelism (tp = 8)", ...); empty when none.
+/// What the simulator lacks to run `r`; empty when none.
 std::vector<std::string> megatron_missing_features(const MegatronRun& r);
+
+/// The paper's model FLOPs per iteration, with full recompute (N21 Eq. 3):
+/// 96 B s l h^2 (1 + s / 6h + V / 16 l h). TFLOP/s per GPU = that / (iteration x GPUs).
+double megatron_flops_per_iteration(const MegatronRun& r);
+
+/// The scenario of row `r` (`dataset_file` locates the model configs beside it).
+strategy::Scenario megatron_scenario(const MegatronRun& r, const std::string& dataset_file);
 
 }  // namespace foresight::validate

@@ -103,21 +103,26 @@ void run_gemm(const DatasetEntry& e, DatasetResult& out) {
   }
 }
 
-void run_megatron(const DatasetEntry& e, DatasetResult& out) {
+void run_megatron(const DatasetEntry& e, const strategy::SimulationInputs& inputs, DatasetResult& out) {
   const MegatronDataset d = load_megatron_dataset(e.file);
   out.source = d.source;
   for (const MegatronRun& r : d.runs) {
-    CaseResult c;
-    c.id = r.id;
-    c.role = r.role;
-    c.measured = r.tflops_per_gpu;
-    c.unit = "TFLOP/s per GPU";
     const auto missing = megatron_missing_features(r);
-    if (missing.empty()) {
-      c.note = "supported by the simulator but not yet wired into the suite";
-    } else {
+    if (!missing.empty()) {
+      CaseResult c;
+      c.id = r.id;
+      c.role = r.role;
+      c.measured = r.tflops_per_gpu;
+      c.unit = "TFLOP/s per GPU";
       c.note = "unsupported: needs " + fmt::format("{}", fmt::join(missing, ", "));
+      out.cases.push_back(std::move(c));
+      continue;
     }
+    const auto sim = strategy::simulate_scenario(megatron_scenario(r, e.file), inputs);
+    const double predicted = megatron_flops_per_iteration(r) / (sim.report.iteration_time_s * r.gpus) * 1e-12;
+    CaseResult c = measured_case(r.id, r.role, predicted, r.tflops_per_gpu, "TFLOP/s per GPU");
+    c.note = fmt::format("tp {} x pp {} x dp {}, iteration {:.3f} s", r.tp, r.pp, r.gpus / (r.tp * r.pp),
+                         sim.report.iteration_time_s);
     out.cases.push_back(std::move(c));
   }
 }
@@ -293,7 +298,7 @@ std::vector<DatasetResult> run_suite(const Suite& suite, const Calibration& cali
         run_gemm(e, r);
         break;
       case DatasetKind::megatron_sc21:
-        run_megatron(e, r);
+        run_megatron(e, inputs, r);
         break;
     }
     summarize(r);
