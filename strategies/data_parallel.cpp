@@ -31,8 +31,26 @@ class RankCompiler {
     const NodeId overhead = e_.host("step overhead", plan_.step_overhead, sim::Phase::other);
     if (first == kNoNode) first = overhead;
     std::vector<NodeId> comm;
-    for (int a = 0; a < plan_.grad_accum; ++a) micro_step(a, a + 1 == plan_.grad_accum && plan_.dp > 1, comm);
-    NodeId last = e_.finish_step(comm, buckets_, tp_rank_params(model_, plan_.tp));
+    // ZeRO-2 and 3 keep only their gradient shard, so they reduce after every micro-batch.
+    for (int a = 0; a < plan_.grad_accum; ++a) {
+      micro_step(a, plan_.dp > 1 && (a + 1 == plan_.grad_accum || plan_.zero >= 2), comm);
+    }
+    const double params = tp_rank_params(model_, plan_.tp);
+    // ZeRO: the optimizer updates this rank's 1/dp of the parameters.
+    NodeId last = e_.finish_step(comm, buckets_, plan_.zero >= 1 ? params / plan_.dp : params);
+    if ((plan_.zero == 1 || plan_.zero == 2) && plan_.dp > 1) {
+      // The updated shards are all-gathered after the step (Megatron's distributed optimizer
+      // without overlap_param_gather; DeepSpeed ZeRO-1/2), one bucket at a time.
+      std::vector<NodeId> gathers;
+      for (std::size_t b = 0; b < buckets_.size(); ++b) {
+        const double bytes = buckets_[b].bytes / gradient_bytes_per_param(plan_) * parameter_bytes(plan_.precision);
+        gathers.push_back(e_.dp_collective(sim::CollectiveOp::all_gather, bytes, fmt::format("all_gather parameters #{}", b),
+                                           dp_comm_, {last}, sim::Phase::optimizer));
+      }
+      sim::Node wait = e_.make(sim::OpKind::sync, streams::compute, "wait for parameters", sim::Phase::optimizer);
+      wait.deps = gathers;
+      last = e_.graph().add(wait);
+    }
     if (plan_.sync_each_step) {
       sim::Node sync = e_.make(sim::OpKind::sync, sim::kHostStream, "loss.item()", sim::Phase::other);
       sync.deps = {last};
@@ -55,45 +73,59 @@ class RankCompiler {
 
   void micro_step(int micro, bool reduce, std::vector<NodeId>& comm) {
     e_.copy_input(micro);
-    NodeId last = kNoNode;  // the last kernel on the compute stream
-    NodeId wait = kNoNode;  // a collective the next kernel must wait for
+    NodeId last = kNoNode;         // the last kernel on the compute stream
+    std::vector<NodeId> waits;     // collectives the next kernel must wait for
     auto run = [&](const OpTemplate& t, std::size_t i, sim::Phase phase, sim::Time dispatch) {
-      std::vector<NodeId> deps;
-      if (wait != kNoNode) deps.push_back(wait);
-      wait = kNoNode;
-      last = e_.kernel(t, i, micro, phase, dispatch, std::move(deps));
+      std::erase(waits, kNoNode);
+      last = e_.kernel(t, i, micro, phase, dispatch, std::move(waits));
+      waits.clear();
       return last;
     };
+    const bool zero3 = plan_.zero == 3 && plan_.dp > 1;
+    auto gather = [&](std::size_t i, sim::Phase phase) {
+      // ZeRO-3 gathers a layer's parameters before each use; the NCCL stream runs the gathers in
+      // order, ahead of the compute stream (DeepSpeed's prefetch).
+      const double bytes = tp_layer_params(model_.layers[i], plan_.tp) * parameter_bytes(plan_.precision);
+      return e_.dp_collective(sim::CollectiveOp::all_gather, bytes, model_.layers[i].name + " parameters", dp_comm_, {},
+                              phase, micro);
+    };
     auto forward = [&](std::size_t i) {
-      if (!tp_[i].forward_before.empty()) wait = collectives(tp_[i].forward_before, {last, wait}, sim::Phase::forward, micro);
+      if (zero3 && model_.layers[i].params > 0) waits.push_back(gather(i, sim::Phase::forward));
+      if (!tp_[i].forward_before.empty()) {
+        std::vector<NodeId> after = waits;
+        after.push_back(last);
+        waits = {collectives(tp_[i].forward_before, std::move(after), sim::Phase::forward, micro)};
+      }
       for (const OpTemplate& t : model_.layers[i].fwd) run(t, i, sim::Phase::forward, plan_.dispatch_forward);
-      if (!tp_[i].forward_after.empty()) wait = collectives(tp_[i].forward_after, {last}, sim::Phase::forward, micro);
+      if (!tp_[i].forward_after.empty()) waits.push_back(collectives(tp_[i].forward_after, {last}, sim::Phase::forward, micro));
     };
     for (std::size_t i = 0; i < model_.layers.size(); ++i) forward(i);
     std::size_t next_bucket = 0;
-    NodeId pending = kNoNode;  // input-gradient collectives the previous layer's backward waits for
+    std::vector<NodeId> pending;  // input-gradient collectives the previous layer's backward waits for
     for (std::size_t i = model_.layers.size(); i-- > 0;) {
       const Layer& layer = model_.layers[i];
       // Recompute before the backward: a whole block's forward (full) or the attention core's
       // (selective), with its forward collectives.
-      if (plan_.recompute == Recompute::full && layer.block >= 0 &&
-          (i + 1 == model_.layers.size() || model_.layers[i + 1].block != layer.block)) {
+      const bool block_end = layer.block >= 0 && (i + 1 == model_.layers.size() || model_.layers[i + 1].block != layer.block);
+      if ((plan_.recompute == Recompute::full && block_end) ||
+          (plan_.recompute == Recompute::selective && layer.saved_score_elems > 0.0)) {
         std::size_t begin = i;
-        while (begin > 0 && model_.layers[begin - 1].block == layer.block) --begin;
-        if (pending != kNoNode) wait = pending;
+        while (plan_.recompute == Recompute::full && begin > 0 && model_.layers[begin - 1].block == layer.block) --begin;
+        waits.insert(waits.end(), pending.begin(), pending.end());
         for (std::size_t k = begin; k <= i; ++k) forward(k);
-        pending = wait;
-      } else if (plan_.recompute == Recompute::selective && layer.saved_score_elems > 0.0) {
-        if (pending != kNoNode) wait = pending;
-        forward(i);
-        pending = wait;
+        pending = std::move(waits);
+        waits.clear();
       }
-      // The backward waits for the input-gradient collectives of the layer after it, and for its
-      // own gathers (which follow those).
-      wait = tp_[i].backward_before.empty()
-                 ? pending
-                 : collectives(tp_[i].backward_before, {last, pending}, sim::Phase::backward, micro);
-      pending = kNoNode;
+      // The backward waits for the input-gradient collectives of the layer after it, for its own
+      // gathers (which follow those), and under ZeRO-3 for its parameters.
+      if (!tp_[i].backward_before.empty()) {
+        std::vector<NodeId> after = pending;
+        after.push_back(last);
+        pending = {collectives(tp_[i].backward_before, std::move(after), sim::Phase::backward, micro)};
+      }
+      if (zero3 && layer.params > 0) pending.push_back(gather(i, sim::Phase::backward));
+      waits = std::move(pending);
+      pending.clear();
       NodeId dgrad = kNoNode;
       for (const OpTemplate& t : layer.bwd) {
         const bool w = is_wgrad(t);
@@ -101,12 +133,22 @@ class RankCompiler {
         if (!w && dgrad == kNoNode) dgrad = last;
       }
       if (!tp_[i].backward_after_dgrad.empty() && dgrad != kNoNode) {
-        pending = collectives(tp_[i].backward_after_dgrad, {dgrad}, sim::Phase::backward, micro);
+        pending.push_back(collectives(tp_[i].backward_after_dgrad, {dgrad}, sim::Phase::backward, micro));
       }
       if (!reduce) continue;
+      if (zero3) {
+        // Each layer's gradients are reduce-scattered once its backward is done.
+        if (layer.params > 0) {
+          const double bytes = tp_layer_params(layer, plan_.tp) * gradient_bytes_per_param(plan_);
+          comm.push_back(e_.dp_collective(sim::CollectiveOp::reduce_scatter, bytes, layer.name + " gradients", dp_comm_,
+                                          {last}, sim::Phase::backward, micro));
+        }
+        continue;
+      }
       // Every bucket whose earliest layer is this one is complete: its gradients were produced last.
       while (next_bucket < buckets_.size() && buckets_[next_bucket].layers.front() == i) {
-        e_.reduce_bucket(buckets_[next_bucket], next_bucket, last, dp_comm_, comm);
+        e_.reduce_bucket(buckets_[next_bucket], next_bucket, last, dp_comm_, comm,
+                         plan_.zero >= 1 ? sim::CollectiveOp::reduce_scatter : sim::CollectiveOp::all_reduce);
         ++next_bucket;
       }
     }
@@ -136,7 +178,7 @@ std::vector<GradientBucket> horovod_groups(const Model& model, const Plan& plan,
                     plan.dispatch_backward.seconds());
     }
     if (layer.params == 0) continue;
-    const double bytes = tp_layer_params(layer, plan.tp) * gradient_bytes(plan.precision);
+    const double bytes = tp_layer_params(layer, plan.tp) * gradient_bytes_per_param(plan);
     const auto w = cycle > 0.0 ? static_cast<long long>(t / cycle) : 0;
     if (groups.empty() || w != window || groups.back().bytes + bytes > plan.fusion_threshold.as_double()) {
       groups.push_back(GradientBucket{});
@@ -158,7 +200,7 @@ std::vector<GradientBucket> ddp_buckets(const Model& model, const Plan& plan, st
       if (!buckets.empty()) limit = plan.bucket_cap.as_double();
       buckets.push_back(GradientBucket{});
     }
-    buckets.back().bytes += tp_layer_params(model.layers[i], plan.tp) * gradient_bytes(plan.precision);
+    buckets.back().bytes += tp_layer_params(model.layers[i], plan.tp) * gradient_bytes_per_param(plan);
     buckets.back().layers.push_back(i);
   }
   std::reverse(buckets.begin(), buckets.end());

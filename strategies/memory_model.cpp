@@ -35,7 +35,7 @@ MemoryBreakdown model_state_memory(double params, const Plan& plan, int shard) {
   m.weights = params * parameter_bytes(plan.precision);
   // torch.autocast caches the half-precision copy of each weight it casts during the forward pass.
   if (plan.precision == Precision::amp_fp16 || plan.precision == Precision::amp_bf16) m.weights += params * 2.0;
-  m.gradients = params * (plan.fp32_main_grads ? 4 : gradient_bytes(plan.precision));
+  m.gradients = params * gradient_bytes_per_param(plan);
   // SGD with momentum: one fp32 buffer; Adam: two. Pure half precision keeps fp32 master weights.
   m.optimizer = params * (plan.optimizer == Optimizer::sgd ? 4.0 : 8.0);
   if (plan.precision == Precision::fp16 || plan.precision == Precision::bf16) m.optimizer += params * 4.0;

@@ -75,4 +75,6 @@ int activation_bytes(Precision p) { return p == Precision::fp32 ? 4 : 2; }
 int parameter_bytes(Precision p) { return (p == Precision::fp16 || p == Precision::bf16) ? 2 : 4; }
 int gradient_bytes(Precision p) { return parameter_bytes(p); }
 
+int gradient_bytes_per_param(const Plan& plan) { return plan.fp32_main_grads ? 4 : gradient_bytes(plan.precision); }
+
 }  // namespace foresight::strategy

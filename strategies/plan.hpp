@@ -141,5 +141,7 @@ struct Plan {
 int activation_bytes(Precision p);
 int parameter_bytes(Precision p);
 int gradient_bytes(Precision p);
+/// Bytes per gradient element as reduced: 4 with fp32_main_grads, else gradient_bytes.
+int gradient_bytes_per_param(const Plan& plan);
 
 }  // namespace foresight::strategy

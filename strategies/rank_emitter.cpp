@@ -142,8 +142,20 @@ sim::NodeId RankEmitter::wait_for_batch(int step) {
   return g_.add(wait);
 }
 
+sim::NodeId RankEmitter::dp_collective(sim::CollectiveOp op, double bytes, const std::string& name,
+                                      std::uint32_t communicator, std::vector<sim::NodeId> deps, sim::Phase phase,
+                                      int micro) {
+  sim::Node n = make(sim::OpKind::collective, streams::nccl, name, phase);
+  n.op = op;
+  n.bytes = bytes;
+  n.communicator = communicator;
+  n.micro_batch = micro;
+  n.deps = std::move(deps);
+  return g_.add(n);
+}
+
 void RankEmitter::reduce_bucket(const GradientBucket& bucket, std::size_t index, sim::NodeId ready,
-                                std::uint32_t communicator, std::vector<sim::NodeId>& comm) {
+                                std::uint32_t communicator, std::vector<sim::NodeId>& comm, sim::CollectiveOp op) {
   std::vector<sim::NodeId> deps;
   if (ready != kNoNode) deps.push_back(ready);
   sim::StreamId copy_stream = streams::compute;
@@ -157,9 +169,9 @@ void RankEmitter::reduce_bucket(const GradientBucket& bucket, std::size_t index,
   }
   const sim::NodeId copy = memory(plan_.framework == Framework::ddp ? "bucket copy in" : "fusion copy in",
                                   2.0 * bucket.bytes, copy_stream, deps, sim::Time{});
-  sim::Node ar = make(sim::OpKind::collective, streams::nccl, fmt::format("all_reduce gradients #{}", index),
+  sim::Node ar = make(sim::OpKind::collective, streams::nccl, fmt::format("{} gradients #{}", sim::to_string(op), index),
                       sim::Phase::backward);
-  ar.op = sim::CollectiveOp::all_reduce;
+  ar.op = op;
   ar.bytes = bucket.bytes;
   ar.communicator = communicator;
   ar.deps = {copy};

@@ -96,7 +96,11 @@ class RankEmitter {
   /// buffer on the compute stream; Horovod's background thread picks it up at its next cycle and
   /// fuses it on the NCCL stream. Appends the node whose end means the gradients are reduced.
   void reduce_bucket(const GradientBucket& bucket, std::size_t index, sim::NodeId ready, std::uint32_t communicator,
-                     std::vector<sim::NodeId>& comm);
+                     std::vector<sim::NodeId>& comm, sim::CollectiveOp op = sim::CollectiveOp::all_reduce);
+  /// A data-parallel collective of `bytes` on the NCCL stream after `deps` (ZeRO's parameter
+  /// gathers and gradient reduce-scatters).
+  sim::NodeId dp_collective(sim::CollectiveOp op, double bytes, const std::string& name, std::uint32_t communicator,
+                            std::vector<sim::NodeId> deps, sim::Phase phase, int micro = -1);
   /// After the reductions in `comm`: the compute stream waits for them, DDP copies buckets back;
   /// then the optimizer step over `params` parameters. Returns the optimizer node.
   sim::NodeId finish_step(const std::vector<sim::NodeId>& comm, const std::vector<GradientBucket>& buckets,

@@ -180,8 +180,15 @@ Plan read_plan(const JsonReader& r, const json& o, const JsonPath& p) {
   if (has("steps")) plan.steps = static_cast<int>(r.integer_at(o, "steps", p, "a plan", 1, 1000));
   read_pipeline(r, o, p, plan);
   // Parts of a plan whose strategies are not built yet: only their neutral values are accepted.
-  if (has("zero") && r.integer_at(o, "zero", p, "a plan", 0, 3) != 0) {
-    r.fail(p.at("zero"), "expected 0: ZeRO arrives with the large-transformer strategies");
+  if (has("zero")) plan.zero = static_cast<int>(r.integer_at(o, "zero", p, "a plan", 0, 3));
+  if (plan.zero > 0 && plan.pp > 1) {
+    r.fail(p.at("zero"), fmt::format("expected 0 with pp = {}: ZeRO inside a pipeline is not simulated yet, found {}",
+                                     plan.pp, plan.zero));
+  }
+  if (plan.zero > 0 && plan.framework != Framework::ddp) {
+    r.fail(p.at("zero"), fmt::format("expected 0 with framework {}: ZeRO shards a PyTorch/DeepSpeed data-parallel group, "
+                                     "found {}",
+                                     to_string(plan.framework), plan.zero));
   }
   if (plan.ep != 1) r.fail(p.at("ep"), fmt::format("expected 1: expert parallelism is not simulated yet (found {})", plan.ep));
   if (plan.tp > 1 && plan.pp > 1) {
@@ -396,6 +403,7 @@ json plan_to_json(const Plan& p) {
               {"p2p_sync", p.p2p_sync},
               {"recompute", std::string(to_string(p.recompute))},
               {"sequence_parallel", p.sequence_parallel},
+              {"zero", p.zero},
               {"scale_axis", p.scale_axis == ScaleAxis::dp ? "dp" : "pp"}};
 }
 

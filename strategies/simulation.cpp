@@ -22,6 +22,7 @@ std::string plan_summary(const Plan& p, int cc) {
   }
   std::string out = fmt::format("{}, dp {}", to_string(p.framework), p.dp);
   if (p.tp > 1) out += fmt::format(", tp {}{}", p.tp, p.sequence_parallel ? " with sequence parallelism" : "");
+  if (p.zero > 0) out += fmt::format(", ZeRO-{}", p.zero);
   if (p.recompute != Recompute::none) out += fmt::format(", {} recompute", to_string(p.recompute));
   out += fmt::format(", micro-batch {}, global batch {}", p.micro_batch, p.global_batch);
   if (p.grad_accum > 1) out += fmt::format(" ({} accumulation steps)", p.grad_accum);

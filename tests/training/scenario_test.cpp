@@ -75,6 +75,13 @@ TEST_CASE("every kind of bad scenario names its field", "[training]") {
   doc["plan"]["dp"] = 2;
   REQUIRE_THROWS_WITH(parse(doc), Contains("/plan/tp") && Contains("inside a pipeline is not simulated yet"));
   doc = base();
+  doc["plan"]["zero"] = 1;
+  doc["plan"]["framework"] = "horovod";
+  REQUIRE_THROWS_WITH(parse(doc), Contains("/plan/zero") && Contains("expected 0 with framework horovod"));
+  doc = base();
+  doc["plan"]["zero"] = 4;
+  REQUIRE_THROWS_WITH(parse(doc), Contains("/plan/zero"));
+  doc = base();
   doc["plan"]["sequence_parallel"] = true;
   REQUIRE_THROWS_WITH(parse(doc), Contains("/plan/sequence_parallel") && Contains("expected false with tp = 1"));
   doc = base();
