@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include <set>
 #include <utility>
 
@@ -337,6 +339,45 @@ Layer attention_layer(std::string name, const AttentionShape& a) {
                               2.0 * rope_elems));
   }
   return sealed(std::move(l));
+}
+
+Model with_fused_attention(Model model) {
+  const bool causal = !model.transformer || model.transformer->causal;
+  for (Layer& l : model.layers) {
+    if (l.kind != "attention") continue;
+    const auto scores = std::find_if(l.fwd.begin(), l.fwd.end(), [](const OpTemplate& t) { return t.kernel == "attn_scores"; });
+    if (scores == l.fwd.end()) continue;  // already fused
+    const std::int64_t s = scores->shape[0];
+    const std::int64_t d = scores->shape[2];
+    const std::int64_t h = scores->shape[3];
+    const double fwd_flops = 4.0 * as_double(s) * as_double(s) * as_double(d) * as_double(h) * (causal ? 0.5 : 1.0);
+    const double qkvo = 4.0 * as_double(s * h * d);
+    OpTemplate f;
+    f.type = sim::OpType::attention;
+    f.math = MathKind::matmul;
+    f.kernel = "flash_attn_fwd";
+    f.shape = {h, s, s, d, causal ? 1 : 0};
+    f.batch_axis = 0;
+    f.flops = fwd_flops;
+    f.act_elems = qkvo;  // read Q, K, V, write O
+    OpTemplate b = f;
+    b.kernel = "flash_attn_bwd";
+    b.flops = 2.5 * fwd_flops;  // FlashAttention-2's count: 5 products against the forward's 2
+    b.act_elems = 2.0 * qkvo;   // read Q, K, V, O, dO, write dQ, dK, dV
+    auto keep_rope = [](std::vector<OpTemplate>& list) {
+      std::erase_if(list, [](const OpTemplate& t) { return t.kernel.rfind("rope", 0) != 0; });
+    };
+    keep_rope(l.fwd);
+    keep_rope(l.bwd);
+    l.fwd.push_back(f);
+    l.bwd.insert(l.bwd.begin(), b);
+    l.saved_elems -= l.saved_score_elems;
+    l.saved_mask_elems -= l.saved_score_mask_elems;
+    l.saved_elems += 2.0 * as_double(s * h);  // log-sum-exp per row and head, fp32
+    l.saved_score_elems = 0.0;
+    l.saved_score_mask_elems = 0.0;
+  }
+  return model;
 }
 
 Layer loss_layer(std::string name, std::int64_t rows, std::int64_t classes) {

@@ -128,6 +128,13 @@ struct AttentionShape {
 /// [, RoPE backward]. Saves Q, K, V, the softmax output [, dropout mask and dropout output].
 Layer attention_layer(std::string name, const AttentionShape& shape);
 
+/// The model with every attention core fused FlashAttention-style (Dao 2023): one forward kernel
+/// (OpType::attention, shape {heads, s, s, head_dim, causal}, batch axis 0) of 4 s^2 d h FLOPs,
+/// halved when causal, and one backward kernel of 2.5x that (it recomputes the scores); RoPE
+/// kernels stay. The s x s scores are no longer saved, only the softmax statistics (one fp32 per
+/// query row and head). Layer FLOPs stay the unfused model FLOPs that MFU counts.
+Model with_fused_attention(Model model);
+
 /// Softmax cross-entropy over {rows, classes} logits (the loss: the model's last layer). Saves
 /// the log-probabilities.
 Layer loss_layer(std::string name, std::int64_t rows, std::int64_t classes);

@@ -135,6 +135,9 @@ struct Plan {
   /// Gradients accumulated and reduced in fp32 whatever the parameters' precision (Megatron-LM's
   /// main_grad buffers, the default with --bf16: arguments.py).
   bool fp32_main_grads = false;
+  /// FlashAttention-style fused attention kernels instead of Megatron's unfused core (which
+  /// the SC21 runs used).
+  bool fused_attention = false;
 };
 
 /// Bytes per element of activations, of parameters as stored (master weights), and of gradients.

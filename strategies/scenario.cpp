@@ -139,7 +139,7 @@ Plan read_plan(const JsonReader& r, const json& o, const JsonPath& p) {
                   "cycle_time", "input_rate", "step_overhead", "dispatch_forward", "dispatch_backward",
                   "dispatch_optimizer", "sync_each_step", "comm_compute_slowdown", "network", "steps", "schedule",
                   "virtual_stages", "partition", "driver", "microbatch_overhead", "dispatch_gil", "p2p_sync", "recompute",
-                  "scale_axis", "zero", "sequence_parallel"},
+                  "scale_axis", "zero", "sequence_parallel", "fused_attention"},
                  p, "a plan");
   Plan plan;
   auto has = [&](std::string_view k) { return o.contains(k); };
@@ -197,6 +197,7 @@ Plan read_plan(const JsonReader& r, const json& o, const JsonPath& p) {
                                    plan.pp, plan.tp));
   }
   if (has("sequence_parallel")) plan.sequence_parallel = r.bool_at(o, "sequence_parallel", p, "a plan");
+  if (has("fused_attention")) plan.fused_attention = r.bool_at(o, "fused_attention", p, "a plan");
   if (plan.sequence_parallel && plan.tp == 1) {
     r.fail(p.at("sequence_parallel"), "expected false with tp = 1: sequence parallelism splits a tensor-parallel group's "
                                       "norms and dropout");
@@ -404,6 +405,7 @@ json plan_to_json(const Plan& p) {
               {"recompute", std::string(to_string(p.recompute))},
               {"sequence_parallel", p.sequence_parallel},
               {"zero", p.zero},
+              {"fused_attention", p.fused_attention},
               {"scale_axis", p.scale_axis == ScaleAxis::dp ? "dp" : "pp"}};
 }
 

@@ -7,6 +7,7 @@
 
 #include "sim/error.hpp"
 #include "strategies/memory_model.hpp"
+#include "strategies/model_builder.hpp"
 #include "strategies/model_zoo.hpp"
 #include "strategies/pipeline.hpp"
 #include "topologies/cluster_builders.hpp"
@@ -24,6 +25,7 @@ std::string plan_summary(const Plan& p, int cc) {
   if (p.tp > 1) out += fmt::format(", tp {}{}", p.tp, p.sequence_parallel ? " with sequence parallelism" : "");
   if (p.zero > 0) out += fmt::format(", ZeRO-{}", p.zero);
   if (p.recompute != Recompute::none) out += fmt::format(", {} recompute", to_string(p.recompute));
+  if (p.fused_attention) out += ", fused attention";
   out += fmt::format(", micro-batch {}, global batch {}", p.micro_batch, p.global_batch);
   if (p.grad_accum > 1) out += fmt::format(" ({} accumulation steps)", p.grad_accum);
   out += fmt::format(", {}, {}", prec, to_string(p.optimizer));
@@ -68,6 +70,13 @@ SimulationOutput simulate_scenario(const Scenario& scenario, const SimulationInp
   const Plan& plan = scenario.plan;
   out.plan = plan_to_json(plan);
   out.model = scenario_model(scenario);
+  if (plan.fused_attention) {
+    if (!out.model.transformer) {
+      throw sim::ConfigError(fmt::format("{}: /plan/fused_attention: expected false for {}, which has no attention",
+                                         scenario.path, out.model.name));
+    }
+    out.model = with_fused_attention(std::move(out.model));
+  }
   out.cluster = std::make_shared<const topo::Cluster>(topo::resolve_cluster(scenario.cluster.spec, scenario.cluster.gpus));
   const topo::Cluster& cluster = *out.cluster;
   const int ranks = plan.dp * plan.tp * plan.pp * plan.ep;

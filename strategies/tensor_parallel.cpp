@@ -22,7 +22,8 @@ int split_axis(const OpTemplate& t, TpRole role, bool sp) {
       if (k == "linear_wgrad") return 1;  // n = in / t
       return -1;
     case TpRole::sharded:
-      if (t.type == sim::OpType::gemm) return 3;  // batched GEMMs {m, n, k, heads}
+      if (t.type == sim::OpType::gemm) return 3;       // batched GEMMs {m, n, k, heads}
+      if (t.type == sim::OpType::attention) return 0;  // fused attention {heads, s, s, d, causal}
       // Memory kernels are {batch, dims...}: per-head scores {batch, heads, s, s} split the heads,
       // the rest their features, last: {batch, s, ffn}, {batch, s, vocab}, rope {batch, s, qk}.
       return t.shape.size() == 4 ? 1 : static_cast<int>(t.shape.size()) - 1;

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "strategies/memory_model.hpp"
+#include "strategies/model_builder.hpp"
 #include "strategies/model_zoo.hpp"
 
 using namespace foresight;
@@ -97,4 +98,27 @@ TEST_CASE("activation memory per GPT-3 175B layer follows Korthikanti et al. 202
   // For the record: 114 sbh = 2.87 GB per layer without parallelism, 23 sbh = 579 MB at TP 8,
   // 4.25 sbh = 107 MB with SP and selective recompute: 27x less.
   REQUIRE(bytes(1, false, Recompute::none) / bytes(8, true, Recompute::selective) == Approx(114.0 / 4.25).epsilon(1e-12));
+}
+
+TEST_CASE("fused attention keeps no s x s scores: K22's 5as/h term goes, the model FLOPs stay", "[training][memory]") {
+  const auto unfused = strategy::build_model("gpt3-175b");
+  const auto fused = strategy::with_fused_attention(unfused);
+  const double s = 2048, h = 12288, a = 96;
+  const auto [first, last] = block0(fused);
+  Plan p;
+  p.precision = Precision::bf16;
+  p.micro_batch = 1;
+  // sbh x 34 plus the fp32 log-sum-exp of each row and head (2 half elements each).
+  REQUIRE(strategy::saved_activation_bytes(fused, p, first, last, true) ==
+          Approx(s * h * 34 + 2 * 2 * s * a).epsilon(1e-12));
+  REQUIRE(fused.fwd_flops() == unfused.fwd_flops());
+  REQUIRE(fused.bwd_flops() == unfused.bwd_flops());
+  // One forward and one backward kernel per attention core, causal: 2 s^2 d h forward, 2.5x back.
+  for (const auto& l : fused.layers) {
+    if (l.kind != "attention") continue;
+    REQUIRE(l.fwd.size() == 1);
+    REQUIRE(l.fwd[0].type == sim::OpType::attention);
+    REQUIRE(l.fwd[0].flops == Approx(2.0 * s * s * (h / a) * a));
+    REQUIRE(l.bwd[0].flops == Approx(2.5 * l.fwd[0].flops));
+  }
 }

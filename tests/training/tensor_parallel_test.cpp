@@ -11,6 +11,7 @@
 #include "sim/executor.hpp"
 #include "strategies/data_parallel.hpp"
 #include "strategies/memory_model.hpp"
+#include "strategies/model_builder.hpp"
 #include "strategies/model_zoo.hpp"
 #include "strategies/tensor_parallel.hpp"
 #include "tests/training/toy_model.hpp"
@@ -186,4 +187,23 @@ TEST_CASE("impossible tensor-parallel splits are clear errors", "[training][tp]"
   auto p = plan(4, false);
   p.dp = 4;  // 16 ranks on an 8-GPU node
   REQUIRE_THROWS_WITH(compile(m, p), Catch::Matchers::Contains("dp x tp = 4 x 4 = 16 ranks need 16 GPUs, but the cluster has 8"));
+}
+
+TEST_CASE("TP splits a fused attention kernel by heads", "[training][tp]") {
+  const auto m = strategy::with_fused_attention(gpt());
+  auto flash = [&](int tp) {
+    const auto c = compile(m, plan(tp, false));
+    for (const auto& node : c.graph.nodes) {
+      if (node.rank == 0 && c.graph.names[node.name] == "h.0.attn.core.flash_attn_fwd") {
+        return c.graph.signatures[node.signature];
+      }
+    }
+    FAIL("no fused attention kernel");
+    return sim::OpSignature{};
+  };
+  const auto one = flash(1);
+  const auto two = flash(2);
+  REQUIRE(one.type == sim::OpType::attention);
+  REQUIRE(two.flops == Approx(one.flops / 2));
+  REQUIRE(two.shape[0] * 2 == one.shape[0]);  // heads x micro-batch
 }
