@@ -339,7 +339,18 @@ Scenario parse_scenario(const json& doc, const std::string& origin) {
   }
   if (c.contains("gpus")) s.cluster.gpus = static_cast<int>(r.integer_at(c, "gpus", pc, "a cluster", 1, 1 << 24));
 
-  s.plan = read_plan(r, r.require(doc, "plan", root, "a scenario"), root.at("plan"));
+  json plan_doc = r.require(doc, "plan", root, "a scenario");
+  if (plan_doc.is_object() && !plan_doc.contains("dp") && s.cluster.gpus > 0) {
+    // Without dp, data parallelism takes the GPUs the other axes leave: gpus / (tp x pp x ep).
+    long long others = 1;
+    for (const char* k : {"tp", "pp", "ep"}) {
+      if (plan_doc.contains(k) && plan_doc[k].is_number_integer() && plan_doc[k].get<long long>() > 0) {
+        others *= plan_doc[k].get<long long>();
+      }
+    }
+    if (s.cluster.gpus % others == 0) plan_doc["dp"] = s.cluster.gpus / others;
+  }
+  s.plan = read_plan(r, plan_doc, root.at("plan"));
   const int ranks = s.plan.dp * s.plan.tp * s.plan.pp * s.plan.ep;
   if (s.cluster.gpus > 0 && ranks != s.cluster.gpus) {
     r.fail(root.at("plan"), fmt::format("dp x tp x pp x ep = {} x {} x {} x {} = {}, but cluster.gpus is {}", s.plan.dp,

@@ -10,10 +10,12 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <set>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <sys/wait.h>
+#include <vector>
 
 #include "tests/test_paths.hpp"
 
@@ -358,4 +360,52 @@ TEST_CASE("foresight validate --calibrate refits the stored constants from the c
           Approx(stored.at("thetagpu_ddp").at("input_rate").get<double>()).epsilon(1e-6));
   REQUIRE(fitted.at("compute") == stored.at("compute"));
   REQUIRE(fitted.at("collectives").at("profiles").size() == stored.at("collectives").at("profiles").size());
+}
+
+TEST_CASE("foresight sweep over tp x micro-batch marks the rows that run out of memory", "[cli][sweep]") {
+  const std::string s = foresight::test::data_path("scenarios/gpt_tp_sweep.json");
+  const std::string csv = scratch("tp-sweep.csv");
+  const auto r = run_foresight("sweep " + s + " --vary plan.tp=1,2,4 --micro-batch 4,8 --csv " + csv + " --jobs 1");
+  INFO(r.out);
+  REQUIRE(r.status == 0);
+  std::ifstream in(csv);
+  std::string header;
+  std::getline(in, header);
+  auto column = [&](const std::string& name) {
+    std::size_t index = 0, pos = 0;
+    while (true) {
+      const std::size_t comma = header.find(',', pos);
+      if (header.substr(pos, comma - pos) == name) return index;
+      REQUIRE(comma != std::string::npos);
+      pos = comma + 1;
+      ++index;
+    }
+  };
+  const std::size_t mb = column("micro_batch"), tp = column("plan.tp"), peak = column("peak_bytes"), oom = column("oom");
+  std::map<std::pair<int, int>, double> peaks;
+  int rows = 0, ooms = 0;
+  for (std::string line; std::getline(in, line);) {
+    std::vector<std::string> f;
+    std::size_t pos = 0;
+    while (true) {
+      const std::size_t comma = line.find(',', pos);
+      f.push_back(line.substr(pos, comma - pos));
+      if (comma == std::string::npos) break;
+      pos = comma + 1;
+    }
+    const double bytes = std::stod(f[peak]);
+    // The verdict is the peak against the A100's 40 GiB.
+    REQUIRE((f[oom] == "1") == (bytes > 40.0 * (1LL << 30)));
+    ooms += f[oom] == "1";
+    peaks[{std::stoi(f[mb]), std::stoi(f[tp])}] = bytes;
+    ++rows;
+  }
+  REQUIRE(rows == 6);
+  REQUIRE(ooms > 0);
+  REQUIRE(ooms < rows);
+  for (const int m : {4, 8}) {
+    // Tensor parallelism shards weights, optimizer states and activations: the peak falls.
+    REQUIRE(peaks.at({m, 2}) < peaks.at({m, 1}));
+    REQUIRE(peaks.at({m, 4}) < peaks.at({m, 2}));
+  }
 }

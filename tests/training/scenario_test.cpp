@@ -75,6 +75,14 @@ TEST_CASE("every kind of bad scenario names its field", "[training]") {
   doc["plan"]["dp"] = 2;
   REQUIRE_THROWS_WITH(parse(doc), Contains("/plan/tp") && Contains("inside a pipeline is not simulated yet"));
   doc = base();
+  // Without dp, data parallelism takes what tp x pp x ep leave of cluster.gpus (8 here).
+  doc["plan"].erase("dp");
+  doc["plan"]["pp"] = 2;
+  doc["plan"]["schedule"] = "gpipe";
+  REQUIRE(strategy::parse_scenario(doc, "s.json").plan.dp == 4);
+  doc["plan"]["pp"] = 3;
+  REQUIRE_THROWS_WITH(parse(doc), Contains("/plan") && Contains("but cluster.gpus is 8"));
+  doc = base();
   doc["plan"]["zero"] = 1;
   doc["plan"]["framework"] = "horovod";
   REQUIRE_THROWS_WITH(parse(doc), Contains("/plan/zero") && Contains("expected 0 with framework horovod"));
