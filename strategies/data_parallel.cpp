@@ -6,15 +6,12 @@
 #include <cmath>
 
 #include "sim/error.hpp"
+#include "strategies/layer_pass.hpp"
 
 namespace foresight::strategy {
 namespace {
 
 using sim::NodeId;
-
-bool is_wgrad(const OpTemplate& t) {
-  return t.type == sim::OpType::conv_wgrad || t.kernel.find("wgrad") != std::string::npos;
-}
 
 /// Emits one data-parallel (and tensor-parallel) rank's steps.
 class RankCompiler {
@@ -60,98 +57,22 @@ class RankCompiler {
   }
 
  private:
-  /// Emits `list` one after another, the first after `after` (those that exist); returns the
-  /// last, or kNoNode when `list` is empty.
-  NodeId collectives(const std::vector<TpCollective>& list, std::vector<NodeId> after, sim::Phase phase, int micro) {
-    std::erase(after, kNoNode);
-    NodeId prev = kNoNode;
-    for (const TpCollective& c : list) {
-      prev = e_.tp_collective(c, prev == kNoNode ? after : std::vector<NodeId>{prev}, phase, micro);
-    }
-    return prev;
-  }
-
   void micro_step(int micro, bool reduce, std::vector<NodeId>& comm) {
     e_.copy_input(micro);
-    NodeId last = kNoNode;         // the last kernel on the compute stream
-    std::vector<NodeId> waits;     // collectives the next kernel must wait for
-    auto run = [&](const OpTemplate& t, std::size_t i, sim::Phase phase, sim::Time dispatch) {
-      std::erase(waits, kNoNode);
-      last = e_.kernel(t, i, micro, phase, dispatch, std::move(waits));
-      waits.clear();
-      return last;
-    };
-    const bool zero3 = plan_.zero == 3 && plan_.dp > 1;
-    auto gather = [&](std::size_t i, sim::Phase phase) {
-      // ZeRO-3 gathers a layer's parameters before each use; the NCCL stream runs the gathers in
-      // order, ahead of the compute stream (DeepSpeed's prefetch).
-      const double bytes = tp_layer_params(model_.layers[i], plan_.tp) * parameter_bytes(plan_.precision);
-      return e_.dp_collective(sim::CollectiveOp::all_gather, bytes, model_.layers[i].name + " parameters", dp_comm_, {},
-                              phase, micro);
-    };
-    auto forward = [&](std::size_t i) {
-      if (zero3 && model_.layers[i].params > 0) waits.push_back(gather(i, sim::Phase::forward));
-      if (!tp_[i].forward_before.empty()) {
-        std::vector<NodeId> after = waits;
-        after.push_back(last);
-        waits = {collectives(tp_[i].forward_before, std::move(after), sim::Phase::forward, micro)};
-      }
-      for (const OpTemplate& t : model_.layers[i].fwd) run(t, i, sim::Phase::forward, plan_.dispatch_forward);
-      if (!tp_[i].forward_after.empty()) waits.push_back(collectives(tp_[i].forward_after, {last}, sim::Phase::forward, micro));
-    };
-    for (std::size_t i = 0; i < model_.layers.size(); ++i) forward(i);
+    LayerPass pass(model_, plan_, tp_, e_, dp_comm_, true, micro);
+    const std::size_t n = model_.layers.size();
+    const NodeId out = pass.forward(0, n, kNoNode);
     std::size_t next_bucket = 0;
-    std::vector<NodeId> pending;  // input-gradient collectives the previous layer's backward waits for
-    for (std::size_t i = model_.layers.size(); i-- > 0;) {
-      const Layer& layer = model_.layers[i];
-      // Recompute before the backward: a whole block's forward (full) or the attention core's
-      // (selective), with its forward collectives.
-      const bool block_end = layer.block >= 0 && (i + 1 == model_.layers.size() || model_.layers[i + 1].block != layer.block);
-      if ((plan_.recompute == Recompute::full && block_end) ||
-          (plan_.recompute == Recompute::selective && layer.saved_score_elems > 0.0)) {
-        std::size_t begin = i;
-        while (plan_.recompute == Recompute::full && begin > 0 && model_.layers[begin - 1].block == layer.block) --begin;
-        waits.insert(waits.end(), pending.begin(), pending.end());
-        for (std::size_t k = begin; k <= i; ++k) forward(k);
-        pending = std::move(waits);
-        waits.clear();
-      }
-      // The backward waits for the input-gradient collectives of the layer after it, for its own
-      // gathers (which follow those), and under ZeRO-3 for its parameters.
-      if (!tp_[i].backward_before.empty()) {
-        std::vector<NodeId> after = pending;
-        after.push_back(last);
-        pending = {collectives(tp_[i].backward_before, std::move(after), sim::Phase::backward, micro)};
-      }
-      if (zero3 && layer.params > 0) pending.push_back(gather(i, sim::Phase::backward));
-      waits = std::move(pending);
-      pending.clear();
-      NodeId dgrad = kNoNode;
-      for (const OpTemplate& t : layer.bwd) {
-        const bool w = is_wgrad(t);
-        run(t, i, w ? sim::Phase::wgrad : sim::Phase::backward, plan_.dispatch_backward);
-        if (!w && dgrad == kNoNode) dgrad = last;
-      }
-      if (!tp_[i].backward_after_dgrad.empty() && dgrad != kNoNode) {
-        pending.push_back(collectives(tp_[i].backward_after_dgrad, {dgrad}, sim::Phase::backward, micro));
-      }
-      if (!reduce) continue;
-      if (zero3) {
-        // Each layer's gradients are reduce-scattered once its backward is done.
-        if (layer.params > 0) {
-          const double bytes = tp_layer_params(layer, plan_.tp) * gradient_bytes_per_param(plan_);
-          comm.push_back(e_.dp_collective(sim::CollectiveOp::reduce_scatter, bytes, layer.name + " gradients", dp_comm_,
-                                          {last}, sim::Phase::backward, micro));
-        }
-        continue;
-      }
+    const bool buckets = reduce && !(plan_.zero == 3 && plan_.dp > 1);
+    pass.backward(0, n, out, reduce, comm, [&](std::size_t i, NodeId last) {
+      if (!buckets) return;
       // Every bucket whose earliest layer is this one is complete: its gradients were produced last.
       while (next_bucket < buckets_.size() && buckets_[next_bucket].layers.front() == i) {
         e_.reduce_bucket(buckets_[next_bucket], next_bucket, last, dp_comm_, comm,
                          plan_.zero >= 1 ? sim::CollectiveOp::reduce_scatter : sim::CollectiveOp::all_reduce);
         ++next_bucket;
       }
-    }
+    });
   }
 
   const Model& model_;

@@ -10,16 +10,13 @@
 #include <utility>
 
 #include "sim/error.hpp"
+#include "strategies/layer_pass.hpp"
 #include "strategies/memory_model.hpp"
 
 namespace foresight::strategy {
 namespace {
 
 using sim::NodeId;
-
-bool is_wgrad(const OpTemplate& t) {
-  return t.type == sim::OpType::conv_wgrad || t.kernel.find("wgrad") != std::string::npos;
-}
 
 /// Contiguous split of `cost` into `k` non-empty groups minimizing the largest group's sum
 /// (optimal, by dynamic programming); returns the group sizes.
@@ -217,15 +214,15 @@ struct RunTask {
 /// Emits the tasks of one pipeline rank as the merged order reaches them.
 class StageCompiler {
  public:
-  StageCompiler(const Model& model, const Plan& plan, const std::vector<PipelineChunk>& chunks, int stage,
-                sim::RankId first_rank, std::uint32_t dp_communicator, RankEmitter& e, const ComputeModel& compute,
-                int cc)
-      : model_(model), plan_(plan), chunks_(chunks), stage_(stage), first_rank_(first_rank), comm_id_(dp_communicator),
-        e_(e) {
+  StageCompiler(const Model& model, const Plan& plan, const std::vector<PipelineChunk>& chunks,
+                const std::vector<TpExchanges>& tp, int stage, std::vector<sim::RankId> stage_ranks,
+                std::uint32_t dp_communicator, RankEmitter& e, const ComputeModel& compute, int cc)
+      : model_(model), plan_(plan), chunks_(chunks), tp_(tp), stage_(stage), stage_ranks_(std::move(stage_ranks)),
+        comm_id_(dp_communicator), e_(e) {
     const int v = plan.virtual_stages;
     for (int c = 0; c < v; ++c) {
       const PipelineChunk& ch = chunk(c);
-      params_ += static_cast<double>(ch.params);
+      params_ += tp_rank_params(model, plan.tp, ch.first, ch.last);
       auto b = plan.framework == Framework::ddp ? ddp_buckets(model, plan, ch.first, ch.last)
                                                 : horovod_groups(model, plan, compute, cc, ch.first, ch.last);
       chunk_buckets_.push_back(b);
@@ -318,10 +315,12 @@ class StageCompiler {
     return end;
   }
 
-  /// Bytes crossing into chunk `ch` per micro-batch: its first layer's input.
+  /// Bytes crossing into chunk `ch` per micro-batch: its first layer's input (with sequence
+  /// parallelism each TP rank sends its 1/t of the sequence: Megatron's p2p shape [s/t, b, h]).
   double boundary_bytes(const PipelineChunk& ch) const {
     const double elems = ch.first == 0 ? model_.input_elems : model_.layers[ch.first - 1].output_elems;
-    return elems * plan_.micro_batch * activation_bytes(plan_.precision);
+    const double sp = plan_.sequence_parallel && plan_.tp > 1 ? plan_.tp : 1.0;
+    return elems * plan_.micro_batch * activation_bytes(plan_.precision) / sp;
   }
 
   /// Whether micro-batch `micro`'s backward re-runs its forward first.
@@ -343,7 +342,7 @@ class StageCompiler {
   NodeId transfer(sim::OpKind kind, sim::StreamId stream, int peer_chunk, double bytes, std::uint32_t tag,
                   const std::string& name, sim::Phase phase, int micro, NodeId dep = kNoNode) {
     sim::Node n = e_.make(kind, stream, name, phase);
-    n.peer = first_rank_ + static_cast<sim::RankId>(peer_chunk % plan_.pp);
+    n.peer = stage_ranks_[static_cast<std::size_t>(peer_chunk % plan_.pp)];
     n.bytes = bytes;
     n.tag = tag;
     n.micro_batch = micro;
@@ -358,45 +357,33 @@ class StageCompiler {
     return id;
   }
 
+  /// The chunk's forward (with its tensor-parallel collectives); returns when its output is ready.
   NodeId forward(const PipelineChunk& ch, int micro, NodeId in) {
-    NodeId last = in;
-    for (std::size_t i = ch.first; i < ch.last; ++i) {
-      for (const OpTemplate& t : model_.layers[i].fwd) {
-        std::vector<NodeId> deps;
-        if (last == in && in != kNoNode) deps.push_back(in);
-        last = e_.kernel(t, i, micro, sim::Phase::forward, plan_.dispatch_forward, std::move(deps));
-      }
-    }
-    return last;
+    LayerPass pass(model_, plan_, tp_, e_, comm_id_, false, micro);
+    return pass.forward(ch.first, ch.last, in);
   }
 
+  /// The chunk's backward; returns when its input gradient is ready.
   NodeId backward(int c, int micro, NodeId in, bool reduce) {
     const PipelineChunk& ch = chunk(c);
     const auto& buckets = chunk_buckets_[static_cast<std::size_t>(c)];
     std::size_t next_bucket = 0;
-    NodeId last = in;
-    for (std::size_t i = ch.last; i-- > ch.first;) {
-      NodeId layer_last = kNoNode;
-      for (const OpTemplate& t : model_.layers[i].bwd) {
-        std::vector<NodeId> deps;
-        if (last == in && in != kNoNode) deps.push_back(in);
-        last = layer_last = e_.kernel(t, i, micro, is_wgrad(t) ? sim::Phase::wgrad : sim::Phase::backward,
-                                      plan_.dispatch_backward, std::move(deps));
-      }
-      if (!reduce) continue;
+    LayerPass pass(model_, plan_, tp_, e_, comm_id_, false, micro);
+    return pass.backward(ch.first, ch.last, in, reduce, comm_, [&](std::size_t i, NodeId last) {
+      if (!reduce) return;
       while (next_bucket < buckets.size() && buckets[next_bucket].layers.front() == i) {
-        e_.reduce_bucket(buckets[next_bucket], bucket_index_++, layer_last, comm_id_, comm_);
+        e_.reduce_bucket(buckets[next_bucket], bucket_index_++, last, comm_id_, comm_);
         ++next_bucket;
       }
-    }
-    return last;
+    });
   }
 
   const Model& model_;
   const Plan& plan_;
   const std::vector<PipelineChunk>& chunks_;
+  const std::vector<TpExchanges>& tp_;
   int stage_;
-  sim::RankId first_rank_;  ///< the replica's stage-0 rank
+  std::vector<sim::RankId> stage_ranks_;  ///< the rank of each stage in this pipeline
   std::uint32_t comm_id_;
   RankEmitter& e_;
   std::vector<std::vector<GradientBucket>> chunk_buckets_;
@@ -468,11 +455,18 @@ std::pair<double, int> activation_peak(const Model& model, const Plan& plan, con
 CompiledGraph compile_pipeline(const Model& model, const Plan& plan, const topo::Cluster& cluster,
                                const ComputeModel& compute) {
   const int p = plan.pp;
-  const int ranks = plan.dp * p;
+  const int tp = std::max(1, plan.tp);
+  const int ranks = plan.dp * p * tp;
   if (static_cast<std::size_t>(ranks) > cluster.gpu_count()) {
-    throw sim::ConfigError(fmt::format("plan: dp x pp = {} x {} = {} ranks, but the cluster has {} GPUs", plan.dp, p,
-                                       ranks, cluster.gpu_count()));
+    throw sim::ConfigError(fmt::format("plan: dp x pp x tp = {} x {} x {} = {} ranks, but the cluster has {} GPUs",
+                                       plan.dp, p, tp, ranks, cluster.gpu_count()));
   }
+  check_tensor_parallel(model, plan);
+  std::vector<TpExchanges> exchanges;
+  for (std::size_t i = 0; i < model.layers.size(); ++i) exchanges.push_back(tp_exchanges(model, i, plan));
+  // Rank (d x pp + s) x tp + j is TP rank j of stage s of replica d: TP innermost (inside a node),
+  // then the pipeline, then data parallelism (Megatron's placement).
+  auto rank_of = [&](int d, int s, int j) { return static_cast<sim::RankId>((d * p + s) * tp + j); };
   const int cc = cluster.gpu(0).compute_capability;
   const auto chunks = partition_model(model, plan, compute, cc);
   CompiledGraph out;
@@ -482,17 +476,33 @@ CompiledGraph compile_pipeline(const Model& model, const Plan& plan, const topo:
   // threads, one per device, share its GIL (single_process, torchgpipe).
   for (int d = 0; d < plan.dp; ++d) {
     for (int s = 0; s < p; ++s) {
-      const int r = d * p + s;
-      g.add_rank(static_cast<sim::GpuId>(r), static_cast<std::uint32_t>(r));
-      g.host_process.push_back(static_cast<std::uint32_t>(plan.driver == PipelineDriver::per_stage ? r : d));
+      for (int j = 0; j < tp; ++j) {
+        const sim::RankId r = rank_of(d, s, j);
+        g.add_rank(static_cast<sim::GpuId>(r), r);
+        g.host_process.push_back(plan.driver == PipelineDriver::per_stage ? r : static_cast<std::uint32_t>(d * tp + j));
+      }
     }
   }
-  std::vector<std::uint32_t> dp_comm(static_cast<std::size_t>(p), 0);
+  // Data-parallel groups per (stage, TP rank); TP groups per (replica, stage).
+  std::vector<std::uint32_t> dp_comm(static_cast<std::size_t>(p * tp), 0);
   if (plan.dp > 1) {
     for (int s = 0; s < p; ++s) {
-      std::vector<sim::RankId> members;
-      for (int d = 0; d < plan.dp; ++d) members.push_back(static_cast<sim::RankId>(d * p + s));
-      dp_comm[static_cast<std::size_t>(s)] = g.add_communicator(members);
+      for (int j = 0; j < tp; ++j) {
+        std::vector<sim::RankId> members;
+        for (int d = 0; d < plan.dp; ++d) members.push_back(rank_of(d, s, j));
+        dp_comm[static_cast<std::size_t>(s * tp + j)] = g.add_communicator(members);
+      }
+    }
+  }
+  std::vector<std::uint32_t> tp_comm(static_cast<std::size_t>(ranks), 0);
+  if (tp > 1) {
+    for (int d = 0; d < plan.dp; ++d) {
+      for (int s = 0; s < p; ++s) {
+        std::vector<sim::RankId> members;
+        for (int j = 0; j < tp; ++j) members.push_back(rank_of(d, s, j));
+        const auto c = g.add_communicator(members);
+        for (const sim::RankId r : members) tp_comm[r] = c;
+      }
     }
   }
   out.step_begin.assign(static_cast<std::size_t>(plan.steps), std::vector<NodeId>(static_cast<std::size_t>(ranks), kNoNode));
@@ -501,28 +511,34 @@ CompiledGraph compile_pipeline(const Model& model, const Plan& plan, const topo:
   out.rank_activation_peak_bytes.resize(static_cast<std::size_t>(ranks));
   out.rank_in_flight.resize(static_cast<std::size_t>(ranks));
 
-  for (int d = 0; d < plan.dp; ++d) {
+  for (int replica = 0; replica < plan.dp * tp; ++replica) {
+    // Each (replica d, TP rank j) pipeline is emitted alone, in the same order as its TP peers,
+    // so their collectives match.
+    const int d = replica / tp;
+    const int j = replica % tp;
+    std::vector<sim::RankId> stage_ranks;
+    for (int s = 0; s < p; ++s) stage_ranks.push_back(rank_of(d, s, j));
     std::vector<RankEmitter> emitters;
     emitters.reserve(static_cast<std::size_t>(p));
     std::vector<StageCompiler> stages;
     stages.reserve(static_cast<std::size_t>(p));
     std::vector<std::vector<RunTask>> orders;
-    const auto first_rank = static_cast<sim::RankId>(d * p);
     for (int s = 0; s < p; ++s) {
-      emitters.emplace_back(model, plan, cluster, compute, g, first_rank + static_cast<sim::RankId>(s));
+      emitters.emplace_back(model, plan, cluster, compute, g, stage_ranks[static_cast<std::size_t>(s)]);
+      emitters.back().set_tp_communicator(tp_comm[stage_ranks[static_cast<std::size_t>(s)]]);
       if (plan.driver == PipelineDriver::single_process) emitters.back().share_interpreter(plan.dispatch_gil);
       if (s == 0) emitters.back().load_batches(plan.steps, plan.micro_batch * plan.grad_accum);
     }
     for (int s = 0; s < p; ++s) {
-      stages.emplace_back(model, plan, chunks, s, first_rank, dp_comm[static_cast<std::size_t>(s)],
+      stages.emplace_back(model, plan, chunks, exchanges, s, stage_ranks, dp_comm[static_cast<std::size_t>(s * tp + j)],
                           emitters[static_cast<std::size_t>(s)], compute, cc);
       orders.push_back(run_order(plan, s));
-      const auto r = static_cast<std::size_t>(first_rank) + static_cast<std::size_t>(s);
+      const auto r = static_cast<std::size_t>(stage_ranks[static_cast<std::size_t>(s)]);
       for (int c = 0; c < plan.virtual_stages; ++c) out.rank_chunks[r].emplace_back(stages.back().chunk(c).first, stages.back().chunk(c).last);
       const auto [peak, most] = activation_peak(model, plan, stages.back(), orders.back());
       out.rank_activation_peak_bytes[r] = peak;
       out.rank_in_flight[r] = most;
-      if (d == 0) out.buckets.insert(out.buckets.end(), stages.back().buckets().begin(), stages.back().buckets().end());
+      if (replica == 0) out.buckets.insert(out.buckets.end(), stages.back().buckets().begin(), stages.back().buckets().end());
     }
     // Merge the ranks' orders tick by tick: each rank emits at most one task per tick, once the
     // task feeding it (the previous chunk's forward, the next chunk's backward) is emitted. A
@@ -553,7 +569,7 @@ CompiledGraph compile_pipeline(const Model& model, const Plan& plan, const topo:
         const bool ready = t.task.forward ? (gc == 0 || done.count({t.step, t.task.micro, gc - 1, true}))
                                           : (gc == chunks_total - 1 || done.count({t.step, t.task.micro, gc + 1, false}));
         if (!ready) continue;
-        const auto r = static_cast<std::size_t>(first_rank) + si;
+        const auto r = static_cast<std::size_t>(stage_ranks[si]);
         const bool begins = t.step > started[si];
         NodeId first = kNoNode;
         const auto before = static_cast<NodeId>(g.nodes.size());  // the task's first node, if nothing else begins the step
@@ -571,7 +587,7 @@ CompiledGraph compile_pipeline(const Model& model, const Plan& plan, const topo:
           step_done_stages.push_back(s);
           if (static_cast<int>(step_done_stages.size()) == p) {
             for (const int st : step_done_stages) {
-              const auto rr = static_cast<std::size_t>(first_rank) + static_cast<std::size_t>(st);
+              const auto rr = static_cast<std::size_t>(stage_ranks[static_cast<std::size_t>(st)]);
               out.step_end[static_cast<std::size_t>(t.step)][rr] = stages[static_cast<std::size_t>(st)].finish_step(step_join);
             }
             step_join.clear();

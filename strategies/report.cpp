@@ -103,7 +103,7 @@ nlohmann::json pipeline_json(const Report& r) {
                             {"modelled_s", c.modelled_s},
                             {"params", c.params}});
     }
-    const auto ri = static_cast<std::size_t>(st.stage);
+    const auto ri = static_cast<std::size_t>(st.rank);
     stages.push_back(json{{"stage", st.stage},
                           {"chunks", chunks},
                           {"in_flight", st.in_flight},
@@ -189,7 +189,7 @@ std::string to_text(const Report& r) {
       r.slowest_rank, seconds_text(b.compute_s), seconds_text(b.exposed_comm_s), seconds_text(b.comm_s),
       seconds_text(b.bubble_s), seconds_text(b.host_s));
   for (const StageReport& st : r.stages) {
-    const auto ri = static_cast<std::size_t>(st.stage);
+    const auto ri = static_cast<std::size_t>(st.rank);
     std::string chunks;
     for (const auto& c : st.chunks) {
       chunks += fmt::format("{}{}..{} ({} units, {:.2f} M params, {} modelled)", chunks.empty() ? "" : "; ", c.first_layer,

@@ -48,6 +48,7 @@ struct StageReport {
     std::int64_t params = 0;
   };
   int stage = 0;
+  int rank = 0;  ///< the rank whose breakdown and memory the stage reports (replica 0, TP rank 0)
   std::vector<Chunk> chunks;
   int in_flight = 0;  ///< most micro-batches whose activations the stage holds at once
 };

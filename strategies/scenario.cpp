@@ -191,11 +191,7 @@ Plan read_plan(const JsonReader& r, const json& o, const JsonPath& p) {
                                      to_string(plan.framework), plan.zero));
   }
   if (plan.ep != 1) r.fail(p.at("ep"), fmt::format("expected 1: expert parallelism is not simulated yet (found {})", plan.ep));
-  if (plan.tp > 1 && plan.pp > 1) {
-    r.fail(p.at("tp"), fmt::format("expected 1 with pp = {}: tensor parallelism inside a pipeline is not simulated yet "
-                                   "(found {})",
-                                   plan.pp, plan.tp));
-  }
+
   if (has("sequence_parallel")) plan.sequence_parallel = r.bool_at(o, "sequence_parallel", p, "a plan");
   if (has("fused_attention")) plan.fused_attention = r.bool_at(o, "fused_attention", p, "a plan");
   if (plan.sequence_parallel && plan.tp == 1) {

@@ -10,6 +10,7 @@
 #include "strategies/model_builder.hpp"
 #include "strategies/model_zoo.hpp"
 #include "strategies/pipeline.hpp"
+#include "strategies/tensor_parallel.hpp"
 #include "topologies/cluster_builders.hpp"
 
 namespace foresight::strategy {
@@ -155,9 +156,7 @@ SimulationOutput simulate_scenario(const Scenario& scenario, const SimulationInp
     if (plan.pp > 1) {
       const auto ri = static_cast<std::size_t>(rank);
       double params = 0.0;
-      for (const auto& [first, last] : cg.rank_chunks[ri]) {
-        for (std::size_t i = first; i < last; ++i) params += static_cast<double>(out.model.layers[i].params);
-      }
+      for (const auto& [first, last] : cg.rank_chunks[ri]) params += tp_rank_params(out.model, plan.tp, first, last);
       mem = pipeline_rank_memory(params, plan, cg.rank_activation_peak_bytes[ri], cg.rank_in_flight[ri]);
     } else {
       mem = data_parallel_memory(out.model, plan);
@@ -176,8 +175,10 @@ SimulationOutput simulate_scenario(const Scenario& scenario, const SimulationInp
     for (int st = 0; st < plan.pp; ++st) {
       StageReport sr;
       sr.stage = st;
-      sr.in_flight = cg.rank_in_flight[static_cast<std::size_t>(st)];
-      for (const auto& [first, last] : cg.rank_chunks[static_cast<std::size_t>(st)]) {
+      const auto stage_rank = static_cast<std::size_t>(st * std::max(1, plan.tp));  // replica 0, TP rank 0
+      sr.rank = static_cast<int>(stage_rank);
+      sr.in_flight = cg.rank_in_flight[stage_rank];
+      for (const auto& [first, last] : cg.rank_chunks[stage_rank]) {
         StageReport::Chunk c;
         c.first_layer = out.model.layers[first].name;
         c.last_layer = out.model.layers[last - 1].name;

@@ -70,10 +70,25 @@ MegatronDataset load_megatron_dataset(const std::string& path) {
   return d;
 }
 
+double megatron_graph_nodes(const MegatronRun& r) {
+  // Per transformer layer and micro-batch a rank runs about 50 nodes: ~13 forward kernels,
+  // ~20 backward, ~13 recomputed, and its collectives (counted from the unfused GPT layer).
+  constexpr double kNodesPerLayer = 50.0;
+  const double dp = static_cast<double>(r.gpus) / (r.tp * r.pp);
+  const double micro_batches = r.global_batch / (dp * r.micro_batch);
+  return static_cast<double>(r.gpus) * micro_batches * kMegatronSteps * kNodesPerLayer * r.layers / r.pp;
+}
+
 std::vector<std::string> megatron_missing_features(const MegatronRun& r) {
   std::vector<std::string> missing;
-  if (r.tp > 1 && r.pp > 1) missing.push_back(fmt::format("tensor parallelism inside a pipeline (tp = {}, pp = {})", r.tp, r.pp));
   if (r.recompute != "none" && r.recompute != "full") missing.push_back(fmt::format("{} recompute", r.recompute));
+  const double nodes = megatron_graph_nodes(r);
+  if (nodes > kMegatronNodeLimit) {
+    missing.push_back(fmt::format("rank folding: {} GPUs x {} micro-batches would be ~{:.0f} M execution-graph nodes "
+                                  "(the suite's limit is {:.0f} M)",
+                                  r.gpus, r.global_batch / (r.gpus / (r.tp * r.pp) * r.micro_batch), nodes / 1e6,
+                                  kMegatronNodeLimit / 1e6));
+  }
   return missing;
 }
 
@@ -99,9 +114,21 @@ strategy::Scenario megatron_scenario(const MegatronRun& r, const std::string& da
         {"precision", r.precision},
         {"optimizer", "adam"},
         {"recompute", r.recompute},
-        {"steps", 2}}},
+        {"steps", kMegatronSteps}}},
       {"workload", {{"steps", 1}}}};
-  return strategy::parse_scenario(doc, dataset_file);
+  json with_schedule = doc;
+  if (r.pp > 1) {
+    json& plan = with_schedule["plan"];
+    plan["partition"] = "uniform";
+    if (r.layers_per_virtual_stage > 0 && r.layers / r.pp / r.layers_per_virtual_stage > 1) {
+      // Megatron's interleaved schedule: num_layers_per_virtual_pipeline_stage layers per chunk.
+      plan["schedule"] = "interleaved";
+      plan["virtual_stages"] = r.layers / r.pp / r.layers_per_virtual_stage;
+    } else {
+      plan["schedule"] = "1f1b";
+    }
+  }
+  return strategy::parse_scenario(with_schedule, dataset_file);
 }
 
 }  // namespace foresight::validate

@@ -2,9 +2,8 @@
 /// Megatron-LM's SC21 Table 1 (validate/data/megatron_sc21_table1.json): GPT 1.7B to 1T trained with
 /// tensor x pipeline x data parallelism on 32 to 3072 A100s of Selene, achieved TFLOP/s per GPU.
 /// Each row is simulated on a `selene` cluster of its size with the model of
-/// validate/data/megatron_sc21/<id>.json (GPT-2 style, Megatron's shapes); rows that need what the
-/// simulator lacks (tensor parallelism inside a pipeline) are reported as unsupported with what
-/// they need, not dropped.
+/// validate/data/megatron_sc21/<id>.json (GPT-2 style, Megatron's shapes); rows too large to
+/// simulate without rank folding are reported as unsupported with what they need, not dropped.
 
 #include <string>
 #include <vector>
@@ -37,7 +36,17 @@ struct MegatronDataset {
 /// Reads the dataset; ConfigError naming file, pointer, expected and found otherwise.
 MegatronDataset load_megatron_dataset(const std::string& path);
 
-/// What the simulator lacks to run `r`; empty when none.
+/// Training steps each row simulates (the first warms up; a pipeline fills within a step).
+inline constexpr int kMegatronSteps = 2;
+/// The largest execution graph the suite simulates: 5 M nodes (the 256-GPU row, ~4 M, takes
+/// ~20 s on one core). Larger rows wait for rank folding (identical ranks simulated once).
+inline constexpr double kMegatronNodeLimit = 5e6;
+
+/// Estimated execution-graph nodes of row `r`: GPUs x micro-batches x steps x its layers per
+/// stage x ~50 nodes per layer.
+double megatron_graph_nodes(const MegatronRun& r);
+
+/// What the simulator lacks to run `r` in the suite; empty when none.
 std::vector<std::string> megatron_missing_features(const MegatronRun& r);
 
 /// The paper's model FLOPs per iteration, with full recompute (N21 Eq. 3):

@@ -13,6 +13,7 @@
 #include "strategies/memory_model.hpp"
 #include "strategies/model_builder.hpp"
 #include "strategies/model_zoo.hpp"
+#include "strategies/pipeline.hpp"
 #include "strategies/tensor_parallel.hpp"
 #include "tests/training/toy_model.hpp"
 
@@ -206,4 +207,44 @@ TEST_CASE("TP splits a fused attention kernel by heads", "[training][tp]") {
   REQUIRE(one.type == sim::OpType::attention);
   REQUIRE(two.flops == Approx(one.flops / 2));
   REQUIRE(two.shape[0] * 2 == one.shape[0]);  // heads x micro-batch
+}
+
+TEST_CASE("TP inside a 1F1B pipeline: TP innermost, p2p between the same TP rank of adjacent stages", "[training][tp]") {
+  const auto m = gpt();
+  auto p = plan(2, true);
+  p.pp = 2;
+  p.schedule = strategy::Schedule::one_f_one_b;
+  p.partition = strategy::PartitionMode::uniform;
+  p.grad_accum = 4;
+  p.global_batch = 8;
+  const strategy::ComputeModel compute(dgx().gpu_model(0));
+  const auto c = strategy::compile_pipeline(m, p, dgx(), compute);
+  const auto& g = c.graph;
+  REQUIRE(g.ranks() == 4);
+  const auto& t = *m.transformer;
+  int sends = 0;
+  std::map<sim::RankId, int> tp_layers;  // rank -> TP collectives of h.0 (stage 0) or h.11 (stage 1)
+  for (const auto& node : g.nodes) {
+    if (node.kind == sim::OpKind::send) {
+      // Stage 0 is ranks 0-1, stage 1 ranks 2-3: TP rank j talks to TP rank j.
+      REQUIRE(node.peer == (node.rank < 2 ? node.rank + 2 : node.rank - 2));
+      // Sequence parallelism: each TP rank sends its half of the sequence (Megatron's [s/t, b, h]).
+      REQUIRE(node.bytes == Approx(2.0 * t.seq_len * 2 * t.hidden / 2));
+      ++sends;
+    }
+    if (node.stream == strategy::streams::tensor_parallel) {
+      const std::string& name = g.names[node.name];
+      if (name.find(" h.0.") != std::string::npos || name.find(" h.11.") != std::string::npos) ++tp_layers[node.rank];
+    }
+  }
+  REQUIRE(sends == 4 * 4);  // 4 micro-batches, activations down and gradients up, on 2 TP ranks each
+  for (sim::RankId r = 0; r < 4; ++r) {
+    INFO("rank " << r);
+    REQUIRE(tp_layers[r] == 4 * (4 + 6));  // per micro-batch: 2 AG + 2 RS forward, 4 AG + 2 RS backward
+  }
+  const auto run = sim::execute(g, dgx(), sim::CollectiveConfig{}, sim::NetworkKind::flow);
+  REQUIRE(run.makespan.seconds() > 0.0);
+  // The stage's memory holds half the parameters of a TP-free stage.
+  REQUIRE(strategy::tp_rank_params(m, 2, c.rank_chunks[0][0].first, c.rank_chunks[0][0].second) <
+          0.6 * strategy::tp_rank_params(m, 1, c.rank_chunks[0][0].first, c.rank_chunks[0][0].second));
 }

@@ -23,8 +23,11 @@ TEST_CASE("Megatron SC21 rows: models have N21's parameter counts, scenarios the
     REQUIRE(static_cast<double>(model.params()) == Approx(eq2).epsilon(1e-3));
     // The table's sizes are rounded: within 5% (1.7 B is 1.65 B by Eq. 2).
     REQUIRE(static_cast<double>(model.params()) / 1e9 == Approx(r.params_b).epsilon(0.05));
-    if (!validate::megatron_missing_features(r).empty()) continue;
     const auto s = validate::megatron_scenario(r, file);
+    if (r.layers_per_virtual_stage > 0 && r.layers / r.pp > r.layers_per_virtual_stage) {
+      REQUIRE(s.plan.schedule == strategy::Schedule::interleaved);
+      REQUIRE(s.plan.virtual_stages * r.layers_per_virtual_stage * r.pp == r.layers);
+    }
     REQUIRE(s.plan.tp == r.tp);
     REQUIRE(s.plan.pp == r.pp);
     REQUIRE(s.plan.dp * r.tp * r.pp == r.gpus);

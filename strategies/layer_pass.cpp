@@ -1,0 +1,132 @@
+#include "strategies/layer_pass.hpp"
+
+#include <algorithm>
+
+namespace foresight::strategy {
+
+using sim::NodeId;
+
+namespace {
+
+bool is_wgrad(const OpTemplate& t) {
+  return t.type == sim::OpType::conv_wgrad || t.kernel.find("wgrad") != std::string::npos;
+}
+
+}  // namespace
+
+LayerPass::LayerPass(const Model& model, const Plan& plan, const std::vector<TpExchanges>& tp, RankEmitter& e,
+                     std::uint32_t dp_comm, bool layer_recompute, int micro)
+    : model_(model),
+      plan_(plan),
+      tp_(tp),
+      e_(e),
+      dp_comm_(dp_comm),
+      layer_recompute_(layer_recompute),
+      zero3_(plan.zero == 3 && plan.dp > 1),
+      micro_(micro) {}
+
+NodeId LayerPass::collectives(const std::vector<TpCollective>& list, std::vector<NodeId> after, sim::Phase phase) {
+  std::erase(after, kNoNode);
+  NodeId prev = kNoNode;
+  for (const TpCollective& c : list) {
+    prev = e_.tp_collective(c, prev == kNoNode ? after : std::vector<NodeId>{prev}, phase, micro_);
+  }
+  return prev;
+}
+
+NodeId LayerPass::run(const OpTemplate& t, std::size_t i, sim::Phase phase, sim::Time dispatch) {
+  std::erase(waits_, kNoNode);
+  last_ = e_.kernel(t, i, micro_, phase, dispatch, std::move(waits_));
+  waits_.clear();
+  return last_;
+}
+
+NodeId LayerPass::gather(std::size_t i, sim::Phase phase) {
+  // ZeRO-3 gathers a layer's parameters before each use; the NCCL stream runs the gathers in
+  // order, ahead of the compute stream (DeepSpeed's prefetch).
+  const double bytes = tp_layer_params(model_.layers[i], plan_.tp) * parameter_bytes(plan_.precision);
+  return e_.dp_collective(sim::CollectiveOp::all_gather, bytes, model_.layers[i].name + " parameters", dp_comm_, {},
+                          phase, micro_);
+}
+
+void LayerPass::forward_layer(std::size_t i) {
+  if (zero3_ && model_.layers[i].params > 0) waits_.push_back(gather(i, sim::Phase::forward));
+  if (!tp_[i].forward_before.empty()) {
+    std::vector<NodeId> after = waits_;
+    after.push_back(last_);
+    waits_ = {collectives(tp_[i].forward_before, std::move(after), sim::Phase::forward)};
+  }
+  for (const OpTemplate& t : model_.layers[i].fwd) run(t, i, sim::Phase::forward, plan_.dispatch_forward);
+  if (!tp_[i].forward_after.empty()) waits_.push_back(collectives(tp_[i].forward_after, {last_}, sim::Phase::forward));
+}
+
+NodeId LayerPass::ready() {
+  std::erase(waits_, kNoNode);
+  if (waits_.empty()) return last_;
+  std::vector<NodeId> deps = waits_;
+  if (last_ != kNoNode) deps.push_back(last_);
+  if (deps.size() == 1) return deps.front();
+  sim::Node n = e_.make(sim::OpKind::sync, streams::compute, "wait for tensor-parallel collectives", sim::Phase::other);
+  n.deps = std::move(deps);
+  n.micro_batch = micro_;
+  waits_.clear();
+  return last_ = e_.graph().add(n);
+}
+
+NodeId LayerPass::forward(std::size_t first, std::size_t last, NodeId in) {
+  if (in != kNoNode) waits_.push_back(in);
+  for (std::size_t i = first; i < last; ++i) forward_layer(i);
+  return ready();
+}
+
+NodeId LayerPass::backward(std::size_t first, std::size_t last, NodeId in, bool reduce, std::vector<NodeId>& comm,
+                           const std::function<void(std::size_t, NodeId)>& after_layer) {
+  std::vector<NodeId> pending;  // input-gradient collectives the previous layer's backward waits for
+  if (in != kNoNode) pending.push_back(in);
+  for (std::size_t i = last; i-- > first;) {
+    const Layer& layer = model_.layers[i];
+    // Recompute before the backward: a whole block's forward (full) or the attention core's
+    // (selective), with its forward collectives.
+    const bool block_end =
+        layer.block >= 0 && (i + 1 == model_.layers.size() || model_.layers[i + 1].block != layer.block);
+    if (layer_recompute_ && ((plan_.recompute == Recompute::full && block_end) ||
+                             (plan_.recompute == Recompute::selective && layer.saved_score_elems > 0.0))) {
+      std::size_t begin = i;
+      while (plan_.recompute == Recompute::full && begin > first && model_.layers[begin - 1].block == layer.block) --begin;
+      waits_.insert(waits_.end(), pending.begin(), pending.end());
+      for (std::size_t k = begin; k <= i; ++k) forward_layer(k);
+      pending = std::move(waits_);
+      waits_.clear();
+    }
+    // The backward waits for the input-gradient collectives of the layer after it, for its own
+    // gathers (which follow those), and under ZeRO-3 for its parameters.
+    if (!tp_[i].backward_before.empty()) {
+      std::vector<NodeId> after = pending;
+      after.push_back(last_);
+      pending = {collectives(tp_[i].backward_before, std::move(after), sim::Phase::backward)};
+    }
+    if (zero3_ && layer.params > 0) pending.push_back(gather(i, sim::Phase::backward));
+    waits_ = std::move(pending);
+    pending.clear();
+    NodeId dgrad = kNoNode;
+    for (const OpTemplate& t : layer.bwd) {
+      const bool w = is_wgrad(t);
+      run(t, i, w ? sim::Phase::wgrad : sim::Phase::backward, plan_.dispatch_backward);
+      if (!w && dgrad == kNoNode) dgrad = last_;
+    }
+    if (!tp_[i].backward_after_dgrad.empty() && dgrad != kNoNode) {
+      pending.push_back(collectives(tp_[i].backward_after_dgrad, {dgrad}, sim::Phase::backward));
+    }
+    if (reduce && zero3_ && layer.params > 0) {
+      // Each layer's gradients are reduce-scattered once its backward is done.
+      const double bytes = tp_layer_params(layer, plan_.tp) * gradient_bytes_per_param(plan_);
+      comm.push_back(e_.dp_collective(sim::CollectiveOp::reduce_scatter, bytes, layer.name + " gradients", dp_comm_,
+                                      {last_}, sim::Phase::backward, micro_));
+    }
+    after_layer(i, last_);
+  }
+  waits_ = std::move(pending);
+  return ready();
+}
+
+}  // namespace foresight::strategy

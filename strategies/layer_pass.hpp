@@ -1,0 +1,55 @@
+#pragma once
+/// One micro-batch's pass through a range of layers on one rank, with what surrounds the kernels:
+/// the layers' tensor-parallel collectives (tensor_parallel.hpp), ZeRO-3's parameter gathers and
+/// gradient reduce-scatters, and per-layer recompute (full: a transformer layer's forward again
+/// before its backward; selective: the attention core's). Data parallelism runs it over the whole
+/// model; a pipeline stage over its chunk.
+
+#include <functional>
+#include <vector>
+
+#include "strategies/rank_emitter.hpp"
+#include "strategies/tensor_parallel.hpp"
+
+namespace foresight::strategy {
+
+class LayerPass {
+ public:
+  /// `tp` holds tp_exchanges() of every layer of `model`. `layer_recompute`: whether
+  /// plan.recompute is applied per layer here (data parallelism) rather than per stage.
+  LayerPass(const Model& model, const Plan& plan, const std::vector<TpExchanges>& tp, RankEmitter& e,
+            std::uint32_t dp_comm, bool layer_recompute, int micro);
+
+  /// Forward kernels of layers [first, last), the first waiting for `in` (kNoNode: nothing).
+  /// Returns the node after which the output is ready (the last kernel, or the collective that
+  /// completes it).
+  sim::NodeId forward(std::size_t first, std::size_t last, sim::NodeId in);
+
+  /// Backward kernels of layers [first, last), last to first, the first waiting for `in`. After
+  /// each layer's kernels, `after_layer(i, its last kernel)` (gradient buckets). ZeRO-3's
+  /// reduce-scatters go to `comm` when `reduce`. Returns the node after which the input gradient
+  /// is ready.
+  sim::NodeId backward(std::size_t first, std::size_t last, sim::NodeId in, bool reduce, std::vector<sim::NodeId>& comm,
+                       const std::function<void(std::size_t, sim::NodeId)>& after_layer);
+
+ private:
+  sim::NodeId collectives(const std::vector<TpCollective>& list, std::vector<sim::NodeId> after, sim::Phase phase);
+  sim::NodeId run(const OpTemplate& t, std::size_t i, sim::Phase phase, sim::Time dispatch);
+  sim::NodeId gather(std::size_t i, sim::Phase phase);
+  void forward_layer(std::size_t i);
+  /// The node after which everything emitted so far that the next consumer needs is done.
+  sim::NodeId ready();
+
+  const Model& model_;
+  const Plan& plan_;
+  const std::vector<TpExchanges>& tp_;
+  RankEmitter& e_;
+  std::uint32_t dp_comm_;
+  bool layer_recompute_;
+  bool zero3_;
+  int micro_;
+  sim::NodeId last_ = kNoNode;           ///< the last kernel on the compute stream
+  std::vector<sim::NodeId> waits_;       ///< what the next kernel must wait for
+};
+
+}  // namespace foresight::strategy
