@@ -138,6 +138,10 @@ struct Plan {
   /// FlashAttention-style fused attention kernels instead of Megatron's unfused core (which
   /// the SC21 runs used).
   bool fused_attention = false;
+  /// The framework's matrix kernels (GEMMs, fused attention) relative to the compute model's
+  /// benchmark-derived rate, where no profile measured them: 1 means cuBLASLt benchmark speed.
+  /// A fitted constant (the Megatron SC21 calibration row sets it for those runs).
+  double gemm_efficiency = 1.0;
 };
 
 /// Bytes per element of activations, of parameters as stored (master weights), and of gradients.

@@ -71,6 +71,10 @@ sim::NodeId RankEmitter::kernel(const OpTemplate& t, std::size_t index, int micr
                                            cluster_.gpu(0).compute_capability);
   sim::Node n = make(sim::OpKind::compute, streams::compute, layer.name + "." + t.kernel, phase);
   n.duration = compute_.duration(sig);
+  const bool matrix = sig.type == sim::OpType::gemm || sig.type == sim::OpType::attention;
+  if (matrix && plan_.gemm_efficiency != 1.0 && !compute_.profiled(sig)) {
+    n.duration = sim::Time::from_seconds(n.duration.seconds() / plan_.gemm_efficiency);
+  }
   n.dispatch = dispatch;
   n.signature = g_.add_signature(sig);
   n.layer = static_cast<int>(index);

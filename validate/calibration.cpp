@@ -28,6 +28,10 @@ constexpr std::string_view kDdpMethod =
     "golden-section search over log(input_rate) in [10, 1e6] samples/s for the least squared relative error of the "
     "simulated 10-epoch times of the data-parallel calibration rows";
 
+constexpr std::string_view kMegatronMethod =
+    "golden-section search over log(gemm_efficiency) in [0.3, 2] for the least squared relative error of the "
+    "simulated TFLOP/s per GPU (the paper's FLOP count over the iteration) of the declared calibration rows";
+
 std::string gpipe_method() {
   return "grid search for the least squared relative error of the simulated 10-epoch times of the pipeline_gpipe "
          "calibration rows: microbatch_overhead in {0, 20, ..., 160} us x dispatch_gil in {3, 4, ..., 8} us (8 us is "
@@ -59,8 +63,8 @@ Calibration load_calibration(const std::string& path) {
   const JsonReader r(path, sim::ErrorKind::config);
   const json doc = r.parse_file();
   const JsonPath root;
-  r.check_object(doc, {"description", "collectives", "compute", "thetagpu_ddp", "thetagpu_gpipe"}, root,
-                 "a calibration file");
+  r.check_object(doc, {"description", "collectives", "compute", "thetagpu_ddp", "thetagpu_gpipe", "megatron_sc21"},
+                 root, "a calibration file");
   Calibration c;
   c.collectives = parse_collective_calibration(r, r.require(doc, "collectives", root, "a calibration file"),
                                                root.at("collectives"));
@@ -94,6 +98,14 @@ Calibration load_calibration(const std::string& path) {
     c.thetagpu_gpipe.dispatch_gil = r.time_at(o, "dispatch_gil", p, what);
     c.thetagpu_gpipe.fitted_on = ids_at(r, o, p, what);
   }
+  {
+    const JsonPath p = root.at("megatron_sc21");
+    const json& o = r.require(doc, "megatron_sc21", root, "a calibration file");
+    constexpr std::string_view what = "the Megatron SC21 calibration";
+    r.check_object(o, {"gemm_efficiency", "fitted_on", "method"}, p, what);
+    c.megatron.gemm_efficiency = positive_at(r, o, "gemm_efficiency", p, what);
+    c.megatron.fitted_on = ids_at(r, o, p, what);
+  }
   return c;
 }
 
@@ -118,6 +130,9 @@ std::string to_json_text(const Calibration& c) {
                                {"dispatch_gil", us_text(c.thetagpu_gpipe.dispatch_gil)},
                                {"fitted_on", c.thetagpu_gpipe.fitted_on},
                                {"method", gpipe_method()}};
+  doc["megatron_sc21"] = json{{"gemm_efficiency", c.megatron.gemm_efficiency},
+                              {"fitted_on", c.megatron.fitted_on},
+                              {"method", kMegatronMethod}};
   return doc.dump(1) + "\n";
 }
 
@@ -152,6 +167,7 @@ void check_provenance(const Calibration& c, const CaseRoles& roles, const std::s
   }
   if (parts.thetagpu_ddp) check(c.thetagpu_ddp.fitted_on, "/thetagpu_ddp");
   if (parts.thetagpu_gpipe) check(c.thetagpu_gpipe.fitted_on, "/thetagpu_gpipe");
+  if (parts.megatron) check(c.megatron.fitted_on, "/megatron_sc21");
 }
 
 std::vector<ComputeCalibration> fit_compute(const std::vector<ThroughputCase>& cases) {

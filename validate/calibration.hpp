@@ -6,7 +6,9 @@
 /// - "compute": per GPU generation, the GEMM cap and the achievable HBM fraction, each the ratio
 ///   of one calibration case of gemm_and_memory to the datasheet peak;
 /// - "thetagpu_ddp": the per-process input rate (golden-section search);
-/// - "thetagpu_gpipe": torchgpipe's per-task bookkeeping and GIL-held dispatch (grid search).
+/// - "thetagpu_gpipe": torchgpipe's per-task bookkeeping and GIL-held dispatch (grid search);
+/// - "megatron_sc21": Megatron's matrix-kernel efficiency relative to the cuBLASLt benchmark
+///   (golden-section search on the declared SC21 row).
 /// `foresight validate --calibrate` refits all of them from the datasets' calibration cases and
 /// rewrites the file; plain `foresight validate`, `simulate` and the tests read it. A prediction
 /// case never feeds a constant: check_provenance rejects a file that names one.
@@ -18,6 +20,7 @@
 #include "strategies/simulation.hpp"
 #include "validate/collective_calibration.hpp"
 #include "validate/gemm_dataset.hpp"
+#include "validate/megatron_dataset.hpp"
 #include "validate/nccl_dataset.hpp"
 #include "validate/thetagpu_dataset.hpp"
 
@@ -38,6 +41,7 @@ struct Calibration {
   std::vector<ComputeCalibration> compute;
   DdpCalibration thetagpu_ddp;
   GpipeCalibration thetagpu_gpipe;
+  MegatronCalibration megatron;
 };
 
 /// Reads a calibration file; ConfigError naming file, pointer, expected and found otherwise.
@@ -63,6 +67,7 @@ struct CalibrationParts {
   bool compute = true;
   bool thetagpu_ddp = true;
   bool thetagpu_gpipe = true;
+  bool megatron = true;
 };
 
 /// ConfigError naming `path` and the pointer of the offending entry when a checked constant's

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -97,7 +98,7 @@ double megatron_flops_per_iteration(const MegatronRun& r) {
   return 96.0 * b * s * l * h * h * (1.0 + s / (6.0 * h) + v / (16.0 * l * h));
 }
 
-strategy::Scenario megatron_scenario(const MegatronRun& r, const std::string& dataset_file) {
+strategy::Scenario megatron_scenario(const MegatronRun& r, const std::string& dataset_file, double gemm_efficiency) {
   using nlohmann::json;
   const std::string config =
       (std::filesystem::path(dataset_file).parent_path() / "megatron_sc21" / (r.id + ".json")).string();
@@ -114,6 +115,7 @@ strategy::Scenario megatron_scenario(const MegatronRun& r, const std::string& da
         {"precision", r.precision},
         {"optimizer", "adam"},
         {"recompute", r.recompute},
+        {"gemm_efficiency", gemm_efficiency},
         {"steps", kMegatronSteps}}},
       {"workload", {{"steps", 1}}}};
   json with_schedule = doc;
@@ -129,6 +131,53 @@ strategy::Scenario megatron_scenario(const MegatronRun& r, const std::string& da
     }
   }
   return strategy::parse_scenario(with_schedule, dataset_file);
+}
+
+double megatron_predicted_tflops(const MegatronRun& r, const std::string& dataset_file, double gemm_efficiency,
+                                 const strategy::SimulationInputs& inputs, double* iteration_s) {
+  const auto out = strategy::simulate_scenario(megatron_scenario(r, dataset_file, gemm_efficiency), inputs);
+  if (iteration_s != nullptr) *iteration_s = out.report.iteration_time_s;
+  return megatron_flops_per_iteration(r) / (out.report.iteration_time_s * r.gpus) * 1e-12;
+}
+
+MegatronCalibration fit_megatron(const MegatronDataset& d, const std::string& dataset_file,
+                                 const strategy::SimulationInputs& inputs) {
+  std::vector<const MegatronRun*> cal;
+  for (const MegatronRun& r : d.runs) {
+    if (r.role == Role::calibration && megatron_missing_features(r).empty()) cal.push_back(&r);
+  }
+  if (cal.empty()) throw sim::ConfigError(fmt::format("{}: no calibration row the simulator can run", dataset_file));
+  auto cost = [&](double log_eff) {
+    double sum = 0.0;
+    for (const MegatronRun* r : cal) {
+      const double t = megatron_predicted_tflops(*r, dataset_file, std::exp(log_eff), inputs);
+      sum += std::pow(t / r->tflops_per_gpu - 1.0, 2);
+    }
+    return sum;
+  };
+  const double phi = (std::sqrt(5.0) - 1.0) / 2.0;
+  double a = std::log(0.3), b = std::log(2.0);
+  double c1 = b - phi * (b - a), c2 = a + phi * (b - a);
+  double f1 = cost(c1), f2 = cost(c2);
+  while (b - a > 1e-4) {
+    if (f1 < f2) {
+      b = c2;
+      c2 = c1;
+      f2 = f1;
+      c1 = b - phi * (b - a);
+      f1 = cost(c1);
+    } else {
+      a = c1;
+      c1 = c2;
+      f1 = f2;
+      c2 = a + phi * (b - a);
+      f2 = cost(c2);
+    }
+  }
+  MegatronCalibration c;
+  c.gemm_efficiency = std::exp(0.5 * (a + b));
+  for (const MegatronRun* r : cal) c.fitted_on.push_back(r->id);
+  return c;
 }
 
 }  // namespace foresight::validate

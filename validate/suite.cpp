@@ -103,7 +103,8 @@ void run_gemm(const DatasetEntry& e, DatasetResult& out) {
   }
 }
 
-void run_megatron(const DatasetEntry& e, const strategy::SimulationInputs& inputs, DatasetResult& out) {
+void run_megatron(const DatasetEntry& e, double gemm_efficiency, const strategy::SimulationInputs& inputs,
+                  DatasetResult& out) {
   const MegatronDataset d = load_megatron_dataset(e.file);
   out.source = d.source;
   for (const MegatronRun& r : d.runs) {
@@ -118,11 +119,10 @@ void run_megatron(const DatasetEntry& e, const strategy::SimulationInputs& input
       out.cases.push_back(std::move(c));
       continue;
     }
-    const auto sim = strategy::simulate_scenario(megatron_scenario(r, e.file), inputs);
-    const double predicted = megatron_flops_per_iteration(r) / (sim.report.iteration_time_s * r.gpus) * 1e-12;
+    double iteration = 0.0;
+    const double predicted = megatron_predicted_tflops(r, e.file, gemm_efficiency, inputs, &iteration);
     CaseResult c = measured_case(r.id, r.role, predicted, r.tflops_per_gpu, "TFLOP/s per GPU");
-    c.note = fmt::format("tp {} x pp {} x dp {}, iteration {:.3f} s", r.tp, r.pp, r.gpus / (r.tp * r.pp),
-                         sim.report.iteration_time_s);
+    c.note = fmt::format("tp {} x pp {} x dp {}, iteration {:.3f} s", r.tp, r.pp, r.gpus / (r.tp * r.pp), iteration);
     out.cases.push_back(std::move(c));
   }
 }
@@ -275,6 +275,7 @@ std::vector<DatasetResult> run_suite(const Suite& suite, const Calibration& cali
   parts.compute = find_kind(suite, DatasetKind::gemm_and_memory) != nullptr;
   parts.thetagpu_ddp = find_kind(suite, DatasetKind::thetagpu_ddp) != nullptr;
   parts.thetagpu_gpipe = find_kind(suite, DatasetKind::thetagpu_gpipe) != nullptr;
+  parts.megatron = find_kind(suite, DatasetKind::megatron_sc21) != nullptr;
   check_provenance(calibration, case_roles(suite), calibration_path, parts);
   check_compute_constants(calibration, calibration_path);
   strategy::SimulationInputs inputs;
@@ -298,7 +299,7 @@ std::vector<DatasetResult> run_suite(const Suite& suite, const Calibration& cali
         run_gemm(e, r);
         break;
       case DatasetKind::megatron_sc21:
-        run_megatron(e, inputs, r);
+        run_megatron(e, calibration.megatron.gemm_efficiency, inputs, r);
         break;
     }
     summarize(r);
@@ -323,6 +324,8 @@ Calibration calibrate(const Suite& suite) {
   const ThetaDataset gpipe =
       load_thetagpu_dataset(need_kind(suite, DatasetKind::thetagpu_gpipe, "fit the GPipe constants").file);
   c.thetagpu_gpipe = fit_thetagpu_gpipe(gpipe, c.thetagpu_ddp.input_rate, inputs);
+  const std::string megatron = need_kind(suite, DatasetKind::megatron_sc21, "fit the Megatron GEMM efficiency").file;
+  c.megatron = fit_megatron(load_megatron_dataset(megatron), megatron, inputs);
   return c;
 }
 

@@ -359,6 +359,9 @@ TEST_CASE("foresight validate --calibrate refits the stored constants from the c
   REQUIRE(fitted.at("thetagpu_ddp").at("input_rate").get<double>() ==
           Approx(stored.at("thetagpu_ddp").at("input_rate").get<double>()).epsilon(1e-6));
   REQUIRE(fitted.at("compute") == stored.at("compute"));
+  REQUIRE(fitted.at("megatron_sc21").at("fitted_on") == nlohmann::json{"gpt-1.7b-32gpu"});
+  REQUIRE(fitted.at("megatron_sc21").at("gemm_efficiency").get<double>() ==
+          Approx(stored.at("megatron_sc21").at("gemm_efficiency").get<double>()).epsilon(1e-6));
   REQUIRE(fitted.at("collectives").at("profiles").size() == stored.at("collectives").at("profiles").size());
 }
 

@@ -248,3 +248,23 @@ TEST_CASE("TP inside a 1F1B pipeline: TP innermost, p2p between the same TP rank
   REQUIRE(strategy::tp_rank_params(m, 2, c.rank_chunks[0][0].first, c.rank_chunks[0][0].second) <
           0.6 * strategy::tp_rank_params(m, 1, c.rank_chunks[0][0].first, c.rank_chunks[0][0].second));
 }
+
+TEST_CASE("gemm_efficiency stretches unprofiled matrix kernels and nothing else", "[training]") {
+  const auto m = gpt();
+  auto durations = [&](double efficiency) {
+    auto p = plan(1, false);
+    p.gemm_efficiency = efficiency;
+    const auto c = compile(m, p);
+    std::pair<double, double> gemm_other{0.0, 0.0};
+    for (const auto& node : c.graph.nodes) {
+      if (node.rank != 0 || node.kind != sim::OpKind::compute || node.signature >= c.graph.signatures.size()) continue;
+      (c.graph.signatures[node.signature].type == sim::OpType::gemm ? gemm_other.first : gemm_other.second) +=
+          node.duration.seconds();
+    }
+    return gemm_other;
+  };
+  const auto one = durations(1.0);
+  const auto half = durations(0.5);
+  REQUIRE(half.first == Approx(2.0 * one.first).epsilon(1e-9));
+  REQUIRE(half.second == Approx(one.second).epsilon(1e-12));
+}

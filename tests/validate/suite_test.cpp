@@ -89,7 +89,8 @@ TEST_CASE("the stored calibration passes every dataset's threshold; MAPE and wor
   // folding, are reported as unsupported, each saying what it needs, not dropped.
   const auto& m = dataset(results(), "megatron_sc21_table1");
   REQUIRE(m.cases.size() == 10);
-  REQUIRE(m.predictions == 4);
+  REQUIRE(m.predictions == 3);  // the 4th simulated row is the calibration row
+  REQUIRE(m.cases[0].role == validate::Role::calibration);
   REQUIRE(m.unsupported == 6);
   for (std::size_t i = 4; i < 10; ++i) REQUIRE_THAT(m.cases[i].note, Contains("unsupported: needs rank folding"));
   REQUIRE_THAT(m.cases[3].note, Contains("tp 8 x pp 1 x dp 32"));
