@@ -8,6 +8,7 @@
 
 #include "sim/error.hpp"
 #include "topologies/json_reader.hpp"
+#include "validate/golden_section.hpp"
 
 namespace foresight::validate {
 
@@ -155,27 +156,9 @@ MegatronCalibration fit_megatron(const MegatronDataset& d, const std::string& da
     }
     return sum;
   };
-  const double phi = (std::sqrt(5.0) - 1.0) / 2.0;
-  double a = std::log(0.3), b = std::log(2.0);
-  double c1 = b - phi * (b - a), c2 = a + phi * (b - a);
-  double f1 = cost(c1), f2 = cost(c2);
-  while (b - a > 1e-4) {
-    if (f1 < f2) {
-      b = c2;
-      c2 = c1;
-      f2 = f1;
-      c1 = b - phi * (b - a);
-      f1 = cost(c1);
-    } else {
-      a = c1;
-      c1 = c2;
-      f1 = f2;
-      c2 = a + phi * (b - a);
-      f2 = cost(c2);
-    }
-  }
+  const double log_efficiency = golden_section_min(cost, std::log(0.3), std::log(2.0), 1e-4, 1000);
   MegatronCalibration c;
-  c.gemm_efficiency = std::exp(0.5 * (a + b));
+  c.gemm_efficiency = std::exp(log_efficiency);
   for (const MegatronRun* r : cal) c.fitted_on.push_back(r->id);
   return c;
 }

@@ -9,6 +9,7 @@
 
 #include "sim/error.hpp"
 #include "topologies/json_reader.hpp"
+#include "validate/golden_section.hpp"
 
 namespace foresight::validate {
 namespace {
@@ -81,27 +82,9 @@ DdpCalibration fit_thetagpu_ddp(const ThetaDataset& d, const strategy::Simulatio
     return sum;
   };
   // Golden-section search on log(rate) in [log 10, log 10^6] samples/s.
-  const double phi = (std::sqrt(5.0) - 1.0) / 2.0;
-  double a = std::log(10.0), b = std::log(1e6);
-  double c1 = b - phi * (b - a), c2 = a + phi * (b - a);
-  double f1 = cost(c1), f2 = cost(c2);
-  for (int it = 0; it < 80 && b - a > 1e-7; ++it) {
-    if (f1 < f2) {
-      b = c2;
-      c2 = c1;
-      f2 = f1;
-      c1 = b - phi * (b - a);
-      f1 = cost(c1);
-    } else {
-      a = c1;
-      c1 = c2;
-      f1 = f2;
-      c2 = a + phi * (b - a);
-      f2 = cost(c2);
-    }
-  }
+  const double log_rate = golden_section_min(cost, std::log(10.0), std::log(1e6), 1e-7, 80);
   DdpCalibration c;
-  c.input_rate = std::exp(0.5 * (a + b));
+  c.input_rate = std::exp(log_rate);
   for (const ThetaRun* r : cal) c.fitted_on.push_back(r->id);
   return c;
 }
