@@ -16,11 +16,9 @@ using sim::NodeId;
 /// Emits one data-parallel (and tensor-parallel) rank's steps.
 class RankCompiler {
  public:
-  RankCompiler(const Model& model, const Plan& plan, const std::vector<GradientBucket>& buckets, RankEmitter& e,
-               std::uint32_t dp_comm)
-      : model_(model), plan_(plan), buckets_(buckets), e_(e), dp_comm_(dp_comm) {
-    for (std::size_t i = 0; i < model.layers.size(); ++i) tp_.push_back(tp_exchanges(model, i, plan));
-  }
+  RankCompiler(const Model& model, const Plan& plan, const std::vector<GradientBucket>& buckets,
+               const std::vector<TpExchanges>& tp, RankEmitter& e, std::uint32_t dp_comm)
+      : model_(model), plan_(plan), buckets_(buckets), e_(e), dp_comm_(dp_comm), tp_(tp) {}
 
   /// Emits one training step; returns (its first node, its last node).
   std::pair<NodeId, NodeId> step(int s) {
@@ -80,7 +78,7 @@ class RankCompiler {
   const std::vector<GradientBucket>& buckets_;
   RankEmitter& e_;
   std::uint32_t dp_comm_;
-  std::vector<TpExchanges> tp_;
+  const std::vector<TpExchanges>& tp_;
 };
 
 }  // namespace
@@ -138,6 +136,7 @@ CompiledGraph compile_data_parallel(const Model& model, const Plan& plan, const 
   }
   if (model.layers.empty()) throw sim::ModelError(fmt::format("model {} has no layers", model.name));
   check_tensor_parallel(model, plan);
+  const std::vector<TpExchanges> exchanges = tp_exchanges(model, plan);
   CompiledGraph out;
   sim::ExecutionGraph& g = out.graph;
   g.stream_names = training_stream_names();
@@ -170,7 +169,7 @@ CompiledGraph compile_data_parallel(const Model& model, const Plan& plan, const 
     RankEmitter e(model, plan, cluster, compute, g, r);
     e.set_tp_communicator(tp_comm[r]);
     e.load_batches(plan.steps, plan.micro_batch * plan.grad_accum);
-    RankCompiler rc(model, plan, out.buckets, e, dp_comm[r]);
+    RankCompiler rc(model, plan, out.buckets, exchanges, e, dp_comm[r]);
     for (int s = 0; s < plan.steps; ++s) {
       const auto [first, last] = rc.step(s);
       out.step_begin[static_cast<std::size_t>(s)][r] = first;

@@ -317,8 +317,7 @@ CompiledGraph compile_pipeline(const Model& model, const Plan& plan, const topo:
                                        plan.dp, p, tp, ranks, cluster.gpu_count()));
   }
   check_tensor_parallel(model, plan);
-  std::vector<TpExchanges> exchanges;
-  for (std::size_t i = 0; i < model.layers.size(); ++i) exchanges.push_back(tp_exchanges(model, i, plan));
+  const std::vector<TpExchanges> exchanges = tp_exchanges(model, plan);
   // Rank (d x pp + s) x tp + j is TP rank j of stage s of replica d: TP innermost (inside a node),
   // then the pipeline, then data parallelism (Megatron's placement).
   auto rank_of = [&](int d, int s, int j) { return static_cast<sim::RankId>((d * p + s) * tp + j); };

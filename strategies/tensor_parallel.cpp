@@ -157,4 +157,10 @@ TpExchanges tp_exchanges(const Model& model, std::size_t index, const Plan& plan
   return x;
 }
 
+std::vector<TpExchanges> tp_exchanges(const Model& model, const Plan& plan) {
+  std::vector<TpExchanges> out;
+  for (std::size_t i = 0; i < model.layers.size(); ++i) out.push_back(tp_exchanges(model, i, plan));
+  return out;
+}
+
 }  // namespace foresight::strategy

@@ -64,5 +64,7 @@ struct TpExchanges {
   std::vector<TpCollective> backward_after_dgrad;
 };
 TpExchanges tp_exchanges(const Model& model, std::size_t index, const Plan& plan);
+/// tp_exchanges of every layer, in order (the same on every rank).
+std::vector<TpExchanges> tp_exchanges(const Model& model, const Plan& plan);
 
 }  // namespace foresight::strategy
