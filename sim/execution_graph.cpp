@@ -47,7 +47,12 @@ RankId ExecutionGraph::add_rank(GpuId gpu, std::uint32_t host) {
 }
 
 std::uint32_t ExecutionGraph::add_communicator(std::vector<RankId> ranks) {
-  communicators.push_back(Communicator{std::move(ranks)});
+  communicators.push_back(Communicator{std::move(ranks), {}});
+  return static_cast<std::uint32_t>(communicators.size() - 1);
+}
+
+std::uint32_t ExecutionGraph::add_communicator(std::vector<RankId> ranks, std::vector<std::vector<GpuId>> groups) {
+  communicators.push_back(Communicator{std::move(ranks), std::move(groups)});
   return static_cast<std::uint32_t>(communicators.size() - 1);
 }
 

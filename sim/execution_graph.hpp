@@ -81,7 +81,14 @@ struct Node {
 inline constexpr std::uint32_t kNoSignature = 0xffffffffu;
 
 struct Communicator {
-  std::vector<RankId> ranks;  ///< in communicator rank order
+  std::vector<RankId> ranks;  ///< the simulated members, in communicator rank order
+  /// A folded graph (DESIGN.md, "Identical ranks") simulates one rank for several identical
+  /// ones. Then `groups` lists the real communicators this one stands for, each as its GPUs in
+  /// communicator rank order (all of one size; a root indexes them): every group runs each
+  /// collective when the simulated members reach it, and the collective ends when the last
+  /// group's does. The simulated members' GPUs are in groups[0]. Empty: one group, the members'
+  /// own GPUs.
+  std::vector<std::vector<GpuId>> groups;
 };
 
 struct ExecutionGraph {
@@ -92,6 +99,11 @@ struct ExecutionGraph {
   /// Per host thread: the process it belongs to, whose interpreter lock its ops' `gil` parts
   /// take. Empty: every host thread is its own process.
   std::vector<std::uint32_t> host_process;
+  /// Folded graphs: per rank, the GPUs of the identical ranks it stands for besides its own (the
+  /// same count for ranks that exchange point-to-point messages). A transfer from rank a to rank
+  /// b also moves its bytes from a's k-th mirror to b's k-th, at the same time, and ends when the
+  /// last of these has. Empty: no rank has mirrors.
+  std::vector<std::vector<GpuId>> rank_mirrors;
   std::vector<Communicator> communicators;
   /// Names of the streams for reports and timelines ("host", "compute", "nccl", "dataloader").
   std::map<StreamId, std::string> stream_names{{kHostStream, "host"}};
@@ -108,6 +120,10 @@ struct ExecutionGraph {
   /// Adds a rank on `gpu` driven by host `host`; returns its id.
   RankId add_rank(GpuId gpu, std::uint32_t host);
   std::uint32_t add_communicator(std::vector<RankId> ranks);
+  /// Adds a folded communicator: simulated members `ranks`, standing for `groups`.
+  std::uint32_t add_communicator(std::vector<RankId> ranks, std::vector<std::vector<GpuId>> groups);
+  /// GPUs rank `r` stands for: 1 plus its mirrors.
+  std::size_t represents(RankId r) const { return 1 + (r < rank_mirrors.size() ? rank_mirrors[r].size() : 0); }
   /// Interns a label and returns its index.
   std::uint32_t intern(const std::string& name);
   /// Appends a node; returns its id.

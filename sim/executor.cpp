@@ -56,6 +56,12 @@ class Runner final : public EventHandler {
     running_compute_.resize(g.ranks());
     coll_arrived_.assign(index.collectives.size(), 0);
     p2p_arrived_.assign(index.transfers.size(), 0);
+    coll_pending_.assign(index.collectives.size(), 0);
+    p2p_pending_.assign(index.transfers.size(), 0);
+    // Without contention a collective's time depends only on what it is; sampled link bytes
+    // need every flow.
+    memoize_ = options.memoize && network == NetworkKind::analytical &&
+               !(!options.sample_links.empty() && options.sample_interval > Time::zero());
   }
 
   ExecutionResult run() {
@@ -106,13 +112,22 @@ class Runner final : public EventHandler {
         }
         break;
       }
-      case kCollectiveDone:
-        for (const NodeId m : index_.collectives[e.data].members) work_.push_back({Work::complete, m});
+      case kCollectiveDone: {
+        const auto c = static_cast<std::uint32_t>(e.data);
+        if (--coll_pending_[c] > 0) break;  // another group of a folded collective still runs
+        const auto& members = index_.collectives[c].members;
+        remember(collective_key(c), sim_.now() - result_.start[members.front()]);
+        for (const NodeId m : members) work_.push_back({Work::complete, m});
         break;
-      case kTransferDone:
-        work_.push_back({Work::complete, index_.transfers[e.data].send});
-        work_.push_back({Work::complete, index_.transfers[e.data].recv});
+      }
+      case kTransferDone: {
+        const auto t = static_cast<std::uint32_t>(e.data);
+        if (--p2p_pending_[t] > 0) break;  // a mirror of a folded transfer still runs
+        remember(transfer_key(t), sim_.now() - result_.start[index_.transfers[t].send]);
+        work_.push_back({Work::complete, index_.transfers[t].send});
+        work_.push_back({Work::complete, index_.transfers[t].recv});
         break;
+      }
       case kSample:
         for (std::size_t i = 0; i < options_.sample_links.size(); ++i) {
           result_.link_bytes[i].emplace_back(sim_.now(), network_->link_bytes(options_.sample_links[i]));
@@ -322,20 +337,56 @@ class Runner final : public EventHandler {
     return it->second;
   }
 
+  /// Memoized runs: a collective (communicator, op, bytes, root, algorithm) or a transfer
+  /// (sender, receiver, bytes) whose duration is already known.
+  using MemoKey = std::tuple<bool, std::uint32_t, std::uint32_t, int, double, int, int>;
+  MemoKey collective_key(std::uint32_t c) const {
+    const Node& n = g_.nodes[index_.collectives[c].members.front()];
+    return {true, n.communicator, 0, static_cast<int>(n.op), n.bytes, n.root, n.algorithm ? static_cast<int>(*n.algorithm) : -1};
+  }
+  MemoKey transfer_key(std::uint32_t t) const {
+    const Node& n = g_.nodes[index_.transfers[t].send];
+    return {false, n.rank, n.peer, 0, n.bytes, 0, 0};
+  }
+  void remember(const MemoKey& key, Time duration) {
+    if (memoize_) memo_.emplace(key, duration);
+  }
+  /// With a memoized duration: schedules `kind`'s completion after it and returns true.
+  bool replay(const MemoKey& key, std::uint32_t kind, std::uint32_t id, std::uint32_t& pending) {
+    if (!memoize_) return false;
+    const auto it = memo_.find(key);
+    if (it == memo_.end()) return false;
+    pending = 1;
+    sim_.schedule_after(it->second, self_, kind, id);
+    return true;
+  }
+
   void start_collective(std::uint32_t c) {
     const GraphIndex::Collective& coll = index_.collectives[c];
     const Node& first = g_.nodes[coll.members.front()];
+    for (const NodeId m : coll.members) {
+      result_.start[m] = sim_.now();
+      comm_changed(g_.nodes[m].rank, +1);
+    }
+    if (replay(collective_key(c), kCollectiveDone, c, coll_pending_[c])) return;
     CollectiveRequest r;
     r.op = first.op;
     r.bytes = first.bytes;
     r.root = first.root;
     r.algorithm = first.algorithm;
-    for (const RankId rank : g_.communicators[first.communicator].ranks) r.ranks.push_back(g_.rank_gpu[rank]);
-    for (const NodeId m : coll.members) {
-      result_.start[m] = sim_.now();
-      comm_changed(g_.nodes[m].rank, +1);
+    const Communicator& comm = g_.communicators[first.communicator];
+    if (comm.groups.empty()) {
+      for (const RankId rank : comm.ranks) r.ranks.push_back(g_.rank_gpu[rank]);
+      coll_pending_[c] = 1;
+      engine_.start(plan_for(r, first.communicator), FlowNotify{self_, kCollectiveDone, c});
+      return;
     }
-    engine_.start(plan_for(r, first.communicator), FlowNotify{self_, kCollectiveDone, c});
+    // Folded: every group it stands for runs it now.
+    coll_pending_[c] = static_cast<std::uint32_t>(comm.groups.size());
+    for (const auto& group : comm.groups) {
+      r.ranks = group;
+      engine_.start(plan_for(r, first.communicator), FlowNotify{self_, kCollectiveDone, c});
+    }
   }
 
   void start_transfer(std::uint32_t t) {
@@ -347,14 +398,22 @@ class Runner final : public EventHandler {
     comm_changed(s.rank, +1);
     comm_changed(s.peer, +1);
     if (src == dst) {  // both ranks on one GPU: a local copy, taken as free
+      p2p_pending_[t] = 1;
       sim_.schedule_at(sim_.now(), self_, kTransferDone, t);
       return;
     }
+    if (replay(transfer_key(t), kTransferDone, t, p2p_pending_[t])) return;
     CollectiveRequest r;
     r.op = CollectiveOp::send_recv;
     r.bytes = s.bytes;
     r.ranks = {src, dst};
+    const std::size_t mirrors = g_.represents(s.rank) - 1;
+    p2p_pending_[t] = static_cast<std::uint32_t>(1 + mirrors);
     engine_.start(plan_for(r, 0xffffffffu), FlowNotify{self_, kTransferDone, t});
+    for (std::size_t k = 0; k < mirrors; ++k) {  // folded: the mirrors' copies of it
+      r.ranks = {g_.rank_mirrors[s.rank][k], g_.rank_mirrors[s.peer][k]};
+      engine_.start(plan_for(r, 0xffffffffu), FlowNotify{self_, kTransferDone, t});
+    }
   }
 
   void complete(NodeId n) {
@@ -441,6 +500,10 @@ class Runner final : public EventHandler {
   std::vector<std::vector<NodeId>> running_compute_;
   std::vector<std::uint32_t> coll_arrived_;
   std::vector<std::uint32_t> p2p_arrived_;
+  std::vector<std::uint32_t> coll_pending_;  ///< per collective: groups still running
+  std::vector<std::uint32_t> p2p_pending_;   ///< per transfer: copies still running
+  bool memoize_ = false;
+  std::map<MemoKey, Time> memo_;
   std::map<std::tuple<std::uint32_t, int, double, int, int, std::vector<GpuId>>, CollectivePlan> plans_;
   bool sampling_ = false;
   ExecutionResult result_;

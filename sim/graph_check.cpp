@@ -57,14 +57,55 @@ void check_node(const ExecutionGraph& g, NodeId i) {
     if (std::find(members.begin(), members.end(), n.rank) == members.end()) {
       fail(g, i, fmt::format("rank {} is not a member of communicator {}", n.rank, n.communicator));
     }
+    const auto& groups = g.communicators[n.communicator].groups;
+    const std::size_t size = groups.empty() ? members.size() : groups.front().size();
     if ((n.op == CollectiveOp::broadcast || n.op == CollectiveOp::reduce) &&
-        (n.root < 0 || static_cast<std::size_t>(n.root) >= members.size())) {
-      fail(g, i, fmt::format("root {} is outside communicator {} of {} ranks", n.root, n.communicator, members.size()));
+        (n.root < 0 || static_cast<std::size_t>(n.root) >= size)) {
+      fail(g, i, fmt::format("root {} is outside communicator {} of {} ranks", n.root, n.communicator, size));
     }
     if (n.op == CollectiveOp::send_recv) fail(g, i, "send_recv is expressed as a send node and a recv node");
   }
   if ((n.kind == OpKind::send || n.kind == OpKind::recv) && (n.peer >= g.ranks() || n.peer == n.rank)) {
     fail(g, i, fmt::format("peer {} is not another rank", n.peer));
+  }
+}
+
+/// A folded graph's groups and mirrors name real GPUs, consistently.
+void check_folding(const ExecutionGraph& g, const Fabric& fabric) {
+  const auto check_gpu = [&](GpuId gpu, const std::string& where) {
+    if (gpu >= fabric.gpu_count()) {
+      throw GraphError(fmt::format("execution graph: {} names GPU {}, but the cluster has {} GPUs", where, gpu,
+                                   fabric.gpu_count()));
+    }
+  };
+  for (std::size_t c = 0; c < g.communicators.size(); ++c) {
+    const Communicator& comm = g.communicators[c];
+    if (comm.groups.empty()) continue;
+    const std::size_t size = comm.groups.front().size();
+    if (size < comm.ranks.size()) {
+      throw GraphError(fmt::format("execution graph: communicator {} has {} simulated members but groups of {} GPUs", c,
+                                   comm.ranks.size(), size));
+    }
+    for (std::size_t k = 0; k < comm.groups.size(); ++k) {
+      if (comm.groups[k].size() != size) {
+        throw GraphError(fmt::format("execution graph: communicator {}: group {} has {} GPUs, group 0 has {}", c, k,
+                                     comm.groups[k].size(), size));
+      }
+      for (const GpuId gpu : comm.groups[k]) check_gpu(gpu, fmt::format("communicator {} group {}", c, k));
+    }
+    for (const RankId r : comm.ranks) {
+      const auto& first = comm.groups.front();
+      if (r < g.ranks() && std::find(first.begin(), first.end(), g.rank_gpu[r]) == first.end()) {
+        throw GraphError(fmt::format("execution graph: communicator {}: member rank {} runs on GPU {}, which is not in "
+                                     "its first group", c, r, g.rank_gpu[r]));
+      }
+    }
+  }
+  if (!g.rank_mirrors.empty() && g.rank_mirrors.size() != g.ranks()) {
+    throw GraphError(fmt::format("execution graph: {} ranks but mirrors for {}", g.ranks(), g.rank_mirrors.size()));
+  }
+  for (std::size_t r = 0; r < g.rank_mirrors.size(); ++r) {
+    for (const GpuId gpu : g.rank_mirrors[r]) check_gpu(gpu, fmt::format("rank {}'s mirrors", r));
   }
 }
 
@@ -92,6 +133,7 @@ GraphIndex check_graph(const ExecutionGraph& g, const Fabric& fabric) {
       }
     }
   }
+  check_folding(g, fabric);
   GraphIndex x;
   const std::size_t n = g.nodes.size();
   x.stream_of.assign(n, 0xffffffffu);
@@ -173,6 +215,12 @@ GraphIndex check_graph(const ExecutionGraph& g, const Fabric& fabric) {
       if (g.nodes[s].bytes != g.nodes[v].bytes) {
         throw GraphError(fmt::format("execution graph: {} sends {} bytes but {} receives {}", describe(g, s),
                                      g.nodes[s].bytes, describe(g, v), g.nodes[v].bytes));
+      }
+      if (g.represents(g.nodes[s].rank) != g.represents(g.nodes[v].rank)) {
+        throw GraphError(fmt::format("execution graph: {} stands for {} GPUs but its receiver {} for {}: a folded "
+                                     "transfer needs as many mirrors on both sides",
+                                     describe(g, s), g.represents(g.nodes[s].rank), describe(g, v),
+                                     g.represents(g.nodes[v].rank)));
       }
       x.transfer_of[s] = x.transfer_of[v] = static_cast<std::uint32_t>(x.transfers.size());
       x.transfers.push_back({s, v});
