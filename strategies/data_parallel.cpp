@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "sim/error.hpp"
+#include "strategies/hybrid_layout.hpp"
 #include "strategies/layer_pass.hpp"
 
 namespace foresight::strategy {
@@ -140,24 +141,23 @@ CompiledGraph compile_data_parallel(const Model& model, const Plan& plan, const 
   CompiledGraph out;
   sim::ExecutionGraph& g = out.graph;
   g.stream_names = training_stream_names();
-  // Rank d x tp + j is TP rank j of replica d on GPU d x tp + j: TP groups are consecutive GPUs,
-  // inside a node when tp divides the node's GPUs (Megatron's tp-dp order).
+  // TP rank j of replica d runs on GPU d x tp + j: TP groups are consecutive GPUs, inside a node
+  // when tp divides the node's GPUs (Megatron's tp-dp order). Identical ranks fold.
+  const HybridLayout layout(plan, 1, cluster);
+  layout.add_ranks(g);
+  out.folding = layout.describe();
   std::vector<sim::RankId> ranks;
-  for (int r = 0; r < world; ++r) ranks.push_back(g.add_rank(static_cast<sim::GpuId>(r), static_cast<std::uint32_t>(r)));
-  std::vector<std::uint32_t> dp_comm(static_cast<std::size_t>(world));
-  std::vector<std::uint32_t> tp_comm(static_cast<std::size_t>(world));
-  for (int j = 0; j < tp; ++j) {
-    std::vector<sim::RankId> group;
-    for (int d = 0; d < plan.dp; ++d) group.push_back(ranks[static_cast<std::size_t>(d * tp + j)]);
-    const auto c = g.add_communicator(group);
-    for (const sim::RankId r : group) dp_comm[r] = c;
+  for (sim::RankId r = 0; r < g.ranks(); ++r) ranks.push_back(r);
+  std::vector<std::uint32_t> dp_comm(ranks.size());
+  std::vector<std::uint32_t> tp_comm(ranks.size());
+  for (int j = 0; j < layout.live_tp(); ++j) {
+    const auto c = layout.add_dp_communicator(g, 0, j);
+    for (int d = 0; d < layout.live_dp(); ++d) dp_comm[layout.rank(d, 0, j)] = c;
   }
   if (tp > 1) {
-    for (int d = 0; d < plan.dp; ++d) {
-      std::vector<sim::RankId> group;
-      for (int j = 0; j < tp; ++j) group.push_back(ranks[static_cast<std::size_t>(d * tp + j)]);
-      const auto c = g.add_communicator(group);
-      for (const sim::RankId r : group) tp_comm[r] = c;
+    for (int d = 0; d < layout.live_dp(); ++d) {
+      const auto c = layout.add_tp_communicator(g, d, 0);
+      for (int j = 0; j < layout.live_tp(); ++j) tp_comm[layout.rank(d, 0, j)] = c;
     }
   }
   out.buckets = plan.framework == Framework::ddp

@@ -5,6 +5,7 @@
 /// mixed precision, a host input pipeline and per-step framework overhead. A strategy is a pure
 /// function of (model, plan, cluster, compute model): it never touches the simulator.
 
+#include <string>
 #include <vector>
 
 #include "sim/execution_graph.hpp"
@@ -28,6 +29,10 @@ struct CompiledGraph {
   std::vector<std::vector<std::pair<std::size_t, std::size_t>>> rank_chunks;
   std::vector<double> rank_activation_peak_bytes;
   std::vector<int> rank_in_flight;
+  /// Pipelines: the rank of each stage's replica 0, TP rank 0.
+  std::vector<sim::RankId> stage_ranks;
+  /// What folding did (HybridLayout::describe), empty when nothing folded.
+  std::string folding;
 };
 
 /// DDP buckets: parameters in registration (forward) order fill buckets that close at the first

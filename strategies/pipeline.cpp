@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "sim/error.hpp"
+#include "strategies/hybrid_layout.hpp"
 #include "strategies/layer_pass.hpp"
 #include "strategies/memory_model.hpp"
 
@@ -318,60 +319,54 @@ CompiledGraph compile_pipeline(const Model& model, const Plan& plan, const topo:
   }
   check_tensor_parallel(model, plan);
   const std::vector<TpExchanges> exchanges = tp_exchanges(model, plan);
-  // Rank (d x pp + s) x tp + j is TP rank j of stage s of replica d: TP innermost (inside a node),
-  // then the pipeline, then data parallelism (Megatron's placement).
-  auto rank_of = [&](int d, int s, int j) { return static_cast<sim::RankId>((d * p + s) * tp + j); };
+  // TP rank j of stage s of replica d runs on GPU (d x pp + s) x tp + j: TP innermost (inside a
+  // node), then the pipeline, then data parallelism (Megatron's placement). Identical ranks fold.
+  const HybridLayout layout(plan, p, cluster);
   const int cc = cluster.gpu(0).compute_capability;
   const auto chunks = partition_model(model, plan, compute, cc);
   CompiledGraph out;
   sim::ExecutionGraph& g = out.graph;
   g.stream_names = training_stream_names();
+  out.folding = layout.describe();
   // A host thread per rank. One process per stage (per_stage), or one per replica whose worker
   // threads, one per device, share its GIL (single_process, torchgpipe).
-  for (int d = 0; d < plan.dp; ++d) {
-    for (int s = 0; s < p; ++s) {
-      for (int j = 0; j < tp; ++j) {
-        const sim::RankId r = rank_of(d, s, j);
-        g.add_rank(static_cast<sim::GpuId>(r), r);
-        g.host_process.push_back(plan.driver == PipelineDriver::per_stage ? r : static_cast<std::uint32_t>(d * tp + j));
-      }
-    }
-  }
+  layout.add_ranks(g, [&](int d, int s, int j) {
+    return plan.driver == PipelineDriver::per_stage ? static_cast<std::uint32_t>(layout.rank(d, s, j))
+                                                    : static_cast<std::uint32_t>(d * layout.live_tp() + j);
+  });
+  const auto simulated = g.ranks();
   // Data-parallel groups per (stage, TP rank); TP groups per (replica, stage).
-  std::vector<std::uint32_t> dp_comm(static_cast<std::size_t>(p * tp), 0);
+  std::vector<std::uint32_t> dp_comm(static_cast<std::size_t>(p * layout.live_tp()), 0);
   if (plan.dp > 1) {
     for (int s = 0; s < p; ++s) {
-      for (int j = 0; j < tp; ++j) {
-        std::vector<sim::RankId> members;
-        for (int d = 0; d < plan.dp; ++d) members.push_back(rank_of(d, s, j));
-        dp_comm[static_cast<std::size_t>(s * tp + j)] = g.add_communicator(members);
+      for (int j = 0; j < layout.live_tp(); ++j) {
+        dp_comm[static_cast<std::size_t>(s * layout.live_tp() + j)] = layout.add_dp_communicator(g, s, j);
       }
     }
   }
-  std::vector<std::uint32_t> tp_comm(static_cast<std::size_t>(ranks), 0);
+  std::vector<std::uint32_t> tp_comm(simulated, 0);
   if (tp > 1) {
-    for (int d = 0; d < plan.dp; ++d) {
+    for (int d = 0; d < layout.live_dp(); ++d) {
       for (int s = 0; s < p; ++s) {
-        std::vector<sim::RankId> members;
-        for (int j = 0; j < tp; ++j) members.push_back(rank_of(d, s, j));
-        const auto c = g.add_communicator(members);
-        for (const sim::RankId r : members) tp_comm[r] = c;
+        const auto c = layout.add_tp_communicator(g, d, s);
+        for (int j = 0; j < layout.live_tp(); ++j) tp_comm[layout.rank(d, s, j)] = c;
       }
     }
   }
-  out.step_begin.assign(static_cast<std::size_t>(plan.steps), std::vector<NodeId>(static_cast<std::size_t>(ranks), kNoNode));
+  for (int s = 0; s < p; ++s) out.stage_ranks.push_back(layout.rank(0, s, 0));
+  out.step_begin.assign(static_cast<std::size_t>(plan.steps), std::vector<NodeId>(simulated, kNoNode));
   out.step_end = out.step_begin;
-  out.rank_chunks.resize(static_cast<std::size_t>(ranks));
-  out.rank_activation_peak_bytes.resize(static_cast<std::size_t>(ranks));
-  out.rank_in_flight.resize(static_cast<std::size_t>(ranks));
+  out.rank_chunks.resize(simulated);
+  out.rank_activation_peak_bytes.resize(simulated);
+  out.rank_in_flight.resize(simulated);
 
-  for (int replica = 0; replica < plan.dp * tp; ++replica) {
+  for (int replica = 0; replica < layout.live_dp() * layout.live_tp(); ++replica) {
     // Each (replica d, TP rank j) pipeline is emitted alone, in the same order as its TP peers,
     // so their collectives match.
-    const int d = replica / tp;
-    const int j = replica % tp;
+    const int d = replica / layout.live_tp();
+    const int j = replica % layout.live_tp();
     std::vector<sim::RankId> stage_ranks;
-    for (int s = 0; s < p; ++s) stage_ranks.push_back(rank_of(d, s, j));
+    for (int s = 0; s < p; ++s) stage_ranks.push_back(layout.rank(d, s, j));
     std::vector<RankEmitter> emitters;
     emitters.reserve(static_cast<std::size_t>(p));
     std::vector<StageCompiler> stages;
@@ -384,7 +379,7 @@ CompiledGraph compile_pipeline(const Model& model, const Plan& plan, const topo:
       if (s == 0) emitters.back().load_batches(plan.steps, plan.micro_batch * plan.grad_accum);
     }
     for (int s = 0; s < p; ++s) {
-      stages.emplace_back(model, plan, chunks, exchanges, s, stage_ranks, dp_comm[static_cast<std::size_t>(s * tp + j)],
+      stages.emplace_back(model, plan, chunks, exchanges, s, stage_ranks, dp_comm[static_cast<std::size_t>(s * layout.live_tp() + j)],
                           emitters[static_cast<std::size_t>(s)], compute, cc);
       orders.push_back(run_order(plan, s));
       const auto r = static_cast<std::size_t>(stage_ranks[static_cast<std::size_t>(s)]);

@@ -138,6 +138,10 @@ struct Plan {
   /// FlashAttention-style fused attention kernels instead of Megatron's unfused core (which
   /// the SC21 runs used).
   bool fused_attention = false;
+  /// Simulate one data-parallel replica and one tensor-parallel rank per stage for all the
+  /// identical ones (DESIGN.md, "Identical ranks"; strategies/hybrid_layout.hpp): the same
+  /// answer for a fraction of the work. Off by choice, and by itself on mixed GPU models.
+  bool fold = true;
   /// The framework's matrix kernels (GEMMs, fused attention) relative to the compute model's
   /// benchmark-derived rate, where no profile measured them: 1 means cuBLASLt benchmark speed.
   /// A fitted constant (the Megatron SC21 calibration row sets it for those runs).

@@ -126,11 +126,15 @@ nlohmann::json to_json(const Report& r, const nlohmann::json& plan) {
   for (std::size_t i = 0; i < r.per_rank.size(); ++i) {
     json j = rank_json(r.per_rank[i]);
     j["rank"] = i;
+    j["gpu"] = r.per_rank[i].gpu;
+    j["represents"] = r.per_rank[i].represents;
     per_rank_time.push_back(j);
   }
   json per_rank_mem = json::array();
   for (const RankMemory& m : r.memory) {
     per_rank_mem.push_back(json{{"rank", m.rank},
+                                {"gpu", m.gpu},
+                                {"represents", m.represents},
                                 {"peak_bytes", m.bytes.total()},
                                 {"capacity_bytes", m.capacity},
                                 {"oom", m.oom},
@@ -167,6 +171,8 @@ nlohmann::json to_json(const Report& r, const nlohmann::json& plan) {
                 {"kernels_profiled", r.kernels_profiled},
                 {"gradient_buckets", r.gradient_buckets},
                 {"events", r.events},
+                {"simulated_ranks", r.simulated_ranks},
+                {"folding", r.folding.empty() ? json(nullptr) : json(r.folding)},
                 {"fingerprint", fmt::format("{:016x}", r.fingerprint)}}}};
 }
 
@@ -177,6 +183,7 @@ std::string to_text(const Report& r) {
                      static_cast<double>(r.model_params) * 1e-6, r.model_fwd_flops * 1e-9);
   out += fmt::format("cluster     {}: {} x {} on {} node{}\n", r.cluster, r.gpus, r.gpu, r.nodes, r.nodes == 1 ? "" : "s");
   out += fmt::format("plan        {}\n", r.plan_summary);
+  if (!r.folding.empty()) out += fmt::format("simulation  {}\n", r.folding);
   out += fmt::format("iteration   {}\n", seconds_text(r.iteration_time_s));
   out += fmt::format("run         {} steps: {}\n", r.steps_total, seconds_text(r.run_time_s));
   out += fmt::format("throughput  {:.1f} samples/s{}, {:.2f} TFLOP/s per GPU, MFU {:.1f}% of {:.0f} TFLOP/s\n",
@@ -207,9 +214,11 @@ std::string to_text(const Report& r) {
       return a.bytes.total() < c.bytes.total();
     });
     out += fmt::format(
-        "memory      peak {} of {} on rank {} (weights {}, gradients {}, optimizer {}, activations {}, buffers {}, "
+        "memory      peak {} of {} on rank {}{} (weights {}, gradients {}, optimizer {}, activations {}, buffers {}, "
         "workspace {}, allocator {}): {}\n",
-        bytes_text(m.bytes.total()), bytes_text(m.capacity), m.rank, bytes_text(m.bytes.weights),
+        bytes_text(m.bytes.total()), bytes_text(m.capacity), m.rank,
+        m.represents > 1 ? fmt::format(" (and the {} GPUs it stands for)", m.represents - 1) : std::string(),
+        bytes_text(m.bytes.weights),
         bytes_text(m.bytes.gradients), bytes_text(m.bytes.optimizer), bytes_text(m.bytes.activations),
         bytes_text(m.bytes.buffers), bytes_text(m.bytes.workspace), bytes_text(m.bytes.allocator),
         m.oom ? fmt::format("OUT OF MEMORY by {}", bytes_text(m.overflow)) : std::string("fits"));

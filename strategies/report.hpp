@@ -23,6 +23,8 @@ struct RankBreakdown {
   double exposed_comm_s = 0.0;
   double bubble_s = 0.0;
   double host_s = 0.0;
+  int gpu = 0;         ///< the GPU the rank runs on
+  int represents = 1;  ///< GPUs whose identical ranks it stands for (folded runs), itself included
 };
 
 /// Splits rank `rank`'s window [from, to] of `result` by the union of its kernels' and
@@ -32,6 +34,8 @@ RankBreakdown breakdown(const sim::ExecutionGraph& graph, const sim::ExecutionRe
 
 struct RankMemory {
   int rank = 0;
+  int gpu = 0;
+  int represents = 1;  ///< GPUs with this rank's memory (folded runs), itself included
   MemoryBreakdown bytes;
   double capacity = 0.0;  ///< the GPU's memory, bytes
   bool oom = false;
@@ -63,6 +67,9 @@ struct Report {
   int gpus = 0;
   int nodes = 0;
   std::string plan_summary;
+  /// Identical ranks folded (HybridLayout::describe); empty when every rank was simulated.
+  std::string folding;
+  int simulated_ranks = 0;
 
   double iteration_time_s = 0.0;
   std::int64_t steps_total = 0;

@@ -139,7 +139,7 @@ Plan read_plan(const JsonReader& r, const json& o, const JsonPath& p) {
                   "cycle_time", "input_rate", "step_overhead", "dispatch_forward", "dispatch_backward",
                   "dispatch_optimizer", "sync_each_step", "comm_compute_slowdown", "network", "steps", "schedule",
                   "virtual_stages", "partition", "driver", "microbatch_overhead", "dispatch_gil", "p2p_sync", "recompute",
-                  "scale_axis", "zero", "sequence_parallel", "fused_attention",
+                  "scale_axis", "zero", "sequence_parallel", "fused_attention", "fold",
                   "gemm_efficiency"},
                  p, "a plan");
   Plan plan;
@@ -195,6 +195,7 @@ Plan read_plan(const JsonReader& r, const json& o, const JsonPath& p) {
 
   if (has("sequence_parallel")) plan.sequence_parallel = r.bool_at(o, "sequence_parallel", p, "a plan");
   if (has("fused_attention")) plan.fused_attention = r.bool_at(o, "fused_attention", p, "a plan");
+  if (has("fold")) plan.fold = r.bool_at(o, "fold", p, "a plan");
   if (has("gemm_efficiency")) {
     plan.gemm_efficiency = r.number_at(o, "gemm_efficiency", p, "a plan");
     if (!(plan.gemm_efficiency > 0.0 && plan.gemm_efficiency <= 2.0)) {
@@ -420,6 +421,7 @@ json plan_to_json(const Plan& p) {
               {"sequence_parallel", p.sequence_parallel},
               {"zero", p.zero},
               {"fused_attention", p.fused_attention},
+              {"fold", p.fold},
               {"gemm_efficiency", p.gemm_efficiency},
               {"scale_axis", p.scale_axis == ScaleAxis::dp ? "dp" : "pp"}};
 }

@@ -117,16 +117,21 @@ SimulationOutput simulate_scenario(const Scenario& scenario, const SimulationInp
   std::sort(nodes.begin(), nodes.end());
   r.nodes = static_cast<int>(std::unique(nodes.begin(), nodes.end()) - nodes.begin());
   r.plan_summary = plan_summary(plan, gpu.compute_capability);
+  r.folding = out.compiled.folding;
+  r.simulated_ranks = static_cast<int>(out.compiled.graph.ranks());
 
   // Steady state: the windows between consecutive step ends, after the first step.
   const auto& ends = out.compiled.step_end;
   const int steps = static_cast<int>(ends.size());
-  for (sim::RankId rank = 0; rank < static_cast<sim::RankId>(ranks); ++rank) {
+  const auto& graph = out.compiled.graph;
+  for (sim::RankId rank = 0; rank < graph.ranks(); ++rank) {
     // A pipeline fills and settles over several steps: it is measured over its second half.
     const int skip = plan.pp > 1 && steps > 2 ? steps / 2 : 0;
     const sim::Time from = steps > 1 ? out.result.end[ends[static_cast<std::size_t>(skip)][rank]] : sim::Time::zero();
     const sim::Time to = out.result.end[ends.back()[rank]];
-    r.per_rank.push_back(breakdown(out.compiled.graph, out.result, rank, from, to, std::max(1, steps - 1 - skip)));
+    r.per_rank.push_back(breakdown(graph, out.result, rank, from, to, std::max(1, steps - 1 - skip)));
+    r.per_rank.back().gpu = static_cast<int>(graph.rank_gpu[rank]);
+    r.per_rank.back().represents = static_cast<int>(graph.represents(rank));
   }
   r.slowest_rank = 0;
   for (std::size_t i = 0; i < r.per_rank.size(); ++i) {
@@ -151,7 +156,7 @@ SimulationOutput simulate_scenario(const Scenario& scenario, const SimulationInp
   r.mfu = r.tflops_per_gpu / r.peak_tflops;
 
   const auto& cg = out.compiled;
-  for (int rank = 0; rank < ranks; ++rank) {
+  for (int rank = 0; rank < static_cast<int>(graph.ranks()); ++rank) {
     MemoryBreakdown mem;
     if (plan.pp > 1) {
       const auto ri = static_cast<std::size_t>(rank);
@@ -164,7 +169,9 @@ SimulationOutput simulate_scenario(const Scenario& scenario, const SimulationInp
     RankMemory m;
     m.rank = rank;
     m.bytes = mem;
-    m.capacity = cluster.gpu_model(static_cast<sim::GpuId>(rank)).memory.as_double();
+    m.gpu = static_cast<int>(graph.rank_gpu[static_cast<std::size_t>(rank)]);
+    m.represents = static_cast<int>(graph.represents(static_cast<sim::RankId>(rank)));
+    m.capacity = cluster.gpu_model(graph.rank_gpu[static_cast<std::size_t>(rank)]).memory.as_double();
     m.oom = mem.total() > m.capacity;
     m.overflow = std::max(0.0, mem.total() - m.capacity);
     r.memory.push_back(m);
@@ -175,7 +182,7 @@ SimulationOutput simulate_scenario(const Scenario& scenario, const SimulationInp
     for (int st = 0; st < plan.pp; ++st) {
       StageReport sr;
       sr.stage = st;
-      const auto stage_rank = static_cast<std::size_t>(st * std::max(1, plan.tp));  // replica 0, TP rank 0
+      const auto stage_rank = static_cast<std::size_t>(cg.stage_ranks[static_cast<std::size_t>(st)]);  // replica 0, TP rank 0
       sr.rank = static_cast<int>(stage_rank);
       sr.in_flight = cg.rank_in_flight[stage_rank];
       for (const auto& [first, last] : cg.rank_chunks[stage_rank]) {

@@ -370,7 +370,11 @@ std::string chrome_trace_json(const sim::ExecutionGraph& graph, const sim::Execu
   w.out().reserve(graph.nodes.size() * 200 + 4096);  // about 200 bytes per slice
   w.out() += "{\"traceEvents\":[\n";
   for (std::size_t r = 0; r < ranks; ++r) {
-    w.process(r + 1, fmt::format("rank {} (GPU {})", r, graph.rank_gpu[r]), r);
+    const std::size_t stands_for = graph.represents(r);
+    w.process(r + 1,
+              stands_for > 1 ? fmt::format("rank {} (GPU {}, standing for {} identical GPUs)", r, graph.rank_gpu[r], stands_for)
+                             : fmt::format("rank {} (GPU {})", r, graph.rank_gpu[r]),
+              r);
     for (const sim::StreamId s : streams[r]) w.thread(r + 1, s);
   }
   if (!counters.empty()) w.process(ranks + 1, "network links", ranks);

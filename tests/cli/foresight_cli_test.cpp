@@ -172,7 +172,10 @@ TEST_CASE("foresight simulate --json: an input-bound run whose numbers follow fr
   const double sum = b["compute_s"].get<double>() + b["exposed_comm_s"].get<double>() + b["bubble_s"].get<double>() +
                      b["host_s"].get<double>();
   REQUIRE(sum == Approx(iteration).epsilon(1e-6));
-  REQUIRE(b["per_rank"].size() == 4);
+  // The four replicas are identical: one is simulated, standing for all four (rank folding).
+  REQUIRE(b["per_rank"].size() == 1);
+  REQUIRE(b["per_rank"][0]["represents"] == 4);
+  REQUIRE(j["simulation"]["simulated_ranks"] == 1);
   REQUIRE(b["exposed_comm_s"].get<double>() <= b["comm_s"].get<double>());
   // Memory: fp32 weights + fp16 copy (6 B), fp32 gradients and SGD momentum (4 B each) per parameter.
   const auto& m = j["memory"]["per_rank"][0];
@@ -206,7 +209,8 @@ TEST_CASE("foresight simulate is deterministic and overrides apply", "[cli][simu
 
 TEST_CASE("foresight simulate --trace writes a Perfetto trace with a process per rank", "[cli][simulate]") {
   const std::string trace = scratch("small_ddp.trace.json");
-  REQUIRE(run_foresight("simulate " + small_ddp() + " --trace " + trace).status == 0);
+  // Unfolded, so that every rank is in the graph (folded, rank 0 would stand for all four).
+  REQUIRE(run_foresight("simulate " + small_ddp() + " --set plan.fold=false --trace " + trace).status == 0);
   const auto j = nlohmann::json::parse(std::ifstream(trace));
   std::set<std::string> processes;
   std::size_t spans = 0;
@@ -224,6 +228,14 @@ TEST_CASE("foresight simulate --trace writes a Perfetto trace with a process per
                         [&](const std::string& p) { return p.rfind("rank " + std::to_string(rank) + " ", 0) == 0; }));
   }
   REQUIRE(spans > 100);
+  // Folded (the default), the one simulated rank says what it stands for.
+  REQUIRE(run_foresight("simulate " + small_ddp() + " --trace " + trace).status == 0);
+  const auto folded = nlohmann::json::parse(std::ifstream(trace));
+  std::vector<std::string> names;
+  for (const auto& e : folded["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "process_name") names.push_back(e["args"]["name"].get<std::string>());
+  }
+  REQUIRE(names == std::vector<std::string>{"rank 0 (GPU 0, standing for 4 identical GPUs)", "network links"});
 }
 
 TEST_CASE("foresight sweep: a CSV row per configuration, identical on a rerun, a plot, and --resume", "[cli][sweep]") {

@@ -217,6 +217,7 @@ TEST_CASE("TP inside a 1F1B pipeline: TP innermost, p2p between the same TP rank
   p.partition = strategy::PartitionMode::uniform;
   p.grad_accum = 4;
   p.global_batch = 8;
+  p.fold = false;  // every TP rank in the graph, to check their exchanges
   const strategy::ComputeModel compute(dgx().gpu_model(0));
   const auto c = strategy::compile_pipeline(m, p, dgx(), compute);
   const auto& g = c.graph;

@@ -1,0 +1,103 @@
+#include "strategies/hybrid_layout.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace foresight::strategy {
+namespace {
+
+/// Every GPU of the first `gpus` is of one model.
+bool one_gpu_model(const topo::Cluster& c, int gpus) {
+  const topo::GpuSpec& first = c.gpu_model(0);
+  for (int g = 1; g < gpus; ++g) {
+    const topo::GpuSpec& other = c.gpu_model(static_cast<sim::GpuId>(g));
+    if (&other != &first && (other.name != first.name || other.memory != first.memory)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+HybridLayout::HybridLayout(const Plan& plan, int pp, const topo::Cluster& cluster)
+    : dp_(plan.dp), pp_(pp), tp_(std::max(1, plan.tp)) {
+  if (!plan.fold || static_cast<std::size_t>(gpus()) > cluster.gpu_count() || !one_gpu_model(cluster, gpus())) return;
+  if (tp_ > 1) {
+    fold_tp_ = true;
+    for (int d = 0; d < dp_ && fold_tp_; ++d) {
+      for (int s = 0; s < pp_ && fold_tp_; ++s) {
+        fold_tp_ = cluster.gpu(gpu(d, s, 0)).node == cluster.gpu(gpu(d, s, tp_ - 1)).node;
+      }
+    }
+  }
+  if (dp_ > 1) {
+    fold_dp_ = true;
+    const sim::GpuFacts& first0 = cluster.gpu(gpu(0, 0, 0));
+    for (int d = 1; d < dp_ && fold_dp_; ++d) {
+      const sim::GpuFacts& first = cluster.gpu(gpu(d, 0, 0));
+      for (int s = 0; s < pp_ && fold_dp_; ++s) {
+        for (int j = 0; j < tp_ && fold_dp_; ++j) {
+          const sim::GpuFacts& a = cluster.gpu(gpu(0, s, j));
+          const sim::GpuFacts& b = cluster.gpu(gpu(d, s, j));
+          fold_dp_ = a.node - first0.node == b.node - first.node &&
+                     a.local_index - first0.local_index == b.local_index - first.local_index;
+        }
+      }
+    }
+  }
+}
+
+void HybridLayout::add_ranks(sim::ExecutionGraph& g) const {
+  add_ranks(g, [this](int d, int s, int j) { return static_cast<std::uint32_t>(rank(d, s, j)); });
+}
+
+void HybridLayout::add_mirrors(sim::ExecutionGraph& g, sim::RankId r, int d, int s, int j) const {
+  if (!fold_dp_ && !fold_tp_) return;
+  g.rank_mirrors.resize(g.ranks());
+  auto& mirrors = g.rank_mirrors[r];
+  // In (replica, TP rank) order, the same for every stage, so that transfers between stages
+  // pair mirror k with mirror k.
+  for (int dd = 0; dd < dp_; ++dd) {
+    if (!fold_dp_ && dd != d) continue;
+    for (int jj = 0; jj < tp_; ++jj) {
+      if (!fold_tp_ && jj != j) continue;
+      if (dd != d || jj != j) mirrors.push_back(gpu(dd, s, jj));
+    }
+  }
+}
+
+std::uint32_t HybridLayout::add_dp_communicator(sim::ExecutionGraph& g, int s, int j) const {
+  std::vector<sim::RankId> members;
+  for (int d = 0; d < live_dp(); ++d) members.push_back(rank(d, s, j));
+  if (!fold_dp_ && !fold_tp_) return g.add_communicator(std::move(members));
+  std::vector<std::vector<sim::GpuId>> groups;
+  for (int jj = 0; jj < tp_; ++jj) {
+    if (jj != j && !fold_tp_) continue;
+    std::vector<sim::GpuId>& group = groups.emplace_back();
+    for (int d = 0; d < dp_; ++d) group.push_back(gpu(d, s, jj));
+  }
+  return g.add_communicator(std::move(members), std::move(groups));
+}
+
+std::uint32_t HybridLayout::add_tp_communicator(sim::ExecutionGraph& g, int d, int s) const {
+  std::vector<sim::RankId> members;
+  for (int j = 0; j < live_tp(); ++j) members.push_back(rank(d, s, j));
+  if (!fold_dp_ && !fold_tp_) return g.add_communicator(std::move(members));
+  std::vector<std::vector<sim::GpuId>> groups;
+  for (int dd = 0; dd < dp_; ++dd) {
+    if (dd != d && !fold_dp_) continue;
+    std::vector<sim::GpuId>& group = groups.emplace_back();
+    for (int j = 0; j < tp_; ++j) group.push_back(gpu(dd, s, j));
+  }
+  return g.add_communicator(std::move(members), std::move(groups));
+}
+
+std::string HybridLayout::describe() const {
+  if (!fold_dp_ && !fold_tp_) return "";
+  const char* what = fold_dp_ && fold_tp_ ? "data-parallel replicas and tensor-parallel ranks"
+                     : fold_dp_           ? "data-parallel replicas"
+                                          : "tensor-parallel ranks";
+  return fmt::format("{} of {} ranks simulated ({} folded)", simulated_ranks(), gpus(), what);
+}
+
+}  // namespace foresight::strategy

@@ -1,0 +1,87 @@
+#pragma once
+/// Where the ranks of a dp x pp x tp plan run, and which of them are simulated.
+///
+/// Placement is Megatron's: TP rank j of stage s of replica d runs on GPU (d x pp + s) x tp + j,
+/// so TP groups are consecutive GPUs (inside a node when tp divides its GPUs), then the
+/// pipeline, then data parallelism.
+///
+/// Folding (DESIGN.md, "Identical ranks"): data-parallel replicas run identical programs, and so
+/// do the TP ranks of a stage. When they also sit alike on the hardware, only replica 0 and TP
+/// rank 0 of each stage are simulated. Their communicators stand for every real group
+/// (sim::Communicator::groups) and their transfers carry the mirrors' copies
+/// (ExecutionGraph::rank_mirrors), so each collective and transfer still moves every byte the
+/// full job moves, on the same links at the same time: the folded run gives the full run's
+/// answer while its graph grows with pp, not with the GPU count.
+///
+/// TP folds when every TP group is inside one node; replicas fold when every replica's GPUs
+/// sit on their nodes as replica 0's do (the same node and local-index offsets from the
+/// replica's first GPU, so the same stage boundaries cross nodes). Neither folds
+/// when the plan says `fold: false` or the GPUs are not all of one model (a straggler would be
+/// one too).
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/execution_graph.hpp"
+#include "strategies/plan.hpp"
+#include "topologies/cluster.hpp"
+
+namespace foresight::strategy {
+
+class HybridLayout {
+ public:
+  /// `pp` stages per replica (1 without a pipeline); plan.dp and plan.tp from the plan.
+  HybridLayout(const Plan& plan, int pp, const topo::Cluster& cluster);
+
+  int dp() const { return dp_; }
+  int pp() const { return pp_; }
+  int tp() const { return tp_; }
+  /// Replicas and TP ranks per stage that are simulated (1 when folded).
+  int live_dp() const { return fold_dp_ ? 1 : dp_; }
+  int live_tp() const { return fold_tp_ ? 1 : tp_; }
+  bool folds_dp() const { return fold_dp_; }
+  bool folds_tp() const { return fold_tp_; }
+  int gpus() const { return dp_ * pp_ * tp_; }
+  int simulated_ranks() const { return live_dp() * pp_ * live_tp(); }
+
+  sim::GpuId gpu(int d, int s, int j) const { return static_cast<sim::GpuId>((d * pp_ + s) * tp_ + j); }
+  /// The graph rank of simulated (d < live_dp, s, j < live_tp).
+  sim::RankId rank(int d, int s, int j) const { return static_cast<sim::RankId>((d * pp_ + s) * live_tp() + j); }
+
+  /// Adds the simulated ranks to `g` in rank order, each with its own host thread and its
+  /// mirrors; `process_of(d, s, j)` gives a rank's host process (empty host_process when null).
+  template <typename ProcessOf>
+  void add_ranks(sim::ExecutionGraph& g, ProcessOf process_of) const {
+    for (int d = 0; d < live_dp(); ++d) {
+      for (int s = 0; s < pp_; ++s) {
+        for (int j = 0; j < live_tp(); ++j) {
+          const sim::RankId r = g.add_rank(gpu(d, s, j), rank(d, s, j));
+          g.host_process.push_back(process_of(d, s, j));
+          add_mirrors(g, r, d, s, j);
+        }
+      }
+    }
+  }
+  void add_ranks(sim::ExecutionGraph& g) const;
+  /// The data-parallel communicator of stage s's TP rank j (j < live_tp) over the simulated
+  /// replicas, standing for every folded group.
+  std::uint32_t add_dp_communicator(sim::ExecutionGraph& g, int s, int j) const;
+  /// The tensor-parallel communicator of replica d's stage s (d < live_dp).
+  std::uint32_t add_tp_communicator(sim::ExecutionGraph& g, int d, int s) const;
+
+  /// For reports: "16 of 1024 ranks simulated (data-parallel replicas and tensor-parallel ranks
+  /// folded)", or empty when nothing folds.
+  std::string describe() const;
+
+ private:
+  void add_mirrors(sim::ExecutionGraph& g, sim::RankId r, int d, int s, int j) const;
+
+  int dp_ = 1;
+  int pp_ = 1;
+  int tp_ = 1;
+  bool fold_dp_ = false;
+  bool fold_tp_ = false;
+};
+
+}  // namespace foresight::strategy
