@@ -35,17 +35,7 @@ class RankCompiler {
     // ZeRO: the optimizer updates this rank's 1/dp of the parameters.
     NodeId last = e_.finish_step(comm, buckets_, plan_.zero >= 1 ? params / plan_.dp : params);
     if ((plan_.zero == 1 || plan_.zero == 2) && plan_.dp > 1) {
-      // The updated shards are all-gathered after the step (Megatron's distributed optimizer
-      // without overlap_param_gather; DeepSpeed ZeRO-1/2), one bucket at a time.
-      std::vector<NodeId> gathers;
-      for (std::size_t b = 0; b < buckets_.size(); ++b) {
-        const double bytes = buckets_[b].bytes / gradient_bytes_per_param(plan_) * parameter_bytes(plan_.precision);
-        gathers.push_back(e_.dp_collective(sim::CollectiveOp::all_gather, bytes, fmt::format("all_gather parameters #{}", b),
-                                           dp_comm_, {last}, sim::Phase::optimizer));
-      }
-      sim::Node wait = e_.make(sim::OpKind::sync, streams::compute, "wait for parameters", sim::Phase::optimizer);
-      wait.deps = gathers;
-      last = e_.graph().add(wait);
+      last = e_.gather_parameters(buckets_, last, dp_comm_);
     }
     if (plan_.sync_each_step) {
       sim::Node sync = e_.make(sim::OpKind::sync, sim::kHostStream, "loss.item()", sim::Phase::other);

@@ -161,7 +161,11 @@ class StageCompiler {
       wait.deps = join;
       e_.graph().add(wait);
     }
-    NodeId end = e_.finish_step(comm_, buckets_, params_);
+    // ZeRO-1 (Megatron's distributed optimizer): each rank updates its 1/dp of the stage's
+    // parameters, then the updated shards are gathered.
+    const bool zero = plan_.zero >= 1 && plan_.dp > 1;
+    NodeId end = e_.finish_step(comm_, buckets_, zero ? params_ / plan_.dp : params_);
+    if (zero) end = e_.gather_parameters(buckets_, end, comm_id_);
     comm_.clear();
     if (plan_.sync_each_step && stage_ == plan_.pp - 1) {
       sim::Node sync = e_.make(sim::OpKind::sync, sim::kHostStream, "loss.item()", sim::Phase::other);
@@ -224,11 +228,14 @@ class StageCompiler {
     const PipelineChunk& ch = chunk(c);
     const auto& buckets = chunk_buckets_[static_cast<std::size_t>(c)];
     std::size_t next_bucket = 0;
-    LayerPass pass(model_, plan_, tp_, e_, comm_id_, false, micro);
+    // Selective recompute works per layer (the attention core before its backward); full
+    // recompute re-runs the whole chunk (emit).
+    LayerPass pass(model_, plan_, tp_, e_, comm_id_, plan_.recompute == Recompute::selective, micro);
     return pass.backward(ch.first, ch.last, in, reduce, comm_, [&](std::size_t i, NodeId last) {
       if (!reduce) return;
       while (next_bucket < buckets.size() && buckets[next_bucket].layers.front() == i) {
-        e_.reduce_bucket(buckets[next_bucket], bucket_index_++, last, comm_id_, comm_);
+        e_.reduce_bucket(buckets[next_bucket], bucket_index_++, last, comm_id_, comm_,
+                         plan_.zero >= 1 ? sim::CollectiveOp::reduce_scatter : sim::CollectiveOp::all_reduce);
         ++next_bucket;
       }
     });

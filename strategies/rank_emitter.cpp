@@ -199,4 +199,17 @@ sim::NodeId RankEmitter::finish_step(const std::vector<sim::NodeId>& comm, const
                 plan_.dispatch_optimizer, sim::Phase::optimizer);
 }
 
+sim::NodeId RankEmitter::gather_parameters(const std::vector<GradientBucket>& buckets, sim::NodeId step,
+                                           std::uint32_t communicator) {
+  std::vector<sim::NodeId> gathers;
+  for (std::size_t b = 0; b < buckets.size(); ++b) {
+    const double bytes = buckets[b].bytes / gradient_bytes_per_param(plan_) * parameter_bytes(plan_.precision);
+    gathers.push_back(dp_collective(sim::CollectiveOp::all_gather, bytes, fmt::format("all_gather parameters #{}", b),
+                                    communicator, {step}, sim::Phase::optimizer));
+  }
+  sim::Node wait = make(sim::OpKind::sync, streams::compute, "wait for parameters", sim::Phase::optimizer);
+  wait.deps = gathers;
+  return g_.add(wait);
+}
+
 }  // namespace foresight::strategy

@@ -105,6 +105,11 @@ class RankEmitter {
   /// then the optimizer step over `params` parameters. Returns the optimizer node.
   sim::NodeId finish_step(const std::vector<sim::NodeId>& comm, const std::vector<GradientBucket>& buckets,
                           double params);
+  /// ZeRO-1/2 after the optimizer step `step`: each bucket's updated parameter shards are
+  /// all-gathered over `communicator` (Megatron's distributed optimizer without
+  /// overlap_param_gather; DeepSpeed ZeRO-1/2), and the compute stream waits for them. Returns
+  /// the wait node.
+  sim::NodeId gather_parameters(const std::vector<GradientBucket>& buckets, sim::NodeId step, std::uint32_t communicator);
 
  private:
   const Model& model_;

@@ -119,10 +119,6 @@ void read_pipeline(const JsonReader& r, const json& o, const JsonPath& p, Plan& 
     r.fail(p.at("recompute"), "expected none, full or selective with pp = 1: except_last is torchgpipe's per-stage "
                               "checkpointing");
   }
-  if (plan.recompute == Recompute::selective && plan.pp > 1) {
-    r.fail(p.at("recompute"), "expected none, full or except_last with pp > 1: selective recompute is simulated "
-                              "without a pipeline only, for now");
-  }
   // A pipeline needs more steps to settle than data parallelism: 8 by default, the last 4 measured.
   if (plan.pp > 1 && !has("steps")) plan.steps = 8;
   if (has("scale_axis")) plan.scale_axis = pick(r, o, "scale_axis", p, kScaleAxes);
@@ -182,8 +178,13 @@ Plan read_plan(const JsonReader& r, const json& o, const JsonPath& p) {
   read_pipeline(r, o, p, plan);
   // Parts of a plan whose strategies are not built yet: only their neutral values are accepted.
   if (has("zero")) plan.zero = static_cast<int>(r.integer_at(o, "zero", p, "a plan", 0, 3));
-  if (plan.zero > 0 && plan.pp > 1) {
-    r.fail(p.at("zero"), fmt::format("expected 0 with pp = {}: ZeRO inside a pipeline is not simulated yet, found {}",
+  if (plan.zero > 1 && plan.pp > 1) {
+    // DeepSpeed refuses ZeRO-2/3 with pipeline parallelism (gradient partitioning needs every
+    // micro-batch's gradients reduced, which the pipeline's accumulation defeats); Megatron's
+    // distributed optimizer is ZeRO-1.
+    r.fail(p.at("zero"), fmt::format("expected 0 or 1 with pp = {}: ZeRO-2 and ZeRO-3 do not combine with pipeline "
+                                     "parallelism (DeepSpeed rejects them; Megatron's distributed optimizer is "
+                                     "ZeRO-1), found {}",
                                      plan.pp, plan.zero));
   }
   if (plan.zero > 0 && plan.framework != Framework::ddp) {

@@ -39,11 +39,12 @@ MegatronDataset load_megatron_dataset(const std::string& path);
 
 /// Training steps each row simulates (the first warms up; a pipeline fills within a step).
 inline constexpr int kMegatronSteps = 2;
-/// The largest execution graph the suite simulates: 5 M nodes (the 256-GPU row, ~4 M, takes
-/// ~20 s on one core). Larger rows wait for rank folding (identical ranks simulated once).
-inline constexpr double kMegatronNodeLimit = 5e6;
+/// The largest execution graph the suite simulates: 10 M nodes (~3 GB). With rank folding
+/// every row fits: the 3072-GPU row simulates its 64 stages, ~6.5 M nodes.
+inline constexpr double kMegatronNodeLimit = 10e6;
 
-/// Estimated execution-graph nodes of row `r`: GPUs x micro-batches x steps x its layers per
+/// Estimated execution-graph nodes of row `r`: simulated ranks (one per stage when replicas and
+/// TP ranks fold, as they do on Selene's uniform nodes) x micro-batches x steps x its layers per
 /// stage x ~50 nodes per layer.
 double megatron_graph_nodes(const MegatronRun& r);
 

@@ -377,6 +377,51 @@ TEST_CASE("foresight validate --calibrate refits the stored constants from the c
   REQUIRE(fitted.at("collectives").at("profiles").size() == stored.at("collectives").at("profiles").size());
 }
 
+TEST_CASE("GPT-3 175B on 1024 GPUs: one simulated rank per stage, and a TP x PP sweep with OOM verdicts", "[cli][sweep]") {
+  const std::string s = foresight::test::data_path("scenarios/gpt3_175b_3d.json");
+  const auto r = run_foresight("simulate " + s + " --json");
+  REQUIRE(r.status == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  // tp 8 x pp 16 x dp 8: the replicas and TP ranks of each stage fold onto one simulated rank.
+  REQUIRE(j["simulation"]["simulated_ranks"] == 16);
+  REQUIRE(j["breakdown"]["per_rank"].size() == 16);
+  for (const auto& rank : j["memory"]["per_rank"]) REQUIRE(rank["represents"] == 64);
+  REQUIRE(j["cluster"]["gpus"] == 1024);
+  const std::string csv = scratch("175b-sweep.csv");
+  const auto sweep = run_foresight("sweep " + s + " --vary plan.tp=4,8 --vary plan.pp=8,16 --csv " + csv);
+  INFO(sweep.out);
+  REQUIRE(sweep.status == 0);
+  std::ifstream in(csv);
+  std::string header;
+  std::getline(in, header);
+  REQUIRE(header.rfind("plan.tp,plan.pp,iteration_time_s", 0) == 0);
+  std::map<std::pair<int, int>, std::pair<double, bool>> rows;  // (tp, pp) -> (peak, oom)
+  for (std::string line; std::getline(in, line);) {
+    std::vector<std::string> f;
+    for (std::size_t pos = 0;;) {
+      const std::size_t comma = line.find(',', pos);
+      f.push_back(line.substr(pos, comma - pos));
+      if (comma == std::string::npos) break;
+      pos = comma + 1;
+    }
+    REQUIRE(f.size() == 15);
+    REQUIRE(std::stod(f[2]) > 0.0);  // an iteration time for every row, OOM or not
+    rows[{std::stoi(f[0]), std::stoi(f[1])}] = {std::stod(f[12]), f[13] == "1"};
+  }
+  REQUIRE(rows.size() == 4);
+  for (const auto& [key, row] : rows) {
+    INFO("tp " << key.first << " pp " << key.second);
+    REQUIRE(row.second == (row.first > 80.0 * (1LL << 30)));  // the verdict is the peak against 80 GiB
+  }
+  // Model states dominate: 175 B parameters over tp x pp GPUs. Only tp 4 x pp 8 (5.5 B
+  // parameters per GPU, ~16 bytes each) does not fit.
+  REQUIRE(rows.at({4, 8}).second);
+  REQUIRE_FALSE(rows.at({8, 8}).second);
+  REQUIRE_FALSE(rows.at({4, 16}).second);
+  REQUIRE(rows.at({8, 16}).first < rows.at({4, 16}).first);
+  REQUIRE(rows.at({8, 16}).first == Approx(rows.at({8, 8}).first / 2).epsilon(0.1));
+}
+
 TEST_CASE("foresight sweep over tp x micro-batch marks the rows that run out of memory", "[cli][sweep]") {
   const std::string s = foresight::test::data_path("scenarios/gpt_tp_sweep.json");
   const std::string csv = scratch("tp-sweep.csv");

@@ -180,6 +180,40 @@ TEST_CASE("recompute adds one forward: of each block (full) or of the attention 
   REQUIRE(forwards(strategy::Recompute::full, "lm_head") == forwards(strategy::Recompute::none, "lm_head"));
 }
 
+TEST_CASE("selective recompute inside a pipeline re-runs each attention core once", "[training][tp]") {
+  const auto m = gpt();
+  auto p = plan(2, true);
+  p.pp = 2;
+  p.schedule = strategy::Schedule::one_f_one_b;
+  p.partition = strategy::PartitionMode::uniform;
+  p.grad_accum = 4;
+  p.global_batch = 8;
+  const strategy::ComputeModel compute(dgx().gpu_model(0));
+  auto count = [&](strategy::Recompute r, const std::string& layer, double* peak = nullptr) {
+    p.recompute = r;
+    const auto c = strategy::compile_pipeline(m, p, dgx(), compute);
+    if (peak != nullptr) *peak = c.rank_activation_peak_bytes[0];
+    int n = 0;
+    for (const auto& node : c.graph.nodes) {
+      if (node.rank == 0 && node.kind == sim::OpKind::compute && node.phase == sim::Phase::forward &&
+          c.graph.names[node.name].rfind(layer, 0) == 0) {
+        ++n;
+      }
+    }
+    REQUIRE(sim::execute(c.graph, dgx(), sim::CollectiveConfig{}, sim::NetworkKind::analytical).makespan.seconds() > 0);
+    return n;
+  };
+  double none_peak = 0.0, selective_peak = 0.0;
+  const int core = count(strategy::Recompute::none, "h.0.attn.core", &none_peak);
+  const int mlp = count(strategy::Recompute::none, "h.0.mlp.fc");
+  REQUIRE(core > 0);
+  REQUIRE(count(strategy::Recompute::selective, "h.0.attn.core", &selective_peak) == 2 * core);
+  REQUIRE(count(strategy::Recompute::selective, "h.0.mlp.fc") == mlp);
+  REQUIRE(count(strategy::Recompute::full, "h.0.mlp.fc") == 2 * mlp);
+  // The s x s attention scores are not kept (K22 Table 2: 5as/ht of 34/t + 5as/ht per layer).
+  REQUIRE(selective_peak < none_peak);
+}
+
 TEST_CASE("impossible tensor-parallel splits are clear errors", "[training][tp]") {
   const auto m = gpt();  // 12 heads
   REQUIRE_THROWS_WITH(compile(m, plan(8, false)), Catch::Matchers::Contains("12 attention heads are not divisible by tp = 8"));

@@ -10,6 +10,8 @@
 #include "sim/executor.hpp"
 
 #include "strategies/data_parallel.hpp"
+#include "strategies/memory_model.hpp"
+#include "strategies/pipeline.hpp"
 #include "strategies/model_zoo.hpp"
 #include "strategies/tensor_parallel.hpp"
 #include "tests/training/toy_model.hpp"
@@ -112,4 +114,51 @@ TEST_CASE("ZeRO-3: a layer's kernels wait for its gathered parameters", "[traini
   // And the step runs: every collective matched across the 4 ranks.
   const auto r = sim::execute(g, dgx(), sim::CollectiveConfig{}, sim::NetworkKind::flow);
   REQUIRE(r.makespan.seconds() > 0.0);
+}
+
+TEST_CASE("ZeRO-1 inside a pipeline: each stage reduce-scatters and gathers its own parameters", "[training][zero]") {
+  // GPT-3 Small on 2 stages x 4 replicas (Megatron's distributed optimizer with a pipeline).
+  const auto m = strategy::build_model("gpt3-125m");
+  auto p = plan(0, 4);
+  p.pp = 2;
+  p.schedule = strategy::Schedule::one_f_one_b;
+  p.partition = strategy::PartitionMode::uniform;
+  p.fold = false;
+  const strategy::ComputeModel compute(dgx().gpu_model(0));
+  auto stage0 = [&](int zero) {
+    p.zero = zero;
+    const auto c = strategy::compile_pipeline(m, p, dgx(), compute);
+    Traffic t;
+    for (const auto& node : c.graph.nodes) {
+      if (node.rank != 0) continue;
+      if (node.kind == sim::OpKind::collective && node.stream == strategy::streams::nccl) {
+        ++t.count[node.op];
+        t.bytes[node.op] += node.bytes;
+      }
+      if (c.graph.names[node.name] == "optimizer step") t.optimizer_bytes += c.graph.signatures[node.signature].bytes;
+    }
+    // The step runs: every collective matched across the 4 replicas of each stage.
+    REQUIRE(sim::execute(c.graph, dgx(), sim::CollectiveConfig{}, sim::NetworkKind::analytical).makespan.seconds() > 0);
+    return std::make_pair(t, c.rank_chunks[0]);
+  };
+  const auto [ddp, chunks] = stage0(0);
+  const auto [z1, chunks1] = stage0(1);
+  double params = 0.0;
+  for (const auto& [first, last] : chunks) params += strategy::tp_rank_params(m, 1, first, last);
+  REQUIRE(params < 0.9 * static_cast<double>(m.params()));  // stage 0 holds part of the model
+  // Per step: the stage's bf16 gradients reduced once (after the last micro-batch), as an
+  // all-reduce without ZeRO, as reduce-scatters with it, and the parameters gathered after.
+  REQUIRE(ddp.bytes.at(CollectiveOp::all_reduce) == Approx(2 * params));
+  REQUIRE(z1.count.count(CollectiveOp::all_reduce) == 0);
+  REQUIRE(z1.count.at(CollectiveOp::reduce_scatter) == ddp.count.at(CollectiveOp::all_reduce));
+  REQUIRE(z1.bytes.at(CollectiveOp::reduce_scatter) == Approx(2 * params));
+  REQUIRE(z1.bytes.at(CollectiveOp::all_gather) == Approx(2 * params));
+  REQUIRE(z1.optimizer_bytes == Approx(ddp.optimizer_bytes / 4));
+  // The memory model shards the stage's optimizer states over the 4 replicas (Z20's P_os).
+  p.zero = 0;
+  const auto mem0 = strategy::pipeline_rank_memory(params, p, 0.0, 1);
+  p.zero = 1;
+  const auto mem1 = strategy::pipeline_rank_memory(params, p, 0.0, 1);
+  REQUIRE(mem1.optimizer == Approx(mem0.optimizer / 4));
+  REQUIRE(mem1.weights == mem0.weights);
 }

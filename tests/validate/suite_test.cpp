@@ -85,14 +85,14 @@ TEST_CASE("the stored calibration passes every dataset's threshold; MAPE and wor
   REQUIRE(dataset(results(), "thetagpu_resnet18_ddp").predictions == 2);
   REQUIRE(dataset(results(), "thetagpu_resnet18_gpipe").predictions == 2);
   REQUIRE(dataset(results(), "nccl_busbw").predictions == 41);
-  // Megatron's rows: the 4 smaller ones are simulated; the others, too large without rank
-  // folding, are reported as unsupported, each saying what it needs, not dropped.
+  // Megatron's rows: all 10 are simulated (the large ones fold to one rank per stage); one is
+  // the calibration row.
   const auto& m = dataset(results(), "megatron_sc21_table1");
   REQUIRE(m.cases.size() == 10);
-  REQUIRE(m.predictions == 3);  // the 4th simulated row is the calibration row
+  REQUIRE(m.predictions == 9);
   REQUIRE(m.cases[0].role == validate::Role::calibration);
-  REQUIRE(m.unsupported == 6);
-  for (std::size_t i = 4; i < 10; ++i) REQUIRE_THAT(m.cases[i].note, Contains("unsupported: needs rank folding"));
+  REQUIRE(m.unsupported == 0);
+  REQUIRE_THAT(m.cases[9].note, Contains("tp 8 x pp 64 x dp 6"));
   REQUIRE_THAT(m.cases[3].note, Contains("tp 8 x pp 1 x dp 32"));
 }
 
