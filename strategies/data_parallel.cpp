@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "sim/error.hpp"
 #include "strategies/hybrid_layout.hpp"
@@ -33,7 +34,7 @@ class RankCompiler {
     }
     const double params = tp_rank_params(model_, plan_.tp);
     // ZeRO: the optimizer updates this rank's 1/dp of the parameters.
-    NodeId last = e_.finish_step(comm, buckets_, plan_.zero >= 1 ? params / plan_.dp : params);
+    NodeId last = e_.finish_step(comm, buckets_, plan_.zero >= 1 ? params / plan_.shard_size() : params);
     if ((plan_.zero == 1 || plan_.zero == 2) && plan_.dp > 1) {
       last = e_.gather_parameters(buckets_, last, dp_comm_);
     }
@@ -140,9 +141,25 @@ CompiledGraph compile_data_parallel(const Model& model, const Plan& plan, const 
   for (sim::RankId r = 0; r < g.ranks(); ++r) ranks.push_back(r);
   std::vector<std::uint32_t> dp_comm(ranks.size());
   std::vector<std::uint32_t> tp_comm(ranks.size());
+  std::vector<std::uint32_t> replica_comm(ranks.size(), 0xffffffffu);
   for (int j = 0; j < layout.live_tp(); ++j) {
-    const auto c = layout.add_dp_communicator(g, 0, j);
-    for (int d = 0; d < layout.live_dp(); ++d) dp_comm[layout.rank(d, 0, j)] = c;
+    if (!plan.hybrid_shard()) {
+      const auto c = layout.add_dp_communicator(g, 0, j);
+      for (int d = 0; d < layout.live_dp(); ++d) dp_comm[layout.rank(d, 0, j)] = c;
+      continue;
+    }
+    // Hybrid sharding: ZeRO's collectives run in the shard group, gradient shards are
+    // all-reduced over the replica group. One communicator per subgroup.
+    const int size = plan.shard_size();
+    std::map<std::pair<bool, int>, std::uint32_t> made;
+    for (int d = 0; d < layout.live_dp(); ++d) {
+      for (const bool shard : {true, false}) {
+        const std::pair<bool, int> key{shard, shard ? d / size : d % size};
+        auto it = made.find(key);
+        if (it == made.end()) it = made.emplace(key, layout.add_dp_subgroup(g, 0, j, d, size, shard)).first;
+        (shard ? dp_comm : replica_comm)[layout.rank(d, 0, j)] = it->second;
+      }
+    }
   }
   if (tp > 1) {
     for (int d = 0; d < layout.live_dp(); ++d) {
@@ -158,6 +175,7 @@ CompiledGraph compile_data_parallel(const Model& model, const Plan& plan, const 
   for (const sim::RankId r : ranks) {
     RankEmitter e(model, plan, cluster, compute, g, r);
     e.set_tp_communicator(tp_comm[r]);
+    e.set_replica_communicator(replica_comm[r]);
     e.load_batches(plan.steps, plan.micro_batch * plan.grad_accum);
     RankCompiler rc(model, plan, out.buckets, exchanges, e, dp_comm[r]);
     for (int s = 0; s < plan.steps; ++s) {

@@ -79,6 +79,40 @@ std::uint32_t HybridLayout::add_dp_communicator(sim::ExecutionGraph& g, int s, i
   return g.add_communicator(std::move(members), std::move(groups));
 }
 
+std::uint32_t HybridLayout::add_dp_subgroup(sim::ExecutionGraph& g, int s, int j, int d, int size, bool shard) const {
+  // Replicas of the subgroup with key `k`.
+  const auto members_of = [&](int k) {
+    std::vector<int> out;
+    for (int dd = 0; dd < dp_; ++dd) {
+      if ((shard ? dd / size : dd % size) == k) out.push_back(dd);
+    }
+    return out;
+  };
+  const int key = shard ? d / size : d % size;
+  std::vector<sim::RankId> members;
+  for (const int dd : members_of(key)) {
+    if (dd < live_dp()) members.push_back(rank(dd, s, j));
+  }
+  if (!fold_dp_ && !fold_tp_) return g.add_communicator(std::move(members));
+  // Folded: every subgroup of this kind (when replicas fold) for every TP rank (when TP folds).
+  std::vector<std::vector<sim::GpuId>> groups;
+  const int keys = shard ? dp_ / size : size;
+  for (int k = 0; k < keys; ++k) {
+    if (k != key && !fold_dp_) continue;
+    for (int jj = 0; jj < tp_; ++jj) {
+      if (jj != j && !fold_tp_) continue;
+      std::vector<sim::GpuId>& group = groups.emplace_back();
+      for (const int dd : members_of(k)) group.push_back(gpu(dd, s, jj));
+    }
+  }
+  // The simulated members' own group first.
+  const auto own = std::find_if(groups.begin(), groups.end(), [&](const auto& grp) {
+    return std::find(grp.begin(), grp.end(), gpu(d, s, j)) != grp.end();
+  });
+  std::rotate(groups.begin(), own, own + 1);
+  return g.add_communicator(std::move(members), std::move(groups));
+}
+
 std::uint32_t HybridLayout::add_tp_communicator(sim::ExecutionGraph& g, int d, int s) const {
   std::vector<sim::RankId> members;
   for (int j = 0; j < live_tp(); ++j) members.push_back(rank(d, s, j));

@@ -67,6 +67,10 @@ class HybridLayout {
   /// The data-parallel communicator of stage s's TP rank j (j < live_tp) over the simulated
   /// replicas, standing for every folded group.
   std::uint32_t add_dp_communicator(sim::ExecutionGraph& g, int s, int j) const;
+  /// Hybrid sharding (plan.shard_group = `size` < dp): the sub-communicator of stage s's TP rank
+  /// j (j < live_tp) that holds simulated replica d: its shard group (`shard`: replicas
+  /// [k size, (k + 1) size)) or its replica group (replicas d mod size + multiples of size).
+  std::uint32_t add_dp_subgroup(sim::ExecutionGraph& g, int s, int j, int d, int size, bool shard) const;
   /// The tensor-parallel communicator of replica d's stage s (d < live_dp).
   std::uint32_t add_tp_communicator(sim::ExecutionGraph& g, int d, int s) const;
 

@@ -120,8 +120,9 @@ NodeId LayerPass::backward(std::size_t first, std::size_t last, NodeId in, bool 
     if (reduce && zero3_ && layer.params > 0) {
       // Each layer's gradients are reduce-scattered once its backward is done.
       const double bytes = tp_layer_params(layer, plan_.tp) * gradient_bytes_per_param(plan_);
-      comm.push_back(e_.dp_collective(sim::CollectiveOp::reduce_scatter, bytes, layer.name + " gradients", dp_comm_,
-                                      {last_}, sim::Phase::backward, micro_));
+      const NodeId rs = e_.dp_collective(sim::CollectiveOp::reduce_scatter, bytes, layer.name + " gradients", dp_comm_,
+                                         {last_}, sim::Phase::backward, micro_);
+      comm.push_back(e_.reduce_shard(rs, bytes, layer.name + " gradient shard", sim::Phase::backward, micro_));
     }
     after_layer(i, last_);
   }

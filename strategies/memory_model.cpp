@@ -86,7 +86,7 @@ double saved_activation_bytes(const Model& model, const Plan& plan, std::size_t 
 }
 
 MemoryBreakdown data_parallel_memory(const Model& model, const Plan& plan) {
-  MemoryBreakdown m = model_state_memory(tp_rank_params(model, plan.tp), plan, plan.dp);
+  MemoryBreakdown m = model_state_memory(tp_rank_params(model, plan.tp), plan, plan.shard_size());
   double largest_output = 0.0;
   for (const Layer& l : model.layers) largest_output = std::max(largest_output, l.output_elems);
   // Saved activations and 1-byte dropout masks, plus the largest transient output and its
@@ -98,7 +98,7 @@ MemoryBreakdown data_parallel_memory(const Model& model, const Plan& plan) {
 }
 
 MemoryBreakdown pipeline_rank_memory(double params, const Plan& plan, double activation_peak, int in_flight) {
-  MemoryBreakdown m = model_state_memory(params, plan, plan.dp);
+  MemoryBreakdown m = model_state_memory(params, plan, plan.shard_size());
   if (plan.schedule == Schedule::pipedream) {
     // Weight stashing: one more version of the stage's weights per extra micro-batch in flight
     // (Narayanan et al. 2019, PipeDream section 3.3).

@@ -164,7 +164,7 @@ class StageCompiler {
     // ZeRO-1 (Megatron's distributed optimizer): each rank updates its 1/dp of the stage's
     // parameters, then the updated shards are gathered.
     const bool zero = plan_.zero >= 1 && plan_.dp > 1;
-    NodeId end = e_.finish_step(comm_, buckets_, zero ? params_ / plan_.dp : params_);
+    NodeId end = e_.finish_step(comm_, buckets_, zero ? params_ / plan_.shard_size() : params_);
     if (zero) end = e_.gather_parameters(buckets_, end, comm_id_);
     comm_.clear();
     if (plan_.sync_each_step && stage_ == plan_.pp - 1) {

@@ -132,6 +132,14 @@ struct Plan {
   /// ZeRO stage (Rajbhandari et al. 2020): 1 shards optimizer states over the data-parallel
   /// group (Megatron's distributed optimizer), 2 also gradients, 3 also parameters.
   int zero = 0;
+  /// Hybrid sharding (PyTorch FSDP's HYBRID_SHARD; DeepSpeed MiCS): ZeRO's states are sharded
+  /// over groups of `shard_group` consecutive data-parallel ranks (a node's GPUs, typically) and
+  /// replicated across the dp / shard_group groups, which all-reduce their gradient shards.
+  /// 0: shard over the whole data-parallel group (FULL_SHARD, ZeRO).
+  int shard_group = 0;
+  /// Ranks ZeRO shards over: shard_group, or the whole data-parallel group.
+  int shard_size() const { return shard_group > 0 ? shard_group : dp; }
+  bool hybrid_shard() const { return zero > 0 && shard_group > 0 && shard_group < dp; }
   /// Gradients accumulated and reduced in fp32 whatever the parameters' precision (Megatron-LM's
   /// main_grad buffers, the default with --bf16: arguments.py).
   bool fp32_main_grads = false;

@@ -180,6 +180,9 @@ void RankEmitter::reduce_bucket(const GradientBucket& bucket, std::size_t index,
   ar.communicator = communicator;
   ar.deps = {copy};
   comm.push_back(g_.add(ar));
+  if (op == sim::CollectiveOp::reduce_scatter) {
+    comm.back() = reduce_shard(comm.back(), bucket.bytes, fmt::format("gradient shard #{}", index), sim::Phase::backward);
+  }
   if (plan_.framework == Framework::horovod) {
     comm.back() = memory("fusion copy out", 2.0 * bucket.bytes, streams::nccl, {comm.back()}, sim::Time{});
   }
@@ -197,6 +200,13 @@ sim::NodeId RankEmitter::finish_step(const std::vector<sim::NodeId>& comm, const
   }
   return memory("optimizer step", params * optimizer_bytes_per_param(plan_.optimizer), streams::compute, {},
                 plan_.dispatch_optimizer, sim::Phase::optimizer);
+}
+
+sim::NodeId RankEmitter::reduce_shard(sim::NodeId rs, double bytes, const std::string& name, sim::Phase phase,
+                                      int micro) {
+  if (!plan_.hybrid_shard() || replica_comm_ == 0xffffffffu) return rs;
+  return dp_collective(sim::CollectiveOp::all_reduce, bytes / plan_.shard_size(), "all_reduce " + name, replica_comm_,
+                       {rs}, phase, micro);
 }
 
 sim::NodeId RankEmitter::gather_parameters(const std::vector<GradientBucket>& buckets, sim::NodeId step,

@@ -67,6 +67,13 @@ class RankEmitter {
 
   /// A node of this rank, not yet added.
   sim::Node make(sim::OpKind kind, sim::StreamId stream, const std::string& name, sim::Phase phase) const;
+  /// Hybrid sharding: the communicator of this rank's replica group, over which gradient shards
+  /// are all-reduced after each reduce-scatter in the shard group.
+  void set_replica_communicator(std::uint32_t c) { replica_comm_ = c; }
+  /// After the gradient reduce-scatter `rs` of `bytes` (the unsharded size): with hybrid
+  /// sharding, the all-reduce of this rank's 1/shard over its replica group, which is then the
+  /// node whose end means the gradients are reduced; otherwise `rs` itself.
+  sim::NodeId reduce_shard(sim::NodeId rs, double bytes, const std::string& name, sim::Phase phase, int micro = -1);
   /// The communicator of this rank's tensor-parallel group (plan.tp > 1).
   void set_tp_communicator(std::uint32_t c) { tp_comm_ = c; }
   /// One tensor-parallel collective of a micro-batch on the TP stream, after `deps`.
@@ -122,6 +129,7 @@ class RankEmitter {
   bool shared_interpreter_ = false;
   sim::Time forward_gil_;
   std::uint32_t tp_comm_ = 0;
+  std::uint32_t replica_comm_ = 0xffffffffu;
 };
 
 }  // namespace foresight::strategy

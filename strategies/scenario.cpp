@@ -135,7 +135,7 @@ Plan read_plan(const JsonReader& r, const json& o, const JsonPath& p) {
                   "cycle_time", "input_rate", "step_overhead", "dispatch_forward", "dispatch_backward",
                   "dispatch_optimizer", "sync_each_step", "comm_compute_slowdown", "network", "steps", "schedule",
                   "virtual_stages", "partition", "driver", "microbatch_overhead", "dispatch_gil", "p2p_sync", "recompute",
-                  "scale_axis", "zero", "sequence_parallel", "fused_attention", "fold",
+                  "scale_axis", "zero", "shard_group", "sequence_parallel", "fused_attention", "fold",
                   "gemm_efficiency"},
                  p, "a plan");
   Plan plan;
@@ -178,6 +178,17 @@ Plan read_plan(const JsonReader& r, const json& o, const JsonPath& p) {
   read_pipeline(r, o, p, plan);
   // Parts of a plan whose strategies are not built yet: only their neutral values are accepted.
   if (has("zero")) plan.zero = static_cast<int>(r.integer_at(o, "zero", p, "a plan", 0, 3));
+  if (has("shard_group")) {
+    plan.shard_group = static_cast<int>(r.integer_at(o, "shard_group", p, "a plan", 1, 1 << 20));
+    if (plan.zero == 0) {
+      r.fail(p.at("shard_group"), fmt::format("expected no shard_group without ZeRO (zero 1-3): it says how ZeRO "
+                                              "shards, found {}", plan.shard_group));
+    }
+    if (plan.pp > 1) {
+      r.fail(p.at("shard_group"), fmt::format("expected no shard_group with pp = {}: hybrid sharding is simulated for "
+                                              "data parallelism, found {}", plan.pp, plan.shard_group));
+    }
+  }
   if (plan.zero > 1 && plan.pp > 1) {
     // DeepSpeed refuses ZeRO-2/3 with pipeline parallelism (gradient partitioning needs every
     // micro-batch's gradients reduced, which the pipeline's accumulation defeats); Megatron's
@@ -206,6 +217,10 @@ Plan read_plan(const JsonReader& r, const json& o, const JsonPath& p) {
   if (plan.sequence_parallel && plan.tp == 1) {
     r.fail(p.at("sequence_parallel"), "expected false with tp = 1: sequence parallelism splits a tensor-parallel group's "
                                       "norms and dropout");
+  }
+  if (plan.shard_group > 0 && (plan.shard_group > plan.dp || plan.dp % plan.shard_group != 0)) {
+    r.fail(p.at("shard_group"), fmt::format("expected a divisor of dp = {} (shard groups tile the data-parallel "
+                                            "group), found {}", plan.dp, plan.shard_group));
   }
   // Batch arithmetic: global = dp x micro x accum.
   if (plan.global_batch > 0) {
@@ -421,6 +436,7 @@ json plan_to_json(const Plan& p) {
               {"recompute", std::string(to_string(p.recompute))},
               {"sequence_parallel", p.sequence_parallel},
               {"zero", p.zero},
+              {"shard_group", p.shard_group},
               {"fused_attention", p.fused_attention},
               {"fold", p.fold},
               {"gemm_efficiency", p.gemm_efficiency},

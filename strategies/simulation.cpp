@@ -25,6 +25,7 @@ std::string plan_summary(const Plan& p, int cc) {
   std::string out = fmt::format("{}, dp {}", to_string(p.framework), p.dp);
   if (p.tp > 1) out += fmt::format(", tp {}{}", p.tp, p.sequence_parallel ? " with sequence parallelism" : "");
   if (p.zero > 0) out += fmt::format(", ZeRO-{}", p.zero);
+  if (p.hybrid_shard()) out += fmt::format(" sharded in groups of {} (hybrid)", p.shard_group);
   if (p.recompute != Recompute::none) out += fmt::format(", {} recompute", to_string(p.recompute));
   if (p.fused_attention) out += ", fused attention";
   out += fmt::format(", micro-batch {}, global batch {}", p.micro_batch, p.global_batch);

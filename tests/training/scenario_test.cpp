@@ -78,6 +78,15 @@ TEST_CASE("every kind of bad scenario names its field", "[training]") {
   doc["plan"]["zero"] = 1;  // Megatron's distributed optimizer inside a pipeline
   REQUIRE(parse(doc).plan.zero == 1);
   doc = base();
+  doc["plan"]["shard_group"] = 4;
+  REQUIRE_THROWS_WITH(parse(doc), Contains("/plan/shard_group") && Contains("without ZeRO"));
+  doc["plan"]["zero"] = 3;
+  doc["plan"]["shard_group"] = 3;
+  REQUIRE_THROWS_WITH(parse(doc), Contains("/plan/shard_group") && Contains("expected a divisor of dp = 8") &&
+                                      Contains("found 3"));
+  doc["plan"]["shard_group"] = 4;
+  REQUIRE(parse(doc).plan.hybrid_shard());
+  doc = base();
   // Without dp, data parallelism takes what tp x pp x ep leave of cluster.gpus (8 here).
   doc["plan"].erase("dp");
   doc["plan"]["pp"] = 2;
