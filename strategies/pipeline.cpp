@@ -183,10 +183,17 @@ class StageCompiler {
     return elems * plan_.micro_batch * activation_bytes(plan_.precision) / sp;
   }
 
-  /// Whether micro-batch `micro`'s backward re-runs its forward first.
+  /// Whether micro-batch `micro`'s backward re-runs the chunk's forward first (torchgpipe's
+  /// checkpointing of a whole partition).
   bool recomputes(int micro) const {
-    return plan_.recompute == Recompute::full ||
+    return (plan_.recompute == Recompute::full && !layer_recompute()) ||
            (plan_.recompute == Recompute::except_last && micro != plan_.grad_accum - 1);
+  }
+  /// Whether recompute works per transformer layer (Megatron's full and selective
+  /// checkpointing: each layer's forward again before its backward, the embedding, LM head and
+  /// loss never) rather than per chunk.
+  bool layer_recompute() const {
+    return plan_.recompute == Recompute::selective || (plan_.recompute == Recompute::full && model_.transformer);
   }
 
  private:
@@ -228,9 +235,8 @@ class StageCompiler {
     const PipelineChunk& ch = chunk(c);
     const auto& buckets = chunk_buckets_[static_cast<std::size_t>(c)];
     std::size_t next_bucket = 0;
-    // Selective recompute works per layer (the attention core before its backward); full
-    // recompute re-runs the whole chunk (emit).
-    LayerPass pass(model_, plan_, tp_, e_, comm_id_, plan_.recompute == Recompute::selective, micro);
+    // Per-layer recompute (transformers) runs inside the backward pass; a partition's runs in emit.
+    LayerPass pass(model_, plan_, tp_, e_, comm_id_, layer_recompute(), micro);
     return pass.backward(ch.first, ch.last, in, reduce, comm_, [&](std::size_t i, NodeId last) {
       if (!reduce) return;
       while (next_bucket < buckets.size() && buckets[next_bucket].layers.front() == i) {
@@ -284,8 +290,23 @@ std::vector<RunTask> run_order(const Plan& plan, int stage) {
 std::pair<double, int> activation_peak(const Model& model, const Plan& plan, const StageCompiler& sc,
                                        const std::vector<RunTask>& order) {
   const int bytes = activation_bytes(plan.precision);
-  // Stage-level recompute is the schedule's (below), not per block.
-  auto saved = [&](int c) { return saved_activation_bytes(model, plan, sc.chunk(c).first, sc.chunk(c).last, false); };
+  // Chunk-level recompute is the schedule's (below); per-layer recompute keeps each block's input.
+  const bool layers = sc.layer_recompute();
+  auto saved = [&](int c) { return saved_activation_bytes(model, plan, sc.chunk(c).first, sc.chunk(c).last, layers); };
+  // Per-layer full recompute briefly holds one block's activations again in the backward pass.
+  double block_transient = 0.0;
+  if (layers && plan.recompute == Recompute::full) {
+    for (int c = 0; c < plan.virtual_stages; ++c) {
+      for (std::size_t i = sc.chunk(c).first; i < sc.chunk(c).last;) {
+        std::size_t end = i + 1;
+        while (end < sc.chunk(c).last && model.layers[i].block >= 0 && model.layers[end].block == model.layers[i].block) ++end;
+        if (model.layers[i].block >= 0) {
+          block_transient = std::max(block_transient, saved_activation_bytes(model, plan, i, end, false));
+        }
+        i = end;
+      }
+    }
+  }
   double live = 0.0;
   double peak = 0.0;
   int in_flight = 0;
@@ -299,6 +320,7 @@ std::pair<double, int> activation_peak(const Model& model, const Plan& plan, con
       peak = std::max(peak, live);
     } else {
       if (rc) peak = std::max(peak, live + saved(t.task.chunk));
+      peak = std::max(peak, live + block_transient);
       live -= kept;
       --in_flight;
     }

@@ -161,6 +161,8 @@ nlohmann::json to_json(const Report& r, const nlohmann::json& plan) {
                 {"tokens_per_s", r.tokens_per_s},
                 {"tflops_per_gpu", r.tflops_per_gpu},
                 {"mfu", r.mfu},
+                {"hardware_tflops_per_gpu", r.hardware_tflops_per_gpu},
+                {"hfu", r.hfu},
                 {"peak_tflops_per_gpu", r.peak_tflops}}},
               {"breakdown", b},
               {"memory", {{"peak_bytes_max", r.peak_bytes_max()}, {"oom", r.oom()}, {"per_rank", per_rank_mem}}},
@@ -189,6 +191,10 @@ std::string to_text(const Report& r) {
   out += fmt::format("throughput  {:.1f} samples/s{}, {:.2f} TFLOP/s per GPU, MFU {:.1f}% of {:.0f} TFLOP/s\n",
                      r.samples_per_s, r.tokens_per_s > 0 ? fmt::format(" ({:.0f} tokens/s)", r.tokens_per_s) : "",
                      r.tflops_per_gpu, r.mfu * 100.0, r.peak_tflops);
+  if (r.hardware_tflops_per_gpu > r.tflops_per_gpu * 1.005) {
+    out += fmt::format("            hardware {:.2f} TFLOP/s per GPU with recompute, HFU {:.1f}%\n",
+                       r.hardware_tflops_per_gpu, r.hfu * 100.0);
+  }
   const RankBreakdown& b = r.breakdown;
   out += fmt::format(
       "breakdown   per iteration, rank {} (slowest): compute {}, exposed communication {} (of {} in all), "

@@ -78,6 +78,10 @@ struct Report {
   double tokens_per_s = 0.0;
   double tflops_per_gpu = 0.0;
   double mfu = 0.0;
+  /// Hardware FLOPs: every kernel the GPUs run, recomputed forwards included (Chowdhery et al.
+  /// 2022, App. B: HFU counts them, MFU does not), per GPU per second, and over the peak.
+  double hardware_tflops_per_gpu = 0.0;
+  double hfu = 0.0;
   double peak_tflops = 0.0;  ///< the MFU's denominator, per GPU
 
   RankBreakdown breakdown;  ///< of the slowest rank

@@ -155,6 +155,17 @@ SimulationOutput simulate_scenario(const Scenario& scenario, const SimulationInp
   probe.math = main_math;
   r.peak_tflops = compute.peak(instantiate(probe, 1, plan, gpu.compute_capability).dtype).per_second() * 1e-12;
   r.mfu = r.tflops_per_gpu / r.peak_tflops;
+  // Hardware FLOPs: every kernel of every simulated step, each rank's counted for the GPUs it
+  // stands for, per step.
+  double hardware_flops = 0.0;
+  const auto& cgraph = out.compiled.graph;
+  for (const sim::Node& n : cgraph.nodes) {
+    if (n.kind != sim::OpKind::compute || n.signature >= cgraph.signatures.size()) continue;
+    hardware_flops += cgraph.signatures[n.signature].flops * static_cast<double>(cgraph.represents(n.rank));
+  }
+  hardware_flops /= std::max(1, plan.steps);
+  r.hardware_tflops_per_gpu = hardware_flops / r.iteration_time_s / ranks * 1e-12;
+  r.hfu = r.hardware_tflops_per_gpu / r.peak_tflops;
 
   const auto& cg = out.compiled;
   for (int rank = 0; rank < static_cast<int>(graph.ranks()); ++rank) {

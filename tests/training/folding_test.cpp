@@ -43,6 +43,8 @@ void same_answer(const json& doc, int simulated) {
   REQUIRE(folded.result.makespan == full.result.makespan);
   REQUIRE(folded.report.breakdown.exposed_comm_s == full.report.breakdown.exposed_comm_s);
   REQUIRE(folded.report.peak_bytes_max() == full.report.peak_bytes_max());
+  // Hardware FLOPs count each simulated rank's kernels once per GPU it stands for.
+  REQUIRE(folded.report.hardware_tflops_per_gpu == Approx(full.report.hardware_tflops_per_gpu).epsilon(1e-12));
   // Each simulated rank reports what the rank on its GPU reported in the full run.
   for (const auto& m : folded.report.memory) {
     const auto& twin = full.report.memory[static_cast<std::size_t>(m.gpu)];
@@ -136,4 +138,48 @@ TEST_CASE("only ranks that sit alike fold", "[training][fold]") {
     REQUIRE(l.simulated_ranks() == 8);
     REQUIRE(l.describe() == "8 of 1024 ranks simulated (data-parallel replicas and tensor-parallel ranks folded)");
   }
+}
+
+TEST_CASE("hardware FLOPs add the recomputed forward; model FLOPs do not", "[training][fold]") {
+  // GPT-3 Small at dp 4 x pp 2 x tp 2: without recompute every kernel is a model FLOP (HFU = MFU);
+  // full recompute runs each transformer block's forward again (Megatron's checkpointing: the
+  // embedding, LM head and loss are not recomputed).
+  const json plan = {{"dp", 4}, {"pp", 2}, {"tp", 2}, {"global_batch", 16}, {"schedule", "1f1b"},
+                     {"partition", "uniform"}, {"network", "analytical"}};
+  auto with = [&](const char* recompute) {
+    json doc = scenario(plan);
+    doc["plan"]["recompute"] = recompute;
+    // Unfused attention: a causal FlashAttention kernel skips half the scores, so its hardware
+    // FLOPs differ from the model's even without recompute.
+    doc["plan"]["fused_attention"] = false;
+    return run(doc, true).report;
+  };
+  const auto none = with("none");
+  REQUIRE(none.hardware_tflops_per_gpu == Approx(none.tflops_per_gpu).epsilon(0.01));
+  REQUIRE(none.hfu == Approx(none.mfu).epsilon(0.01));
+  const auto full = with("full");
+  const double ratio = full.hardware_tflops_per_gpu / full.tflops_per_gpu;
+  // Expected: 1 + the transformer blocks' forward over the model's forward + backward.
+  json doc = scenario(plan);
+  doc["plan"]["fused_attention"] = false;
+  const auto m = strategy::scenario_model(strategy::parse_scenario(doc, "fold.json"));
+  double blocks = 0.0;
+  for (const auto& layer : m.layers) blocks += layer.block >= 0 ? layer.fwd_flops : 0.0;
+  REQUIRE(ratio == Approx(1.0 + blocks / (m.fwd_flops() + m.bwd_flops())).epsilon(0.01));
+  REQUIRE(ratio < 4.0 / 3.0);
+  const auto selective = with("selective");
+  REQUIRE(selective.hardware_tflops_per_gpu / selective.tflops_per_gpu > 1.0);
+  REQUIRE(selective.hardware_tflops_per_gpu / selective.tflops_per_gpu < ratio);
+}
+
+TEST_CASE("model FLOPs of GPT-3 175B follow Megatron's count", "[training]") {
+  // Per sample forward: 24 s l h^2 (1 + s / 6h + V / 16 l h) (Narayanan et al. 2021, Eq. 3 over
+  // its 4 passes); the model's layers add up to it, and forward + backward to 3x it.
+  json doc = scenario({{"dp", 16}});
+  doc["model"] = {{"name", "gpt3-175b"}};
+  const auto m = strategy::scenario_model(strategy::parse_scenario(doc, "175b.json"));
+  const double s = 2048, l = 96, h = 12288, v = 50257;
+  const double megatron = 24.0 * s * l * h * h * (1.0 + s / (6.0 * h) + v / (16.0 * l * h));
+  REQUIRE(m.fwd_flops() == Approx(megatron).epsilon(0.005));
+  REQUIRE(m.fwd_flops() + m.bwd_flops() == Approx(3.0 * megatron).epsilon(0.005));
 }
