@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <string_view>
+
+#include "sim/error.hpp"
 
 namespace foresight::strategy {
 namespace {
@@ -21,6 +24,17 @@ bool one_gpu_model(const topo::Cluster& c, int gpus) {
 
 HybridLayout::HybridLayout(const Plan& plan, int pp, const topo::Cluster& cluster)
     : dp_(plan.dp), pp_(pp), tp_(std::max(1, plan.tp)) {
+  // Strides by placement, innermost first ("tp-pp-dp": tp 1, pp tp, dp tp x pp).
+  int stride = 1;
+  for (std::size_t k = 0; k < plan.placement.size(); k += 3) {
+    const std::string_view dim = std::string_view(plan.placement).substr(k, 2);
+    int* target = dim == "tp" ? &stride_tp_ : dim == "pp" ? &stride_pp_ : dim == "dp" ? &stride_dp_ : nullptr;
+    if (target == nullptr) {
+      throw sim::ConfigError(fmt::format("plan: placement \"{}\": expected tp, pp and dp joined by '-'", plan.placement));
+    }
+    *target = stride;
+    stride *= dim == "tp" ? tp_ : dim == "pp" ? pp_ : dp_;
+  }
   if (!plan.fold || static_cast<std::size_t>(gpus()) > cluster.gpu_count() || !one_gpu_model(cluster, gpus())) return;
   if (tp_ > 1) {
     fold_tp_ = true;

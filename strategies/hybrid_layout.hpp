@@ -1,9 +1,10 @@
 #pragma once
 /// Where the ranks of a dp x pp x tp plan run, and which of them are simulated.
 ///
-/// Placement is Megatron's: TP rank j of stage s of replica d runs on GPU (d x pp + s) x tp + j,
-/// so TP groups are consecutive GPUs (inside a node when tp divides its GPUs), then the
-/// pipeline, then data parallelism.
+/// Placement is Megatron's by default (plan.placement "tp-pp-dp"): TP rank j of stage s of
+/// replica d runs on GPU (d x pp + s) x tp + j, so TP groups are consecutive GPUs (inside a node
+/// when tp divides its GPUs), then the pipeline, then data parallelism. Another order of the
+/// three, innermost first, overrides it.
 ///
 /// Folding (DESIGN.md, "Identical ranks"): data-parallel replicas run identical programs, and so
 /// do the TP ranks of a stage. When they also sit alike on the hardware, only replica 0 and TP
@@ -45,7 +46,10 @@ class HybridLayout {
   int gpus() const { return dp_ * pp_ * tp_; }
   int simulated_ranks() const { return live_dp() * pp_ * live_tp(); }
 
-  sim::GpuId gpu(int d, int s, int j) const { return static_cast<sim::GpuId>((d * pp_ + s) * tp_ + j); }
+  /// The GPU of TP rank j of stage s of replica d, by the plan's placement order.
+  sim::GpuId gpu(int d, int s, int j) const {
+    return static_cast<sim::GpuId>(d * stride_dp_ + s * stride_pp_ + j * stride_tp_);
+  }
   /// The graph rank of simulated (d < live_dp, s, j < live_tp).
   sim::RankId rank(int d, int s, int j) const { return static_cast<sim::RankId>((d * pp_ + s) * live_tp() + j); }
 
@@ -86,6 +90,9 @@ class HybridLayout {
   int tp_ = 1;
   bool fold_dp_ = false;
   bool fold_tp_ = false;
+  int stride_dp_ = 1;
+  int stride_pp_ = 1;
+  int stride_tp_ = 1;
 };
 
 }  // namespace foresight::strategy

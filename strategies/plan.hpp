@@ -150,6 +150,10 @@ struct Plan {
   /// identical ones (DESIGN.md, "Identical ranks"; strategies/hybrid_layout.hpp): the same
   /// answer for a fraction of the work. Off by choice, and by itself on mixed GPU models.
   bool fold = true;
+  /// Rank placement, innermost first: "tp-pp-dp" (the default: TP groups inside a node, then the
+  /// pipeline, then data parallelism) or any other order of tp, pp and dp, e.g. "tp-dp-pp"
+  /// (Megatron-Core's order, data-parallel groups before pipeline stages).
+  std::string placement = "tp-pp-dp";
   /// The framework's matrix kernels (GEMMs, fused attention) relative to the compute model's
   /// benchmark-derived rate, where no profile measured them: 1 means cuBLASLt benchmark speed.
   /// A fitted constant (the Megatron SC21 calibration row sets it for those runs).

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -135,7 +136,7 @@ Plan read_plan(const JsonReader& r, const json& o, const JsonPath& p) {
                   "cycle_time", "input_rate", "step_overhead", "dispatch_forward", "dispatch_backward",
                   "dispatch_optimizer", "sync_each_step", "comm_compute_slowdown", "network", "steps", "schedule",
                   "virtual_stages", "partition", "driver", "microbatch_overhead", "dispatch_gil", "p2p_sync", "recompute",
-                  "scale_axis", "zero", "shard_group", "sequence_parallel", "fused_attention", "fold",
+                  "scale_axis", "zero", "shard_group", "sequence_parallel", "fused_attention", "fold", "placement",
                   "gemm_efficiency"},
                  p, "a plan");
   Plan plan;
@@ -208,6 +209,17 @@ Plan read_plan(const JsonReader& r, const json& o, const JsonPath& p) {
   if (has("sequence_parallel")) plan.sequence_parallel = r.bool_at(o, "sequence_parallel", p, "a plan");
   if (has("fused_attention")) plan.fused_attention = r.bool_at(o, "fused_attention", p, "a plan");
   if (has("fold")) plan.fold = r.bool_at(o, "fold", p, "a plan");
+  if (has("placement")) {
+    plan.placement = r.string_at(o, "placement", p, "a plan");
+    std::vector<std::string> dims;
+    for (std::size_t k = 0; k < plan.placement.size(); k += 3) dims.push_back(plan.placement.substr(k, 2));
+    std::sort(dims.begin(), dims.end());
+    if (plan.placement.size() != 8 || plan.placement[2] != '-' || plan.placement[5] != '-' ||
+        dims != std::vector<std::string>{"dp", "pp", "tp"}) {
+      r.fail(p.at("placement"), fmt::format("expected tp, pp and dp in some order, innermost first, joined by '-' "
+                                            "(e.g. \"tp-pp-dp\"), found \"{}\"", plan.placement));
+    }
+  }
   if (has("gemm_efficiency")) {
     plan.gemm_efficiency = r.number_at(o, "gemm_efficiency", p, "a plan");
     if (!(plan.gemm_efficiency > 0.0 && plan.gemm_efficiency <= 2.0)) {
@@ -439,6 +451,7 @@ json plan_to_json(const Plan& p) {
               {"shard_group", p.shard_group},
               {"fused_attention", p.fused_attention},
               {"fold", p.fold},
+              {"placement", p.placement},
               {"gemm_efficiency", p.gemm_efficiency},
               {"scale_axis", p.scale_axis == ScaleAxis::dp ? "dp" : "pp"}};
 }

@@ -2,6 +2,7 @@
 // for every identical rank gives the unfolded run's answer, and folds only what is identical.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "strategies/hybrid_layout.hpp"
@@ -46,15 +47,16 @@ void same_answer(const json& doc, int simulated) {
   // Hardware FLOPs count each simulated rank's kernels once per GPU it stands for.
   REQUIRE(folded.report.hardware_tflops_per_gpu == Approx(full.report.hardware_tflops_per_gpu).epsilon(1e-12));
   // Each simulated rank reports what the rank on its GPU reported in the full run.
-  for (const auto& m : folded.report.memory) {
-    const auto& twin = full.report.memory[static_cast<std::size_t>(m.gpu)];
-    REQUIRE(twin.gpu == m.gpu);
-    REQUIRE(m.bytes.total() == twin.bytes.total());
-  }
+  auto on_gpu = [](const auto& list, int gpu) {
+    const auto it = std::find_if(list.begin(), list.end(), [&](const auto& x) { return x.gpu == gpu; });
+    REQUIRE(it != list.end());
+    return *it;
+  };
+  for (const auto& m : folded.report.memory) REQUIRE(m.bytes.total() == on_gpu(full.report.memory, m.gpu).bytes.total());
   int represented = 0;
   for (const auto& b : folded.report.per_rank) {
     represented += b.represents;
-    REQUIRE(b.iteration_s == full.report.per_rank[static_cast<std::size_t>(b.gpu)].iteration_s);
+    REQUIRE(b.iteration_s == on_gpu(full.report.per_rank, b.gpu).iteration_s);
   }
   REQUIRE(represented == full.report.gpus);
   // And the folded graph is smaller by the fold.
@@ -84,6 +86,11 @@ TEST_CASE("folding data-parallel replicas and TP ranks gives the unfolded answer
       same_answer(scenario({{"dp", 1}, {"pp", 4}, {"tp", 4}, {"global_batch", 8}, {"schedule", "1f1b"},
                             {"partition", "uniform"}, {"network", network}}),
                   4);
+    }
+    SECTION(std::string("dp 2 x pp 2 x tp 4 placed tp-dp-pp (Megatron-Core's order), ") + network) {
+      same_answer(scenario({{"dp", 2}, {"pp", 2}, {"tp", 4}, {"global_batch", 16}, {"schedule", "1f1b"},
+                            {"partition", "uniform"}, {"placement", "tp-dp-pp"}, {"network", network}}),
+                  2);
     }
     SECTION(std::string("dp 4 x pp 4, interleaved, data-parallel groups across both nodes, ") + network) {
       same_answer(scenario({{"dp", 4}, {"pp", 4}, {"global_batch", 32}, {"schedule", "interleaved"},
@@ -182,4 +189,28 @@ TEST_CASE("model FLOPs of GPT-3 175B follow Megatron's count", "[training]") {
   const double megatron = 24.0 * s * l * h * h * (1.0 + s / (6.0 * h) + v / (16.0 * l * h));
   REQUIRE(m.fwd_flops() == Approx(megatron).epsilon(0.005));
   REQUIRE(m.fwd_flops() + m.bwd_flops() == Approx(3.0 * megatron).epsilon(0.005));
+}
+
+TEST_CASE("placement orders TP, PP and DP as the plan says, innermost first", "[training][fold]") {
+  strategy::Plan p;
+  p.dp = 2;
+  p.tp = 4;
+  const auto c = topo::resolve_cluster("dgx-a100", 16);
+  // Default tp-pp-dp: a replica's two stages share node 0; the replicas are the two nodes.
+  const strategy::HybridLayout standard(p, 2, c);
+  REQUIRE(standard.gpu(0, 1, 0) == 4);
+  REQUIRE(standard.gpu(1, 0, 0) == 8);
+  // tp-dp-pp: a stage's data-parallel group shares a node; the pipeline crosses the nodes.
+  p.placement = "tp-dp-pp";
+  const strategy::HybridLayout megatron_core(p, 2, c);
+  REQUIRE(megatron_core.gpu(1, 0, 0) == 4);
+  REQUIRE(megatron_core.gpu(0, 1, 0) == 8);
+  REQUIRE(megatron_core.gpu(1, 1, 3) == 15);
+  sim::ExecutionGraph g;
+  megatron_core.add_ranks(g);
+  const auto dp = megatron_core.add_dp_communicator(g, 1, 0);
+  // Folded: one simulated member standing for the four (stage 1, TP rank j) groups {8+j, 12+j}.
+  REQUIRE(g.communicators[dp].groups.size() == 4);
+  REQUIRE(g.communicators[dp].groups[0] == std::vector<sim::GpuId>{8, 12});
+  REQUIRE(g.communicators[dp].groups[3] == std::vector<sim::GpuId>{11, 15});
 }

@@ -87,6 +87,12 @@ TEST_CASE("every kind of bad scenario names its field", "[training]") {
   doc["plan"]["shard_group"] = 4;
   REQUIRE(parse(doc).plan.hybrid_shard());
   doc = base();
+  doc["plan"]["placement"] = "tp-pp-pp";
+  REQUIRE_THROWS_WITH(parse(doc), Contains("/plan/placement") && Contains("expected tp, pp and dp in some order") &&
+                                      Contains("\"tp-pp-pp\""));
+  doc["plan"]["placement"] = "tp-dp-pp";
+  REQUIRE(parse(doc).plan.placement == "tp-dp-pp");
+  doc = base();
   // Without dp, data parallelism takes what tp x pp x ep leave of cluster.gpus (8 here).
   doc["plan"].erase("dp");
   doc["plan"]["pp"] = 2;
