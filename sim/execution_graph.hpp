@@ -62,6 +62,9 @@ struct Node {
   /// broadcast/reduce; an optional algorithm hint.
   std::uint32_t communicator = 0;
   int root = 0;
+  /// all_to_all: index into ExecutionGraph::send_matrices of its per-destination byte counts
+  /// (all_to_allv; every member names the same), or kNoMatrix for `bytes` split evenly.
+  std::uint32_t matrix = 0xffffffffu;
   std::optional<Algorithm> algorithm;
   /// send, recv: the other rank and a tag; sends and receives of (source, destination, tag)
   /// match in program order.
@@ -79,6 +82,7 @@ struct Node {
   std::uint32_t signature = 0xffffffffu;
 };
 inline constexpr std::uint32_t kNoSignature = 0xffffffffu;
+inline constexpr std::uint32_t kNoMatrix = 0xffffffffu;
 
 struct Communicator {
   std::vector<RankId> ranks;  ///< the simulated members, in communicator rank order
@@ -105,6 +109,8 @@ struct ExecutionGraph {
   /// last of these has. Empty: no rank has mirrors.
   std::vector<std::vector<GpuId>> rank_mirrors;
   std::vector<Communicator> communicators;
+  /// all_to_allv send matrices: bytes from communicator rank i to rank j at [i * n + j].
+  std::vector<std::vector<double>> send_matrices;
   /// Names of the streams for reports and timelines ("host", "compute", "nccl", "dataloader").
   std::map<StreamId, std::string> stream_names{{kHostStream, "host"}};
   /// Distinct kernels of compute nodes, referenced by Node::signature.

@@ -329,9 +329,11 @@ class Runner final : public EventHandler {
     }
   }
 
-  const CollectivePlan& plan_for(const CollectiveRequest& r, std::uint32_t communicator) {
+  /// The plan of `r` on `communicator`, cached; `matrix` is the graph's index of r.send_matrix.
+  const CollectivePlan& plan_for(const CollectiveRequest& r, std::uint32_t communicator,
+                                 std::uint32_t matrix = kNoMatrix) {
     const auto key = std::make_tuple(communicator, static_cast<int>(r.op), r.bytes, r.root,
-                                     r.algorithm ? static_cast<int>(*r.algorithm) : -1, r.ranks);
+                                     r.algorithm ? static_cast<int>(*r.algorithm) : -1, r.ranks, matrix);
     auto it = plans_.find(key);
     if (it == plans_.end()) it = plans_.emplace(key, plan_collective(fabric_, config_, r)).first;
     return it->second;
@@ -342,7 +344,8 @@ class Runner final : public EventHandler {
   using MemoKey = std::tuple<bool, std::uint32_t, std::uint32_t, int, double, int, int>;
   MemoKey collective_key(std::uint32_t c) const {
     const Node& n = g_.nodes[index_.collectives[c].members.front()];
-    return {true, n.communicator, 0, static_cast<int>(n.op), n.bytes, n.root, n.algorithm ? static_cast<int>(*n.algorithm) : -1};
+    return {true, n.communicator, n.matrix, static_cast<int>(n.op), n.bytes, n.root,
+            n.algorithm ? static_cast<int>(*n.algorithm) : -1};
   }
   MemoKey transfer_key(std::uint32_t t) const {
     const Node& n = g_.nodes[index_.transfers[t].send];
@@ -374,18 +377,19 @@ class Runner final : public EventHandler {
     r.bytes = first.bytes;
     r.root = first.root;
     r.algorithm = first.algorithm;
+    if (first.matrix != kNoMatrix) r.send_matrix = g_.send_matrices[first.matrix];
     const Communicator& comm = g_.communicators[first.communicator];
     if (comm.groups.empty()) {
       for (const RankId rank : comm.ranks) r.ranks.push_back(g_.rank_gpu[rank]);
       coll_pending_[c] = 1;
-      engine_.start(plan_for(r, first.communicator), FlowNotify{self_, kCollectiveDone, c});
+      engine_.start(plan_for(r, first.communicator, first.matrix), FlowNotify{self_, kCollectiveDone, c});
       return;
     }
     // Folded: every group it stands for runs it now.
     coll_pending_[c] = static_cast<std::uint32_t>(comm.groups.size());
     for (const auto& group : comm.groups) {
       r.ranks = group;
-      engine_.start(plan_for(r, first.communicator), FlowNotify{self_, kCollectiveDone, c});
+      engine_.start(plan_for(r, first.communicator, first.matrix), FlowNotify{self_, kCollectiveDone, c});
     }
   }
 
@@ -504,7 +508,7 @@ class Runner final : public EventHandler {
   std::vector<std::uint32_t> p2p_pending_;   ///< per transfer: copies still running
   bool memoize_ = false;
   std::map<MemoKey, Time> memo_;
-  std::map<std::tuple<std::uint32_t, int, double, int, int, std::vector<GpuId>>, CollectivePlan> plans_;
+  std::map<std::tuple<std::uint32_t, int, double, int, int, std::vector<GpuId>, std::uint32_t>, CollectivePlan> plans_;
   bool sampling_ = false;
   ExecutionResult result_;
 };

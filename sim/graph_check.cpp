@@ -64,6 +64,16 @@ void check_node(const ExecutionGraph& g, NodeId i) {
       fail(g, i, fmt::format("root {} is outside communicator {} of {} ranks", n.root, n.communicator, size));
     }
     if (n.op == CollectiveOp::send_recv) fail(g, i, "send_recv is expressed as a send node and a recv node");
+    if (n.matrix != kNoMatrix) {
+      if (n.op != CollectiveOp::all_to_all) fail(g, i, "only an all_to_all takes a send matrix");
+      if (n.matrix >= g.send_matrices.size()) {
+        fail(g, i, fmt::format("send matrix {} does not exist ({} defined)", n.matrix, g.send_matrices.size()));
+      }
+      if (g.send_matrices[n.matrix].size() != size * size) {
+        fail(g, i, fmt::format("send matrix {} has {} entries, expected {} x {} for communicator {}", n.matrix,
+                               g.send_matrices[n.matrix].size(), size, size, n.communicator));
+      }
+    }
   }
   if ((n.kind == OpKind::send || n.kind == OpKind::recv) && (n.peer >= g.ranks() || n.peer == n.rank)) {
     fail(g, i, fmt::format("peer {} is not another rank", n.peer));
@@ -191,7 +201,7 @@ GraphIndex check_graph(const ExecutionGraph& g, const Fabric& fabric) {
       const Node& a = g.nodes[coll.members.front()];
       for (const NodeId m : coll.members) {
         const Node& b = g.nodes[m];
-        if (b.op != a.op || b.bytes != a.bytes || b.root != a.root || b.algorithm != a.algorithm) {
+        if (b.op != a.op || b.bytes != a.bytes || b.root != a.root || b.algorithm != a.algorithm || b.matrix != a.matrix) {
           throw GraphError(fmt::format("execution graph: collective #{} on communicator {}: {} is {} of {} bytes but {} "
                                        "is {} of {} bytes",
                                        k, c, describe(g, coll.members.front()), to_string(a.op), a.bytes, describe(g, m),

@@ -30,9 +30,9 @@ class RankCompiler {
     std::vector<NodeId> comm;
     // ZeRO-2 and 3 keep only their gradient shard, so they reduce after every micro-batch.
     for (int a = 0; a < plan_.grad_accum; ++a) {
-      micro_step(a, plan_.dp > 1 && (a + 1 == plan_.grad_accum || plan_.zero >= 2), comm);
+      micro_step(a, plan_.replicas() > 1 && (a + 1 == plan_.grad_accum || plan_.zero >= 2), comm);
     }
-    const double params = tp_rank_params(model_, plan_.tp);
+    const double params = tp_rank_params(model_, plan_.tp, 0, 0, plan_.ep);
     // ZeRO: the optimizer updates this rank's 1/dp of the parameters.
     NodeId last = e_.finish_step(comm, buckets_, plan_.zero >= 1 ? params / plan_.shard_size() : params);
     if ((plan_.zero == 1 || plan_.zero == 2) && plan_.dp > 1) {
@@ -89,7 +89,7 @@ std::vector<GradientBucket> horovod_groups(const Model& model, const Plan& plan,
                     plan.dispatch_backward.seconds());
     }
     if (layer.params == 0) continue;
-    const double bytes = tp_layer_params(layer, plan.tp) * gradient_bytes_per_param(plan);
+    const double bytes = tp_layer_params(layer, plan.tp, plan.ep) * gradient_bytes_per_param(plan);
     const auto w = cycle > 0.0 ? static_cast<long long>(t / cycle) : 0;
     if (groups.empty() || w != window || groups.back().bytes + bytes > plan.fusion_threshold.as_double()) {
       groups.push_back(GradientBucket{});
@@ -107,11 +107,14 @@ std::vector<GradientBucket> ddp_buckets(const Model& model, const Plan& plan, st
   double limit = plan.first_bucket.as_double();
   for (std::size_t i = first; i < last; ++i) {
     if (model.layers[i].params == 0) continue;
-    if (buckets.empty() || buckets.back().bytes >= limit) {
+    // Routed experts' gradients go to buckets of their own: they are reduced over another group.
+    const bool expert = model.layers[i].experts > 0;
+    if (buckets.empty() || buckets.back().bytes >= limit || buckets.back().expert != expert) {
       if (!buckets.empty()) limit = plan.bucket_cap.as_double();
       buckets.push_back(GradientBucket{});
+      buckets.back().expert = expert;
     }
-    buckets.back().bytes += tp_layer_params(model.layers[i], plan.tp) * gradient_bytes_per_param(plan);
+    buckets.back().bytes += tp_layer_params(model.layers[i], plan.tp, plan.ep) * gradient_bytes_per_param(plan);
     buckets.back().layers.push_back(i);
   }
   std::reverse(buckets.begin(), buckets.end());
@@ -121,9 +124,9 @@ std::vector<GradientBucket> ddp_buckets(const Model& model, const Plan& plan, st
 CompiledGraph compile_data_parallel(const Model& model, const Plan& plan, const topo::Cluster& cluster,
                                     const ComputeModel& compute) {
   const int tp = std::max(1, plan.tp);
-  const int world = plan.dp * tp;
+  const int world = plan.replicas() * tp;
   if (static_cast<std::size_t>(world) > cluster.gpu_count()) {
-    throw sim::ConfigError(fmt::format("plan: dp x tp = {} x {} = {} ranks need {} GPUs, but the cluster has {}", plan.dp,
+    throw sim::ConfigError(fmt::format("plan: dp x tp = {} x {} = {} ranks need {} GPUs, but the cluster has {}", plan.replicas(),
                                        tp, world, world, cluster.gpu_count()));
   }
   if (model.layers.empty()) throw sim::ModelError(fmt::format("model {} has no layers", model.name));
@@ -172,9 +175,13 @@ CompiledGraph compile_data_parallel(const Model& model, const Plan& plan, const 
                     : horovod_groups(model, plan, compute, cluster.gpu(0).compute_capability);
   out.step_begin.assign(static_cast<std::size_t>(plan.steps), std::vector<sim::NodeId>(ranks.size()));
   out.step_end = out.step_begin;
+  auto routing = moe_routing(model, plan);
+  std::map<std::tuple<bool, int, int, int>, std::uint32_t> expert_comms;
   for (const sim::RankId r : ranks) {
     RankEmitter e(model, plan, cluster, compute, g, r);
     e.set_tp_communicator(tp_comm[r]);
+    const int d = static_cast<int>(r) / layout.live_tp();
+    e.set_moe(layout.moe_rank(g, routing ? &*routing : nullptr, d, 0, static_cast<int>(r) % layout.live_tp(), expert_comms));
     e.set_replica_communicator(replica_comm[r]);
     e.load_batches(plan.steps, plan.micro_batch * plan.grad_accum);
     RankCompiler rc(model, plan, out.buckets, exchanges, e, dp_comm[r]);

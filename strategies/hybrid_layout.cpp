@@ -23,7 +23,7 @@ bool one_gpu_model(const topo::Cluster& c, int gpus) {
 }  // namespace
 
 HybridLayout::HybridLayout(const Plan& plan, int pp, const topo::Cluster& cluster)
-    : dp_(plan.dp), pp_(pp), tp_(std::max(1, plan.tp)) {
+    : dp_(plan.replicas()), pp_(pp), tp_(std::max(1, plan.tp)), ep_(std::max(1, plan.ep)) {
   // Strides by placement, innermost first ("tp-pp-dp": tp 1, pp tp, dp tp x pp).
   int stride = 1;
   for (std::size_t k = 0; k < plan.placement.size(); k += 3) {
@@ -44,14 +44,15 @@ HybridLayout::HybridLayout(const Plan& plan, int pp, const topo::Cluster& cluste
       }
     }
   }
-  if (dp_ > 1) {
+  if (dp_ > ep_) {
     fold_dp_ = true;
-    const sim::GpuFacts& first0 = cluster.gpu(gpu(0, 0, 0));
-    for (int d = 1; d < dp_ && fold_dp_; ++d) {
+    for (int d = ep_; d < dp_ && fold_dp_; ++d) {
+      const int d0 = d % ep_;  // the replica standing for d
+      const sim::GpuFacts& first0 = cluster.gpu(gpu(d0, 0, 0));
       const sim::GpuFacts& first = cluster.gpu(gpu(d, 0, 0));
       for (int s = 0; s < pp_ && fold_dp_; ++s) {
         for (int j = 0; j < tp_ && fold_dp_; ++j) {
-          const sim::GpuFacts& a = cluster.gpu(gpu(0, s, j));
+          const sim::GpuFacts& a = cluster.gpu(gpu(d0, s, j));
           const sim::GpuFacts& b = cluster.gpu(gpu(d, s, j));
           fold_dp_ = a.node - first0.node == b.node - first.node &&
                      a.local_index - first0.local_index == b.local_index - first.local_index;
@@ -72,7 +73,7 @@ void HybridLayout::add_mirrors(sim::ExecutionGraph& g, sim::RankId r, int d, int
   // In (replica, TP rank) order, the same for every stage, so that transfers between stages
   // pair mirror k with mirror k.
   for (int dd = 0; dd < dp_; ++dd) {
-    if (!fold_dp_ && dd != d) continue;
+    if (represented_by(dd) != d) continue;
     for (int jj = 0; jj < tp_; ++jj) {
       if (!fold_tp_ && jj != j) continue;
       if (dd != d || jj != j) mirrors.push_back(gpu(dd, s, jj));
@@ -112,7 +113,9 @@ std::uint32_t HybridLayout::add_dp_subgroup(sim::ExecutionGraph& g, int s, int j
   std::vector<std::vector<sim::GpuId>> groups;
   const int keys = shard ? dp_ / size : size;
   for (int k = 0; k < keys; ++k) {
-    if (k != key && !fold_dp_) continue;
+    // The subgroups holding a replica that d stands for.
+    const auto in_k = members_of(k);
+    if (std::none_of(in_k.begin(), in_k.end(), [&](int dd) { return represented_by(dd) == d; })) continue;
     for (int jj = 0; jj < tp_; ++jj) {
       if (jj != j && !fold_tp_) continue;
       std::vector<sim::GpuId>& group = groups.emplace_back();
@@ -133,17 +136,35 @@ std::uint32_t HybridLayout::add_tp_communicator(sim::ExecutionGraph& g, int d, i
   if (!fold_dp_ && !fold_tp_) return g.add_communicator(std::move(members));
   std::vector<std::vector<sim::GpuId>> groups;
   for (int dd = 0; dd < dp_; ++dd) {
-    if (dd != d && !fold_dp_) continue;
+    if (represented_by(dd) != d) continue;
     std::vector<sim::GpuId>& group = groups.emplace_back();
     for (int j = 0; j < tp_; ++j) group.push_back(gpu(dd, s, j));
   }
   return g.add_communicator(std::move(members), std::move(groups));
 }
 
+MoeRank HybridLayout::moe_rank(sim::ExecutionGraph& g, MoeRouting* routing, int d, int s, int j,
+                               std::map<std::tuple<bool, int, int, int>, std::uint32_t>& made) const {
+  MoeRank m;
+  m.routing = routing;
+  if (routing == nullptr || ep_ == 1) return m;
+  m.ep_rank = d % ep_;
+  auto comm = [&](bool shard) {
+    const auto key = std::make_tuple(shard, s, j, shard ? d / ep_ : d % ep_);
+    auto it = made.find(key);
+    if (it == made.end()) it = made.emplace(key, add_dp_subgroup(g, s, j, d, ep_, shard)).first;
+    return it->second;
+  };
+  m.ep_comm = comm(true);
+  m.expert_dp = dp_ > ep_;
+  if (m.expert_dp) m.expert_dp_comm = comm(false);
+  return m;
+}
+
 std::string HybridLayout::describe() const {
   if (!fold_dp_ && !fold_tp_) return "";
   const char* what = fold_dp_ && fold_tp_ ? "data-parallel replicas and tensor-parallel ranks"
-                     : fold_dp_           ? "data-parallel replicas"
+                     : fold_dp_           ? (ep_ > 1 ? "expert-parallel groups" : "data-parallel replicas")
                                           : "tensor-parallel ranks";
   return fmt::format("{} of {} ranks simulated ({} folded)", simulated_ranks(), gpus(), what);
 }

@@ -14,17 +14,23 @@
 /// full job moves, on the same links at the same time: the folded run gives the full run's
 /// answer while its graph grows with pp, not with the GPU count.
 ///
+/// With expert parallelism (ep > 1) the replicas of one EP group route different loads, so
+/// only whole EP groups fold: replica d stands for replicas d + k ep.
+///
 /// TP folds when every TP group is inside one node; replicas fold when every replica's GPUs
-/// sit on their nodes as replica 0's do (the same node and local-index offsets from the
+/// sit on their nodes as the replica standing for them does (the same node and local-index offsets from the
 /// replica's first GPU, so the same stage boundaries cross nodes). Neither folds
 /// when the plan says `fold: false` or the GPUs are not all of one model (a straggler would be
 /// one too).
 
 #include <cstdint>
+#include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "sim/execution_graph.hpp"
+#include "strategies/moe.hpp"
 #include "strategies/plan.hpp"
 #include "topologies/cluster.hpp"
 
@@ -38,8 +44,9 @@ class HybridLayout {
   int dp() const { return dp_; }
   int pp() const { return pp_; }
   int tp() const { return tp_; }
-  /// Replicas and TP ranks per stage that are simulated (1 when folded).
-  int live_dp() const { return fold_dp_ ? 1 : dp_; }
+  /// Replicas and TP ranks per stage that are simulated (1 when folded; with expert
+  /// parallelism the ep replicas of one EP group, whose routed loads differ).
+  int live_dp() const { return fold_dp_ ? ep_ : dp_; }
   int live_tp() const { return fold_tp_ ? 1 : tp_; }
   bool folds_dp() const { return fold_dp_; }
   bool folds_tp() const { return fold_tp_; }
@@ -82,12 +89,22 @@ class HybridLayout {
   /// folded)", or empty when nothing folds.
   std::string describe() const;
 
+  /// Expert parallelism's part for simulated rank (d, s, j) (routing may be null: no MoE): its
+  /// EP group (replicas [k ep, (k + 1) ep)) and its experts' data-parallel group (replicas
+  /// with the same d mod ep), each communicator made once in `made`.
+  MoeRank moe_rank(sim::ExecutionGraph& g, MoeRouting* routing, int d, int s, int j,
+                   std::map<std::tuple<bool, int, int, int>, std::uint32_t>& made) const;
+
  private:
   void add_mirrors(sim::ExecutionGraph& g, sim::RankId r, int d, int s, int j) const;
 
   int dp_ = 1;
   int pp_ = 1;
   int tp_ = 1;
+  /// The simulated replica that stands for replica d.
+  int represented_by(int d) const { return fold_dp_ ? d % live_dp() : d; }
+
+  int ep_ = 1;
   bool fold_dp_ = false;
   bool fold_tp_ = false;
   int stride_dp_ = 1;

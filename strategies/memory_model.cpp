@@ -43,7 +43,7 @@ MemoryBreakdown model_state_memory(double params, const Plan& plan, int shard) {
   if (plan.zero >= 1) m.optimizer /= n;
   if (plan.zero >= 2) m.gradients /= n;
   if (plan.zero >= 3) m.weights /= n;
-  if (plan.dp > 1) {
+  if (plan.replicas() > 1) {
     if (plan.zero >= 1) {
       m.buffers = std::min(full_gradients, kZeroReduceBucketElems * full_gradients / std::max(params, 1.0));
     } else {
@@ -86,7 +86,7 @@ double saved_activation_bytes(const Model& model, const Plan& plan, std::size_t 
 }
 
 MemoryBreakdown data_parallel_memory(const Model& model, const Plan& plan) {
-  MemoryBreakdown m = model_state_memory(tp_rank_params(model, plan.tp), plan, plan.shard_size());
+  MemoryBreakdown m = model_state_memory(tp_rank_params(model, plan.tp, 0, 0, plan.ep), plan, plan.shard_size());
   double largest_output = 0.0;
   for (const Layer& l : model.layers) largest_output = std::max(largest_output, l.output_elems);
   // Saved activations and 1-byte dropout masks, plus the largest transient output and its

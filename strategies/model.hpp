@@ -66,9 +66,28 @@ struct Layer {
   double output_elems = 0.0; ///< elements of the layer's output, per sample
   std::vector<OpTemplate> fwd;
   std::vector<OpTemplate> bwd;
+  /// Routed experts (a Mixture-of-Experts layer, kind "experts"): its kernels are one expert's
+  /// FFN for one token (batch axis = tokens), which the strategy runs per expert at the tokens
+  /// routed to it; params, FLOPs and saved elements count all `experts` at `top_k` per token.
+  int experts = 0;
+  int top_k = 0;
   /// The repeated unit the layer belongs to (a ResNet basic/bottleneck block, a transformer
   /// layer), -1 outside any: the boundaries pipeline partitioning may cut at.
   int block = -1;
+};
+
+/// A Mixture-of-Experts MLP (Shazeer et al. 2017; Fedus et al. 2021, Switch; Jiang et al. 2024,
+/// Mixtral; DeepSeek-AI 2024, DeepSeekMoE and V3): a router sends each token to `top_k` of
+/// `experts` FFNs of `expert_ffn`; `shared_experts` FFNs of the same size take every token.
+struct MoeShape {
+  int experts = 0;          ///< routed experts per MoE layer; 0: a dense model
+  int top_k = 0;
+  int expert_ffn = 0;
+  int shared_experts = 0;
+  int dense_layers = 0;     ///< the first layers keep their dense MLP (DeepSeek-V3: 3)
+  /// An expert takes at most capacity_factor x tokens x top_k / experts tokens, the rest are
+  /// dropped (GShard, Switch); 0: dropless (Megablocks, Mixtral, DeepSeek).
+  double capacity_factor = 0.0;
 };
 
 /// What transformers add: the shape parameters the standard FLOP and memory formulas need.
@@ -82,6 +101,7 @@ struct TransformerShape {
   int seq_len = 0;
   bool swiglu = false;   ///< gated MLP (three matrices)
   bool causal = true;    ///< decoder (GPT, Llama) vs encoder (BERT)
+  MoeShape moe;
 };
 
 struct Model {

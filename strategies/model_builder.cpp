@@ -3,11 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-
 #include <set>
 #include <utility>
 
 #include "sim/error.hpp"
+#include "strategies/moe.hpp"
 
 namespace foresight::strategy {
 namespace {
@@ -201,6 +201,60 @@ Layer swiglu_layer(std::string name, std::int64_t rows, std::int64_t ffn) {
   l.fwd.push_back(memory_op("swiglu_fwd", {rows, ffn}, flops, 3.0 * n));
   l.bwd.push_back(memory_op("swiglu_bwd", {rows, ffn}, kBackwardFactor * flops, 5.0 * n));
   return sealed(std::move(l));
+}
+
+Layer router_layer(std::string name, std::int64_t seq, std::int64_t hidden, int experts, int top_k) {
+  const std::int64_t e = experts;
+  const double probs = as_double(seq * e);
+  // Logits h -> E per token (no bias), softmax over the experts and top-k selection (one pass
+  // over the logits, as a fused router kernel does). Saves its input and the probabilities.
+  Layer l = make_layer(std::move(name), "router", hidden * e, as_double(seq * hidden) + probs, as_double(seq * top_k));
+  const double act = as_double(seq * hidden) + probs;
+  l.fwd.push_back(gemm_op("router_fwd", seq, e, hidden, 1, 0, act, as_double(hidden * e)));
+  l.fwd.push_back(memory_op("router_softmax_topk", {seq, e}, kSoftmaxFlops * probs, 2.0 * probs));
+  l.bwd.push_back(memory_op("router_softmax_bwd", {seq, e}, kBackwardFactor * kSoftmaxFlops * probs, 3.0 * probs));
+  l.bwd.push_back(gemm_op("router_dgrad", seq, hidden, e, 1, 0, act, as_double(hidden * e)));
+  l.bwd.push_back(gemm_op("router_wgrad", e, hidden, seq, 1, 2, act, as_double(hidden * e)));
+  return sealed(std::move(l));
+}
+
+Layer experts_layer(std::string name, std::int64_t seq, std::int64_t hidden, std::int64_t ffn, int experts, int top_k,
+                    bool gated) {
+  if (experts <= 0 || top_k <= 0 || top_k > experts || ffn <= 0) {
+    throw sim::ModelError(fmt::format("experts layer {}: expected 0 < top_k <= experts and ffn > 0, found top_k {}, "
+                                      "{} experts, ffn {}", name, top_k, experts, ffn));
+  }
+  const std::int64_t up = gated ? 2 * ffn : ffn;
+  const std::int64_t per_expert = hidden * up + ffn * hidden;
+  const double assignments = as_double(seq) * top_k;
+  // Saved per assignment: the expert's input, its up projection (the activation's input) and
+  // the activation's output (the down projection's input).
+  const double saved = assignments * as_double(hidden + up + ffn);
+  Layer l = make_layer(std::move(name), "experts", per_expert * experts, saved, as_double(seq * hidden));
+  l.experts = experts;
+  l.top_k = top_k;
+  // One token's kernels; the strategy runs them per expert at the tokens routed to it.
+  const double h = as_double(hidden);
+  l.fwd.push_back(memory_op("moe_permute", {1, hidden}, kGatherFlops * h, 2.0 * h));
+  l.fwd.push_back(gemm_op("expert_up_fwd", 1, up, hidden, 1, 0, h + as_double(up), as_double(hidden * up)));
+  const double f = as_double(ffn);
+  const double act_flops = gated ? (kActivationFlops + kElementwiseFlops) * f : kActivationFlops * f;
+  l.fwd.push_back(memory_op(gated ? "expert_swiglu_fwd" : "expert_gelu_fwd", {1, ffn}, act_flops, as_double(up) + f));
+  l.fwd.push_back(gemm_op("expert_down_fwd", 1, hidden, ffn, 1, 0, f + h, as_double(ffn * hidden)));
+  l.fwd.push_back(memory_op("moe_unpermute", {1, hidden}, kElementwiseFlops * h, 2.0 * h));
+  l.bwd.push_back(memory_op("moe_unpermute_bwd", {1, hidden}, kBackwardFactor * kElementwiseFlops * h, 2.0 * h));
+  l.bwd.push_back(gemm_op("expert_down_dgrad", 1, ffn, hidden, 1, 0, f + h, as_double(ffn * hidden)));
+  l.bwd.push_back(gemm_op("expert_down_wgrad", hidden, ffn, 1, 1, 2, f + h, as_double(ffn * hidden)));
+  l.bwd.push_back(memory_op(gated ? "expert_swiglu_bwd" : "expert_gelu_bwd", {1, ffn}, kBackwardFactor * act_flops,
+                            as_double(up) + 2.0 * f));
+  l.bwd.push_back(gemm_op("expert_up_dgrad", 1, hidden, up, 1, 0, h + as_double(up), as_double(hidden * up)));
+  l.bwd.push_back(gemm_op("expert_up_wgrad", up, hidden, 1, 1, 2, h + as_double(up), as_double(hidden * up)));
+  l.bwd.push_back(memory_op("moe_permute_bwd", {1, hidden}, kGatherFlops * h, 2.0 * h));
+  l = sealed(std::move(l));
+  // Totals over the sample's assignments (the kernels above are per token).
+  l.fwd_flops *= assignments;
+  l.bwd_flops *= assignments;
+  return l;
 }
 
 Layer pool_layer(std::string name, Pool kind, ImageShape in, int kernel, int stride, int pad) {

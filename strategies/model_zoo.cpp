@@ -12,7 +12,7 @@
 namespace foresight::strategy {
 namespace {
 
-constexpr std::array<ModelInfo, 26> kModels{{
+constexpr std::array<ModelInfo, 30> kModels{{
     {"resnet18",
      "ResNet-18, BasicBlock [2,2,2,2], 3x224x224 (He et al. 2016 Table 1; torchvision)"},
     {"resnet34",
@@ -51,6 +51,16 @@ constexpr std::array<ModelInfo, 26> kModels{{
      "Llama 3 8B 32x4096, 32 heads, 8 KV heads, FFN 14336, vocab 128256, seq 8192 (Meta 2024)"},
     {"llama3-70b",
      "Llama 3 70B 80x8192, 64 heads, 8 KV heads, FFN 28672, vocab 128256, seq 8192 (Meta 2024)"},
+    {"mixtral-8x7b",
+     "Mixtral 8x7B 32x4096, 32 heads, 8 KV heads, 8 experts of FFN 14336, top-2, seq 4096 (Jiang et al. 2024)"},
+    {"mixtral-8x22b",
+     "Mixtral 8x22B 56x6144, 48 heads, 8 KV heads, 8 experts of FFN 16384, top-2, vocab 32768, seq 4096 (HF config)"},
+    {"deepseek-v3-moe",
+     "DeepSeek-V3-like 61x7168, 128 heads (MLA as dense attention), 3 dense layers of FFN 18432, then 256 experts of "
+     "2048 + 1 shared, top-8, vocab 129280, seq 4096 (DeepSeek-AI 2024)"},
+    {"switch-gpt-1.3b-64e",
+     "Switch-style top-1: GPT-3 XL 24x2048 with 64 experts of FFN 8192 in every layer, capacity factor 1.25 "
+     "(Fedus et al. 2021)"},
 }};
 
 /// GPT-2 and GPT-3: pre-LN, learned positions, GELU MLP of 4 h, biases, dropout, LM head tied to
@@ -67,7 +77,8 @@ TransformerSpec gpt(std::string_view name, int layers, int hidden, int heads, in
                              .vocab = 50257,
                              .seq_len = positions,
                              .swiglu = false,
-                             .causal = true};
+                             .causal = true,
+                             .moe = {}};
   s.positions = positions;
   return s;
 }
@@ -86,7 +97,8 @@ TransformerSpec llama(std::string_view name, int layers, int hidden, int heads, 
                              .vocab = vocab,
                              .seq_len = seq_len,
                              .swiglu = true,
-                             .causal = true};
+                             .causal = true,
+                             .moe = {}};
   s.norm = Norm::rmsnorm;
   s.qkv_bias = false;
   s.proj_bias = false;
@@ -94,6 +106,17 @@ TransformerSpec llama(std::string_view name, int layers, int hidden, int heads, 
   s.tied_embeddings = false;
   s.hidden_dropout = false;
   s.attention_dropout = false;
+  return s;
+}
+
+/// `s` with Mixture-of-Experts MLPs.
+TransformerSpec moe(TransformerSpec s, int experts, int top_k, int expert_ffn, int shared, int dense_layers) {
+  s.shape.moe = MoeShape{.experts = experts,
+                         .top_k = top_k,
+                         .expert_ffn = expert_ffn,
+                         .shared_experts = shared,
+                         .dense_layers = dense_layers,
+                         .capacity_factor = 0.0};
   return s;
 }
 
@@ -112,7 +135,8 @@ TransformerSpec bert_large() {
                              .vocab = 30522,
                              .seq_len = 512,
                              .swiglu = false,
-                             .causal = false};
+                             .causal = false,
+                             .moe = {}};
   s.positions = 512;
   s.token_types = 2;
   s.pre_norm = false;
@@ -146,6 +170,22 @@ std::optional<TransformerSpec> transformer_spec(std::string_view name) {
   // meta-llama/Meta-Llama-3-*B config.json: vocabulary 128256, context 8192.
   if (name == "llama3-8b") return llama(name, 32, 4096, 32, 8, 14336, 128256, 8192);
   if (name == "llama3-70b") return llama(name, 80, 8192, 64, 8, 28672, 128256, 8192);
+  // mistralai/Mixtral-8x7B-v0.1 and -8x22B-v0.1 config.json: num_local_experts 8,
+  // num_experts_per_tok 2; the dense FFN size is each expert's. Sequence 4096 as trained.
+  if (name == "mixtral-8x7b") return moe(llama(name, 32, 4096, 32, 8, 14336, 32000, 4096), 8, 2, 14336, 0, 0);
+  if (name == "mixtral-8x22b") return moe(llama(name, 56, 6144, 48, 8, 16384, 32768, 4096), 8, 2, 16384, 0, 0);
+  // deepseek-ai/DeepSeek-V3 config.json: 61 layers, hidden 7168, 128 heads, first_k_dense_replace
+  // 3 with intermediate_size 18432, n_routed_experts 256 of moe_intermediate_size 2048,
+  // n_shared_experts 1, num_experts_per_tok 8, vocabulary 129280. Multi-head latent attention
+  // and multi-token prediction are modelled as dense attention and one head.
+  if (name == "deepseek-v3-moe") return moe(llama(name, 61, 7168, 128, 128, 18432, 129280, 4096), 256, 8, 2048, 1, 3);
+  // Switch Transformer (Fedus et al. 2021): top-1 routing with capacity factor 1.25, here on a
+  // GPT-3 XL-sized decoder with 64 experts in every layer.
+  if (name == "switch-gpt-1.3b-64e") {
+    auto s = moe(gpt(name, 24, 2048, 16, 2048), 64, 1, 8192, 0, 0);
+    s.shape.moe.capacity_factor = 1.25;
+    return s;
+  }
   return std::nullopt;
 }
 

@@ -78,7 +78,7 @@ class StageCompiler {
     const int v = plan.virtual_stages;
     for (int c = 0; c < v; ++c) {
       const PipelineChunk& ch = chunk(c);
-      params_ += tp_rank_params(model, plan.tp, ch.first, ch.last);
+      params_ += tp_rank_params(model, plan.tp, ch.first, ch.last, plan.ep);
       auto b = plan.framework == Framework::ddp ? ddp_buckets(model, plan, ch.first, ch.last)
                                                 : horovod_groups(model, plan, compute, cc, ch.first, ch.last);
       chunk_buckets_.push_back(b);
@@ -131,7 +131,7 @@ class StageCompiler {
                     1, "recv gradients", sim::Phase::backward, micro);
     }
     if (recomputes(micro)) in = forward(ch, micro, in);
-    const bool reduce = plan_.dp > 1 && ++backwards_[{t.step, t.task.chunk}] == plan_.grad_accum;
+    const bool reduce = plan_.replicas() > 1 && ++backwards_[{t.step, t.task.chunk}] == plan_.grad_accum;
     const NodeId last = backward(t.task.chunk, micro, in, reduce);
     if (gc > 0) {
       transfer(sim::OpKind::send, streams::p2p_send_bwd, gc - 1, boundary_bytes(ch), 1, "send gradients",
@@ -341,10 +341,10 @@ CompiledGraph compile_pipeline(const Model& model, const Plan& plan, const topo:
                                const ComputeModel& compute) {
   const int p = plan.pp;
   const int tp = std::max(1, plan.tp);
-  const int ranks = plan.dp * p * tp;
+  const int ranks = plan.replicas() * p * tp;
   if (static_cast<std::size_t>(ranks) > cluster.gpu_count()) {
     throw sim::ConfigError(fmt::format("plan: dp x pp x tp = {} x {} x {} = {} ranks, but the cluster has {} GPUs",
-                                       plan.dp, p, tp, ranks, cluster.gpu_count()));
+                                       plan.replicas(), p, tp, ranks, cluster.gpu_count()));
   }
   check_tensor_parallel(model, plan);
   const std::vector<TpExchanges> exchanges = tp_exchanges(model, plan);
@@ -366,7 +366,7 @@ CompiledGraph compile_pipeline(const Model& model, const Plan& plan, const topo:
   const auto simulated = g.ranks();
   // Data-parallel groups per (stage, TP rank); TP groups per (replica, stage).
   std::vector<std::uint32_t> dp_comm(static_cast<std::size_t>(p * layout.live_tp()), 0);
-  if (plan.dp > 1) {
+  if (plan.replicas() > 1) {
     for (int s = 0; s < p; ++s) {
       for (int j = 0; j < layout.live_tp(); ++j) {
         dp_comm[static_cast<std::size_t>(s * layout.live_tp() + j)] = layout.add_dp_communicator(g, s, j);
@@ -389,6 +389,8 @@ CompiledGraph compile_pipeline(const Model& model, const Plan& plan, const topo:
   out.rank_activation_peak_bytes.resize(simulated);
   out.rank_in_flight.resize(simulated);
 
+  auto routing = moe_routing(model, plan);
+  std::map<std::tuple<bool, int, int, int>, std::uint32_t> expert_comms;
   for (int replica = 0; replica < layout.live_dp() * layout.live_tp(); ++replica) {
     // Each (replica d, TP rank j) pipeline is emitted alone, in the same order as its TP peers,
     // so their collectives match.
@@ -403,6 +405,7 @@ CompiledGraph compile_pipeline(const Model& model, const Plan& plan, const topo:
     std::vector<std::vector<RunTask>> orders;
     for (int s = 0; s < p; ++s) {
       emitters.emplace_back(model, plan, cluster, compute, g, stage_ranks[static_cast<std::size_t>(s)]);
+      emitters.back().set_moe(layout.moe_rank(g, routing ? &*routing : nullptr, d, s, j, expert_comms));
       emitters.back().set_tp_communicator(tp_comm[stage_ranks[static_cast<std::size_t>(s)]]);
       if (plan.driver == PipelineDriver::single_process) emitters.back().share_interpreter(plan.dispatch_gil);
       if (s == 0) emitters.back().load_batches(plan.steps, plan.micro_batch * plan.grad_accum);

@@ -8,6 +8,7 @@
 
 #include "sim/network_model.hpp"
 #include "sim/units.hpp"
+#include "strategies/moe.hpp"
 
 namespace foresight::strategy {
 
@@ -154,6 +155,11 @@ struct Plan {
   /// pipeline, then data parallelism) or any other order of tp, pp and dp, e.g. "tp-dp-pp"
   /// (Megatron-Core's order, data-parallel groups before pipeline stages).
   std::string placement = "tp-pp-dp";
+  /// Mixture of experts: how tokens spread over the experts (strategies/moe.hpp).
+  RoutingSpec routing;
+  /// Data-parallel replicas of the dense layers: dp x ep (each EP rank trains on its own
+  /// micro-batches; the experts' own data-parallel group is dp).
+  int replicas() const { return dp * ep; }
   /// The framework's matrix kernels (GEMMs, fused attention) relative to the compute model's
   /// benchmark-derived rate, where no profile measured them: 1 means cuBLASLt benchmark speed.
   /// A fitted constant (the Megatron SC21 calibration row sets it for those runs).

@@ -32,6 +32,7 @@ std::map<sim::StreamId, std::string> training_stream_names() {
           {streams::p2p_send_bwd, "p2p send gradients"},
           {streams::p2p_recv_bwd, "p2p recv gradients"},
           {streams::tensor_parallel, "tensor parallel"},
+          {streams::expert, "expert all-to-all"},
           {streams::dataloader, "dataloader"},
           {streams::horovod, "horovod"}};
 }
@@ -67,9 +68,50 @@ sim::Node RankEmitter::make(sim::OpKind kind, sim::StreamId stream, const std::s
 sim::NodeId RankEmitter::kernel(const OpTemplate& t, std::size_t index, int micro, sim::Phase phase, sim::Time dispatch,
                                 std::vector<sim::NodeId> deps) {
   const Layer& layer = model_.layers[index];
-  const sim::OpSignature sig = instantiate(plan_.tp > 1 ? tp_shard(t, layer, plan_) : t, plan_.micro_batch, plan_,
-                                           cluster_.gpu(0).compute_capability);
-  sim::Node n = make(sim::OpKind::compute, streams::compute, layer.name + "." + t.kernel, phase);
+  return kernel_at(plan_.tp > 1 ? tp_shard(t, layer, plan_) : t, index, plan_.micro_batch, layer.name + "." + t.kernel,
+                   micro, phase, dispatch, std::move(deps));
+}
+
+sim::NodeId RankEmitter::expert_kernel(const OpTemplate& t, std::size_t index, int expert, double tokens, int micro,
+                                       sim::Phase phase, sim::Time dispatch, std::vector<sim::NodeId> deps) {
+  const Layer& layer = model_.layers[index];
+  const std::string name = expert < 0 ? layer.name + "." + t.kernel
+                                      : fmt::format("{}.{}.{}", layer.name, expert, t.kernel);
+  return kernel_at(t, index, static_cast<int>(tokens), name, micro, phase, dispatch, std::move(deps));
+}
+
+sim::NodeId RankEmitter::expert_all_to_all(std::size_t index, int micro, bool to_experts, const std::string& name,
+                                           std::vector<sim::NodeId> deps, sim::Phase phase) {
+  const int ep = moe_.routing->ep();
+  if (ep == 1) return kNoNode;  // every expert is local
+  const RoutingTable& t = moe_.routing->table(index, micro);
+  const int local = moe_.routing->experts_per_rank(index);
+  // Bytes from EP rank r to EP rank q: the tokens r routes to q's experts, h activations each.
+  const double token_bytes = model_.transformer->hidden * static_cast<double>(activation_bytes(plan_.precision));
+  std::vector<double> m(static_cast<std::size_t>(ep * ep), 0.0);
+  double total = 0.0;
+  for (int r = 0; r < ep; ++r) {
+    for (int x = 0; x < static_cast<int>(t.count[static_cast<std::size_t>(r)].size()); ++x) {
+      const int q = x / local;
+      const double b = t.count[static_cast<std::size_t>(r)][static_cast<std::size_t>(x)] * token_bytes;
+      m[static_cast<std::size_t>(to_experts ? r * ep + q : q * ep + r)] += b;
+      total += b;
+    }
+  }
+  sim::Node n = make(sim::OpKind::collective, streams::expert, name, phase);
+  n.op = sim::CollectiveOp::all_to_all;
+  n.bytes = total / ep;
+  n.communicator = moe_.ep_comm;
+  n.matrix = moe_.routing->matrix(g_, index, micro, to_experts, std::move(m));
+  n.micro_batch = micro;
+  n.deps = std::move(deps);
+  return g_.add(n);
+}
+
+sim::NodeId RankEmitter::kernel_at(const OpTemplate& t, std::size_t index, int batch, const std::string& name, int micro,
+                                   sim::Phase phase, sim::Time dispatch, std::vector<sim::NodeId> deps) {
+  const sim::OpSignature sig = instantiate(t, batch, plan_, cluster_.gpu(0).compute_capability);
+  sim::Node n = make(sim::OpKind::compute, streams::compute, name, phase);
   n.duration = compute_.duration(sig);
   const bool matrix = sig.type == sim::OpType::gemm || sig.type == sim::OpType::attention;
   if (matrix && plan_.gemm_efficiency != 1.0 && !compute_.profiled(sig)) {
@@ -160,6 +202,11 @@ sim::NodeId RankEmitter::dp_collective(sim::CollectiveOp op, double bytes, const
 
 void RankEmitter::reduce_bucket(const GradientBucket& bucket, std::size_t index, sim::NodeId ready,
                                 std::uint32_t communicator, std::vector<sim::NodeId>& comm, sim::CollectiveOp op) {
+  if (bucket.expert && moe_.routing != nullptr && moe_.routing->ep() > 1) {
+    // Experts' gradients: over the replicas holding the same experts, if there are others.
+    if (!moe_.expert_dp) return;
+    communicator = moe_.expert_dp_comm;
+  }
   std::vector<sim::NodeId> deps;
   if (ready != kNoNode) deps.push_back(ready);
   sim::StreamId copy_stream = streams::compute;

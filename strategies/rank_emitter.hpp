@@ -10,6 +10,7 @@
 #include "sim/execution_graph.hpp"
 #include "strategies/compute_model.hpp"
 #include "strategies/model.hpp"
+#include "strategies/moe.hpp"
 #include "strategies/plan.hpp"
 #include "strategies/tensor_parallel.hpp"
 #include "topologies/cluster.hpp"
@@ -25,6 +26,7 @@ inline constexpr sim::StreamId p2p_recv_fwd = 4;  ///< activations from the prev
 inline constexpr sim::StreamId p2p_send_bwd = 5;  ///< gradients to the previous stage
 inline constexpr sim::StreamId p2p_recv_bwd = 6;  ///< gradients from the next stage
 inline constexpr sim::StreamId tensor_parallel = 7;  ///< TP/SP collectives
+inline constexpr sim::StreamId expert = 8;           ///< MoE dispatch and combine all-to-alls
 inline constexpr sim::StreamId dataloader = 100;  ///< the DataLoader's worker processes
 inline constexpr sim::StreamId horovod = 101;     ///< Horovod's background thread
 }  // namespace streams
@@ -36,7 +38,11 @@ std::map<sim::StreamId, std::string> training_stream_names();
 struct GradientBucket {
   double bytes = 0.0;
   std::vector<std::size_t> layers;  ///< indices into Model::layers, forward order
+  /// Routed experts' gradients: reduced over the expert-data-parallel group (the replicas
+  /// holding the same experts), not over every replica.
+  bool expert = false;
 };
+
 
 inline constexpr sim::NodeId kNoNode = 0xffffffffu;
 
@@ -76,6 +82,17 @@ class RankEmitter {
   sim::NodeId reduce_shard(sim::NodeId rs, double bytes, const std::string& name, sim::Phase phase, int micro = -1);
   /// The communicator of this rank's tensor-parallel group (plan.tp > 1).
   void set_tp_communicator(std::uint32_t c) { tp_comm_ = c; }
+  /// Expert parallelism for this rank (ep > 1, or any MoE model).
+  void set_moe(const MoeRank& m) { moe_ = m; }
+  const MoeRank& moe() const { return moe_; }
+  /// Kernel `t` of experts layer `index` over `tokens` tokens (an expert's share of the routed
+  /// assignments), named for `expert` (-1: the rank's permutation kernels).
+  sim::NodeId expert_kernel(const OpTemplate& t, std::size_t index, int expert, double tokens, int micro,
+                            sim::Phase phase, sim::Time dispatch, std::vector<sim::NodeId> deps);
+  /// The all-to-allv of experts layer `index`'s tokens for micro-batch `micro` over the EP group
+  /// on the expert stream: toward the experts (dispatch, and the combine's gradients) or back.
+  sim::NodeId expert_all_to_all(std::size_t index, int micro, bool to_experts, const std::string& name,
+                                std::vector<sim::NodeId> deps, sim::Phase phase);
   /// One tensor-parallel collective of a micro-batch on the TP stream, after `deps`.
   sim::NodeId tp_collective(const TpCollective& c, std::vector<sim::NodeId> deps, sim::Phase phase, int micro);
 
@@ -129,6 +146,9 @@ class RankEmitter {
   bool shared_interpreter_ = false;
   sim::Time forward_gil_;
   std::uint32_t tp_comm_ = 0;
+  MoeRank moe_;
+  sim::NodeId kernel_at(const OpTemplate& t, std::size_t index, int batch, const std::string& name, int micro,
+                        sim::Phase phase, sim::Time dispatch, std::vector<sim::NodeId> deps);
   std::uint32_t replica_comm_ = 0xffffffffu;
 };
 

@@ -114,6 +114,20 @@ nlohmann::json pipeline_json(const Report& r) {
   return json{{"schedule", r.schedule}, {"stages", stages}};
 }
 
+nlohmann::json moe_json(const Report& r) {
+  using nlohmann::json;
+  if (r.expert_loads.empty()) return nullptr;
+  json ranks = json::array();
+  for (const ExpertLoad& l : r.expert_loads) {
+    ranks.push_back(json{{"rank", l.rank}, {"gpu", l.gpu}, {"stage", l.stage}, {"ep_rank", l.ep_rank},
+                         {"tokens", l.tokens}, {"expert_s", l.expert_s}});
+  }
+  return json{{"routing", r.moe_routing},
+              {"per_rank", ranks},
+              {"imbalance_s", r.moe_imbalance_s},
+              {"dropped_tokens", r.moe_dropped_tokens}};
+}
+
 }  // namespace
 
 nlohmann::json to_json(const Report& r, const nlohmann::json& plan) {
@@ -168,6 +182,7 @@ nlohmann::json to_json(const Report& r, const nlohmann::json& plan) {
               {"memory", {{"peak_bytes_max", r.peak_bytes_max()}, {"oom", r.oom()}, {"per_rank", per_rank_mem}}},
               {"plan", plan},
               {"pipeline", pipeline_json(r)},
+              {"moe", moe_json(r)},
               {"simulation",
                {{"kernels", r.kernels},
                 {"kernels_profiled", r.kernels_profiled},
@@ -214,6 +229,19 @@ std::string to_text(const Report& r) {
                        st.stage == 0 ? fmt::format("{:<12}", r.schedule) : std::string(12, ' '), st.stage, chunks,
                        sb ? seconds_text(sb->compute_s) : "-", sb ? seconds_text(sb->bubble_s) : "-", st.in_flight,
                        st.in_flight == 1 ? "" : "es", sm ? bytes_text(sm->bytes.total()) : "-");
+  }
+  if (!r.expert_loads.empty()) {
+    double lo = r.expert_loads.front().tokens, hi = lo, sum = 0.0;
+    for (const ExpertLoad& l : r.expert_loads) {
+      lo = std::min(lo, l.tokens);
+      hi = std::max(hi, l.tokens);
+      sum += l.tokens;
+    }
+    const double mean = sum / static_cast<double>(r.expert_loads.size());
+    out += fmt::format("experts     {} routing: {:.0f}-{:.0f} tokens per rank per iteration (max/mean {:.2f}); "
+                       "imbalance costs {} per iteration{}\n",
+                       r.moe_routing, lo, hi, mean > 0 ? hi / mean : 0.0, seconds_text(r.moe_imbalance_s),
+                       r.moe_dropped_tokens > 0 ? fmt::format("; {:.0f} assignments dropped per EP group", r.moe_dropped_tokens) : "");
   }
   if (!r.memory.empty()) {
     const RankMemory& m = *std::max_element(r.memory.begin(), r.memory.end(), [](const RankMemory& a, const RankMemory& c) {

@@ -57,6 +57,16 @@ struct StageReport {
   int in_flight = 0;  ///< most micro-batches whose activations the stage holds at once
 };
 
+/// Expert parallelism: one simulated rank's routed load per iteration.
+struct ExpertLoad {
+  int rank = 0;
+  int gpu = 0;
+  int stage = 0;
+  int ep_rank = 0;
+  double tokens = 0.0;    ///< token assignments its experts received, all its MoE layers and micro-batches
+  double expert_s = 0.0;  ///< time its experts' kernels ran (forward, backward, recompute)
+};
+
 struct Report {
   std::string scenario;
   std::string model;
@@ -90,6 +100,12 @@ struct Report {
   std::vector<RankMemory> memory;
   std::string schedule;               ///< pipelines: the schedule's name; empty otherwise
   std::vector<StageReport> stages;    ///< pipelines: per stage of the first replica
+  /// Mixture of experts: the routing, per-rank loads and what imbalance costs: per stage, the
+  /// slowest EP rank's expert time minus the mean's, the largest over the stages (per iteration).
+  std::string moe_routing;
+  std::vector<ExpertLoad> expert_loads;
+  double moe_imbalance_s = 0.0;
+  double moe_dropped_tokens = 0.0;  ///< assignments one EP group drops by capacity, per iteration
 
   std::size_t kernels = 0;           ///< distinct kernels costed
   std::size_t kernels_profiled = 0;  ///< of which from the profile database

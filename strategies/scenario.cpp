@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -129,14 +130,61 @@ void read_pipeline(const JsonReader& r, const json& o, const JsonPath& p, Plan& 
   }
 }
 
-Plan read_plan(const JsonReader& r, const json& o, const JsonPath& p) {
+/// plan.moe_routing: {"distribution": balanced | zipf | histogram, "s", "file", "seed",
+/// "expected"}. A histogram file is {"source", "shares": [...] or [[...], ...]}.
+RoutingSpec read_routing(const JsonReader& r, const json& o, const JsonPath& p, const std::string& origin) {
+  r.check_object(o, {"distribution", "s", "file", "seed", "expected"}, p, "moe_routing");
+  RoutingSpec spec;
+  static constexpr std::array<std::pair<std::string_view, RoutingSpec::Kind>, 3> kKinds{
+      {{"balanced", RoutingSpec::Kind::balanced}, {"zipf", RoutingSpec::Kind::zipf}, {"histogram", RoutingSpec::Kind::histogram}}};
+  if (o.contains("distribution")) spec.kind = pick(r, o, "distribution", p, kKinds);
+  if (o.contains("s")) {
+    if (spec.kind != RoutingSpec::Kind::zipf) r.fail(p.at("s"), "expected no s: it is the zipf distribution's exponent");
+    spec.zipf_s = r.number_at(o, "s", p, "moe_routing");
+    if (!(spec.zipf_s > 0.0) || spec.zipf_s > 10.0) {
+      r.fail(p.at("s"), fmt::format("expected an exponent in (0, 10], found {}", spec.zipf_s));
+    }
+  }
+  if (o.contains("seed")) spec.seed = static_cast<std::uint64_t>(r.integer_at(o, "seed", p, "moe_routing", 0, 1LL << 62));
+  if (o.contains("expected")) spec.expected = r.bool_at(o, "expected", p, "moe_routing");
+  if (spec.kind == RoutingSpec::Kind::histogram) {
+    spec.histogram_file = resolve_path(origin, r.string_at(o, "file", p, "moe_routing"));
+    const JsonReader f(spec.histogram_file, sim::ErrorKind::config);
+    const json doc = f.parse_file();
+    const JsonPath root;
+    f.check_object(doc, {"source", "shares"}, root, "a routing histogram");
+    f.string_at(doc, "source", root, "a routing histogram");
+    const json& shares = f.array_at(doc, "shares", root, "a routing histogram");
+    auto row_of = [&](const json& a, const JsonPath& at) {
+      if (!a.is_array() || a.empty()) f.fail(at, fmt::format("expected a non-empty list of per-expert shares, found {}", topo::shown(a)));
+      std::vector<double> row;
+      for (std::size_t i = 0; i < a.size(); ++i) {
+        if (!a[i].is_number() || !(a[i].get<double>() >= 0.0)) {
+          f.fail(at.at(i), fmt::format("expected a share >= 0, found {}", topo::shown(a[i])));
+        }
+        row.push_back(a[i].get<double>());
+      }
+      return row;
+    };
+    if (!shares.empty() && shares[0].is_array()) {
+      for (std::size_t i = 0; i < shares.size(); ++i) spec.histogram.push_back(row_of(shares[i], root.at("shares").at(i)));
+    } else {
+      spec.histogram.push_back(row_of(shares, root.at("shares")));
+    }
+  } else if (o.contains("file")) {
+    r.fail(p.at("file"), "expected no file: it is the histogram distribution's");
+  }
+  return spec;
+}
+
+Plan read_plan(const JsonReader& r, const json& o, const JsonPath& p, const std::string& origin) {
   r.check_object(o,
                  {"dp", "tp", "pp", "ep", "micro_batch", "grad_accum", "global_batch", "framework", "precision",
                   "tf32_conv", "tf32_matmul", "optimizer", "bucket_cap", "first_bucket", "fusion_threshold",
                   "cycle_time", "input_rate", "step_overhead", "dispatch_forward", "dispatch_backward",
                   "dispatch_optimizer", "sync_each_step", "comm_compute_slowdown", "network", "steps", "schedule",
                   "virtual_stages", "partition", "driver", "microbatch_overhead", "dispatch_gil", "p2p_sync", "recompute",
-                  "scale_axis", "zero", "shard_group", "sequence_parallel", "fused_attention", "fold", "placement",
+                  "scale_axis", "zero", "shard_group", "sequence_parallel", "fused_attention", "fold", "placement", "moe_routing",
                   "gemm_efficiency"},
                  p, "a plan");
   Plan plan;
@@ -204,7 +252,18 @@ Plan read_plan(const JsonReader& r, const json& o, const JsonPath& p) {
                                      "found {}",
                                      to_string(plan.framework), plan.zero));
   }
-  if (plan.ep != 1) r.fail(p.at("ep"), fmt::format("expected 1: expert parallelism is not simulated yet (found {})", plan.ep));
+  if (plan.ep > 1 && plan.tp > 1) {
+    r.fail(p.at("ep"), fmt::format("expected 1 with tp = {}: expert parallelism with tensor parallelism (expert TP) is "
+                                   "not simulated, found {}", plan.tp, plan.ep));
+  }
+  if (plan.ep > 1 && plan.zero > 0) {
+    r.fail(p.at("ep"), fmt::format("expected 1 with ZeRO-{}: sharding expert states is not simulated, found {}",
+                                   plan.zero, plan.ep));
+  }
+  // Megatron-Core's order puts EP groups right after TP (tp-cp-ep-dp-pp), so they stay inside
+  // a node when they fit: data-parallel replicas before pipeline stages.
+  if (plan.ep > 1 && !has("placement")) plan.placement = "tp-dp-pp";
+  if (has("moe_routing")) plan.routing = read_routing(r, o.at("moe_routing"), p.at("moe_routing"), origin);
 
   if (has("sequence_parallel")) plan.sequence_parallel = r.bool_at(o, "sequence_parallel", p, "a plan");
   if (has("fused_attention")) plan.fused_attention = r.bool_at(o, "fused_attention", p, "a plan");
@@ -236,10 +295,11 @@ Plan read_plan(const JsonReader& r, const json& o, const JsonPath& p) {
   }
   // Batch arithmetic: global = dp x micro x accum.
   if (plan.global_batch > 0) {
-    const long long per_step = static_cast<long long>(plan.dp) * plan.micro_batch;
+    const long long per_step = static_cast<long long>(plan.replicas()) * plan.micro_batch;
     if (plan.global_batch % per_step != 0) {
-      r.fail(p.at("global_batch"), fmt::format("expected a multiple of dp x micro_batch = {} x {} = {}, found {}",
-                                               plan.dp, plan.micro_batch, per_step, plan.global_batch));
+      r.fail(p.at("global_batch"), fmt::format("expected a multiple of dp{} x micro_batch = {} x {} = {}, found {}",
+                                               plan.ep > 1 ? " x ep" : "", plan.replicas(), plan.micro_batch, per_step,
+                                               plan.global_batch));
     }
     const long long accum = plan.global_batch / per_step;
     if (has("grad_accum") && accum != plan.grad_accum) {
@@ -248,7 +308,7 @@ Plan read_plan(const JsonReader& r, const json& o, const JsonPath& p) {
     }
     plan.grad_accum = static_cast<int>(accum);
   } else {
-    plan.global_batch = plan.dp * plan.micro_batch * plan.grad_accum;
+    plan.global_batch = plan.replicas() * plan.micro_batch * plan.grad_accum;
   }
   if (has("global_batch") && plan.schedule == Schedule::naive && plan.grad_accum != 1) {
     r.fail(p.at("global_batch"), fmt::format("expected dp x micro_batch = {}: naive model parallelism runs one "
@@ -382,7 +442,7 @@ Scenario parse_scenario(const json& doc, const std::string& origin) {
     }
     if (s.cluster.gpus % others == 0) plan_doc["dp"] = s.cluster.gpus / others;
   }
-  s.plan = read_plan(r, plan_doc, root.at("plan"));
+  s.plan = read_plan(r, plan_doc, root.at("plan"), origin);
   const int ranks = s.plan.dp * s.plan.tp * s.plan.pp * s.plan.ep;
   if (s.cluster.gpus > 0 && ranks != s.cluster.gpus) {
     r.fail(root.at("plan"), fmt::format("dp x tp x pp x ep = {} x {} x {} x {} = {}, but cluster.gpus is {}", s.plan.dp,

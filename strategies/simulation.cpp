@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
+#include <tuple>
 #include <nlohmann/json.hpp>
 
 #include "sim/error.hpp"
@@ -23,6 +25,8 @@ std::string plan_summary(const Plan& p, int cc) {
                         : (p.tf32_matmul ? " (TF32 matmuls)" : "");
   }
   std::string out = fmt::format("{}, dp {}", to_string(p.framework), p.dp);
+  if (p.ep > 1) out += fmt::format(", ep {}", p.ep);
+  if (p.pp > 1) out += fmt::format(", pp {}", p.pp);
   if (p.tp > 1) out += fmt::format(", tp {}{}", p.tp, p.sequence_parallel ? " with sequence parallelism" : "");
   if (p.zero > 0) out += fmt::format(", ZeRO-{}", p.zero);
   if (p.hybrid_shard()) out += fmt::format(" sharded in groups of {} (hybrid)", p.shard_group);
@@ -60,6 +64,64 @@ std::vector<sim::LinkId> links_to_sample(const topo::Cluster& c, int gpus) {
   return out;
 }
 
+/// Each simulated rank's routed tokens and expert time per iteration, and the imbalance's cost.
+void report_expert_loads(const SimulationOutput& out, const Plan& plan, MoeRouting& routing, Report& r) {
+  const sim::ExecutionGraph& g = out.compiled.graph;
+  const Model& model = out.model;
+  const int steps = std::max(1, plan.steps);
+  r.moe_routing = std::string(to_string(plan.routing.kind));
+  if (plan.routing.kind == RoutingSpec::Kind::zipf) r.moe_routing += fmt::format(" (s = {})", plan.routing.zipf_s);
+  // Ranks are (replica, stage) in layout order (tp is 1 with routed experts).
+  const int pp = std::max(1, plan.pp);
+  std::vector<double> expert_s(g.ranks(), 0.0);
+  // (stage, layer, micro-batch) -> each EP rank's expert time there, per iteration.
+  std::map<std::tuple<int, int, int>, std::map<int, double>> per_layer;
+  for (const sim::Node& n : g.nodes) {
+    if (n.kind == sim::OpKind::compute && n.layer >= 0 && model.layers[static_cast<std::size_t>(n.layer)].experts > 0) {
+      const double t = n.duration.seconds() / steps;
+      expert_s[n.rank] += t;
+      const int rank = static_cast<int>(n.rank);
+      per_layer[{rank % pp, n.layer, n.micro_batch}][(rank / pp) % routing.ep()] += t;
+    }
+  }
+  for (sim::RankId rank = 0; rank < g.ranks(); ++rank) {
+    ExpertLoad l;
+    l.rank = static_cast<int>(rank);
+    l.gpu = static_cast<int>(g.rank_gpu[rank]);
+    l.stage = static_cast<int>(rank) % pp;
+    l.ep_rank = (static_cast<int>(rank) / pp) % routing.ep();
+    std::vector<std::pair<std::size_t, std::size_t>> ranges{{0, model.layers.size()}};
+    if (plan.pp > 1) ranges = out.compiled.rank_chunks[rank];
+    for (const auto& [first, last] : ranges) {
+      for (std::size_t i = first; i < last; ++i) {
+        if (model.layers[i].experts == 0) continue;
+        const int local = routing.experts_per_rank(i);
+        for (int micro = 0; micro < plan.grad_accum; ++micro) {
+          const RoutingTable& t = routing.table(i, micro);
+          for (int x = l.ep_rank * local; x < (l.ep_rank + 1) * local; ++x) l.tokens += t.expert_tokens(x);
+          if (l.ep_rank == 0 && l.rank < pp) r.moe_dropped_tokens += t.dropped;
+        }
+      }
+    }
+    l.expert_s = expert_s[rank];
+    r.expert_loads.push_back(l);
+  }
+  // Every MoE layer waits for its slowest EP rank (the all-to-all after the experts): the cost
+  // is that rank's excess over the mean, summed over a stage's layers and micro-batches.
+  std::map<int, double> stage_excess;
+  for (const auto& [key, by_rank] : per_layer) {
+    double sum = 0.0, most = 0.0;
+    for (int e = 0; e < routing.ep(); ++e) {
+      const auto it = by_rank.find(e);
+      const double t = it == by_rank.end() ? 0.0 : it->second;
+      sum += t;
+      most = std::max(most, t);
+    }
+    stage_excess[std::get<0>(key)] += most - sum / routing.ep();
+  }
+  for (const auto& [stage, excess] : stage_excess) r.moe_imbalance_s = std::max(r.moe_imbalance_s, excess);
+}
+
 }  // namespace
 
 Model scenario_model(const Scenario& s) {
@@ -86,6 +148,20 @@ SimulationOutput simulate_scenario(const Scenario& scenario, const SimulationInp
     throw sim::ConfigError(fmt::format("{}: plan dp x tp x pp x ep = {} x {} x {} x {} = {} GPUs, but the cluster {} has {}",
                                        scenario.path, plan.dp, plan.tp, plan.pp, plan.ep, ranks, cluster.name(),
                                        cluster.gpu_count()));
+  }
+  const bool moe = std::any_of(out.model.layers.begin(), out.model.layers.end(), [](const Layer& l) { return l.experts > 0; });
+  if (plan.ep > 1 && !moe) {
+    throw sim::ConfigError(fmt::format("{}: /plan/ep: expected 1 for {}, which has no routed experts, found {}", scenario.path,
+                                       out.model.name, plan.ep));
+  }
+  if (moe && plan.tp > 1) {
+    throw sim::ConfigError(fmt::format("{}: /plan/tp: expected 1 for {}: tensor parallelism of routed experts is not "
+                                       "simulated, found {}", scenario.path, out.model.name, plan.tp));
+  }
+  try {
+    check_routing(plan.routing, out.model);
+  } catch (const sim::ModelError& e) {
+    throw sim::ConfigError(fmt::format("{}: /plan/moe_routing: {}", scenario.path, e.what()));
   }
   const topo::GpuSpec& gpu = cluster.gpu_model(0);
   const ComputeModel compute(gpu, inputs.profiles);
@@ -173,7 +249,7 @@ SimulationOutput simulate_scenario(const Scenario& scenario, const SimulationInp
     if (plan.pp > 1) {
       const auto ri = static_cast<std::size_t>(rank);
       double params = 0.0;
-      for (const auto& [first, last] : cg.rank_chunks[ri]) params += tp_rank_params(out.model, plan.tp, first, last);
+      for (const auto& [first, last] : cg.rank_chunks[ri]) params += tp_rank_params(out.model, plan.tp, first, last, plan.ep);
       mem = pipeline_rank_memory(params, plan, cg.rank_activation_peak_bytes[ri], cg.rank_in_flight[ri]);
     } else {
       mem = data_parallel_memory(out.model, plan);
@@ -211,9 +287,10 @@ SimulationOutput simulate_scenario(const Scenario& scenario, const SimulationInp
       r.stages.push_back(sr);
     }
   }
+  if (auto routing = moe_routing(out.model, plan)) report_expert_loads(out, plan, *routing, r);
   r.kernels = out.compiled.graph.signatures.size();
   for (const auto& sig : out.compiled.graph.signatures) r.kernels_profiled += compute.profiled(sig) ? 1 : 0;
-  r.gradient_buckets = plan.dp > 1 ? out.compiled.buckets.size() : 0;
+  r.gradient_buckets = plan.replicas() > 1 ? out.compiled.buckets.size() : 0;
   r.events = out.result.events;
   r.fingerprint = out.result.fingerprint;
   return out;

@@ -101,15 +101,16 @@ OpTemplate tp_shard(const OpTemplate& t, const Layer& layer, const Plan& plan) {
   return out;
 }
 
-double tp_layer_params(const Layer& layer, int tp) {
+double tp_layer_params(const Layer& layer, int tp, int ep) {
   const double p = static_cast<double>(layer.params);
+  if (layer.experts > 0) return p / std::max(1, ep);  // routed experts are spread over the EP group
   return layer.tp == TpRole::replicated || tp <= 1 ? p : p / tp;
 }
 
-double tp_rank_params(const Model& model, int tp, std::size_t first, std::size_t last) {
+double tp_rank_params(const Model& model, int tp, std::size_t first, std::size_t last, int ep) {
   if (last == 0) last = model.layers.size();
   double sum = 0.0;
-  for (std::size_t i = first; i < last; ++i) sum += tp_layer_params(model.layers[i], tp);
+  for (std::size_t i = first; i < last; ++i) sum += tp_layer_params(model.layers[i], tp, ep);
   return sum;
 }
 

@@ -43,10 +43,11 @@ std::int64_t tp_split(std::int64_t n, int tp);
 /// axis is not divisible (a vocabulary is padded instead).
 OpTemplate tp_shard(const OpTemplate& t, const Layer& layer, const Plan& plan);
 
-/// Parameters one TP rank holds of `layer` (replicated layers: all).
-double tp_layer_params(const Layer& layer, int tp);
+/// Parameters one TP rank holds of `layer` (replicated layers: all); of routed experts, its
+/// 1/ep of them.
+double tp_layer_params(const Layer& layer, int tp, int ep = 1);
 /// Parameters one TP rank holds of layers [first, last) (last = 0: all).
-double tp_rank_params(const Model& model, int tp, std::size_t first = 0, std::size_t last = 0);
+double tp_rank_params(const Model& model, int tp, std::size_t first = 0, std::size_t last = 0, int ep = 1);
 
 struct TpCollective {
   sim::CollectiveOp op = sim::CollectiveOp::all_reduce;

@@ -9,6 +9,7 @@
 
 #include "sim/error.hpp"
 #include "strategies/model_builder.hpp"
+#include "strategies/moe.hpp"
 
 namespace foresight::strategy {
 namespace {
@@ -94,6 +95,23 @@ Model build_transformer(const TransformerSpec& spec) {
     // MLP sub-layer: [norm,] h -> ffn (GELU) or h -> 2 ffn (gate and up, fused as Megatron's
     // gated linear_fc1) then SwiGLU, ffn -> h, [dropout,] residual add, [post-norm].
     if (spec.pre_norm) b.add(norm_layer(p + "ln_2", spec.norm, s, h));
+    const MoeShape& m = t.moe;
+    if (m.experts > 0 && i >= m.dense_layers) {
+      // Mixture of experts: the router, the routed experts, then the shared experts as one
+      // dense FFN of shared x expert_ffn (DeepSeekMoE's layout).
+      b.add(router_layer(p + "mlp.router", s, h, m.experts, m.top_k));
+      b.add(experts_layer(p + "mlp.experts", s, h, m.expert_ffn, m.experts, m.top_k, t.swiglu));
+      if (m.shared_experts > 0) {
+        const std::int64_t f = static_cast<std::int64_t>(m.shared_experts) * m.expert_ffn;
+        b.add(with_tp(linear_layer(p + "mlp.shared.gate_up", s, h, 2 * f, spec.mlp_bias), TpRole::column));
+        b.add(with_tp(swiglu_layer(p + "mlp.shared.act", s, f), TpRole::sharded));
+        b.add(with_tp(linear_layer(p + "mlp.shared.proj", s, f, h, spec.mlp_bias), TpRole::row));
+      }
+      if (spec.hidden_dropout) b.add(dropout_layer(p + "mlp.dropout", tokens));
+      b.add(add_layer(p + "mlp.residual", tokens));
+      if (!spec.pre_norm) b.add(norm_layer(p + "mlp.norm", spec.norm, s, h));
+      continue;
+    }
     if (t.swiglu) {
       b.add(with_tp(linear_layer(p + "mlp.gate_up", s, h, 2 * ffn, spec.mlp_bias), TpRole::column));
       b.add(with_tp(swiglu_layer(p + "mlp.act", s, ffn), TpRole::sharded));

@@ -151,7 +151,7 @@ TEST_CASE("ModelBuilder stamps blocks and checks the model", "[strategies]") {
 TEST_CASE("transformer specs are validated", "[strategies]") {
   TransformerSpec spec;
   spec.name = "tiny";
-  spec.shape = TransformerShape{2, 64, 4, 4, 256, 100, 16, false, true};
+  spec.shape = TransformerShape{2, 64, 4, 4, 256, 100, 16, false, true, {}};
   spec.positions = 16;
   const Model m = build_transformer(spec);
   // Per layer 12h^2 + 13h; embeddings (V + positions) h; final LN 2h.
