@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <climits>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -81,6 +82,31 @@ TransformerSpec gpt2_style(const JsonReader& r, const json& doc) {
   return s;
 }
 
+/// Mixture of experts, where the config names experts: Mixtral (num_local_experts,
+/// num_experts_per_tok; each expert's FFN is intermediate_size), Qwen2-MoE (num_experts,
+/// moe_intermediate_size, shared_expert_intermediate_size) and DeepSeek-V2/V3 (n_routed_experts,
+/// moe_intermediate_size, n_shared_experts, first_k_dense_replace).
+void read_moe(const JsonReader& r, const json& doc, TransformerSpec& s) {
+  std::optional<int> experts = optional_positive(r, doc, "num_local_experts");
+  if (!experts) experts = optional_positive(r, doc, "n_routed_experts");
+  if (!experts) experts = optional_positive(r, doc, "num_experts");
+  if (!experts) return;
+  MoeShape& m = s.shape.moe;
+  m.experts = *experts;
+  m.top_k = positive(r, doc, "num_experts_per_tok");
+  m.expert_ffn = optional_positive(r, doc, "moe_intermediate_size").value_or(s.shape.ffn);
+  m.shared_experts = optional_positive(r, doc, "n_shared_experts").value_or(0);
+  if (const auto shared = optional_positive(r, doc, "shared_expert_intermediate_size")) {
+    // Qwen2-MoE states the shared expert's total width: as many experts of moe size.
+    m.shared_experts = std::max(1, *shared / m.expert_ffn);
+  }
+  m.dense_layers = optional_positive(r, doc, "first_k_dense_replace").value_or(0);
+  if (m.top_k > m.experts) {
+    r.fail(JsonPath{}.at("num_experts_per_tok"),
+           fmt::format("expected at most the {} experts, found {}", m.experts, m.top_k));
+  }
+}
+
 /// Llama style (transformers LlamaConfig): hidden_size, num_hidden_layers, num_attention_heads,
 /// intermediate_size, vocab_size, max_position_embeddings; num_key_value_heads defaults to the
 /// heads, head_dim to hidden / heads; hidden_act "silu" (the default) gives SwiGLU, anything
@@ -110,6 +136,7 @@ TransformerSpec llama_style(const JsonReader& r, const json& doc, const std::str
   s.tied_embeddings = optional_bool(r, doc, "tie_word_embeddings", false);
   s.hidden_dropout = false;
   s.attention_dropout = optional_number(r, doc, "attention_dropout", 0.0) > 0.0;
+  read_moe(r, doc, s);
   return s;
 }
 

@@ -74,14 +74,14 @@ void report_expert_loads(const SimulationOutput& out, const Plan& plan, MoeRouti
   // Ranks are (replica, stage) in layout order (tp is 1 with routed experts).
   const int pp = std::max(1, plan.pp);
   std::vector<double> expert_s(g.ranks(), 0.0);
-  // (stage, layer, micro-batch) -> each EP rank's expert time there, per iteration.
-  std::map<std::tuple<int, int, int>, std::map<int, double>> per_layer;
+  // (stage, EP group, layer, micro-batch) -> each EP rank's expert time there, per iteration.
+  std::map<std::tuple<int, int, int, int>, std::map<int, double>> per_layer;
   for (const sim::Node& n : g.nodes) {
     if (n.kind == sim::OpKind::compute && n.layer >= 0 && model.layers[static_cast<std::size_t>(n.layer)].experts > 0) {
       const double t = n.duration.seconds() / steps;
       expert_s[n.rank] += t;
       const int rank = static_cast<int>(n.rank);
-      per_layer[{rank % pp, n.layer, n.micro_batch}][(rank / pp) % routing.ep()] += t;
+      per_layer[{rank % pp, rank / pp / routing.ep(), n.layer, n.micro_batch}][(rank / pp) % routing.ep()] += t;
     }
   }
   for (sim::RankId rank = 0; rank < g.ranks(); ++rank) {
@@ -108,7 +108,7 @@ void report_expert_loads(const SimulationOutput& out, const Plan& plan, MoeRouti
   }
   // Every MoE layer waits for its slowest EP rank (the all-to-all after the experts): the cost
   // is that rank's excess over the mean, summed over a stage's layers and micro-batches.
-  std::map<int, double> stage_excess;
+  std::map<std::pair<int, int>, double> stage_excess;  // per (stage, EP group)
   for (const auto& [key, by_rank] : per_layer) {
     double sum = 0.0, most = 0.0;
     for (int e = 0; e < routing.ep(); ++e) {
@@ -117,7 +117,7 @@ void report_expert_loads(const SimulationOutput& out, const Plan& plan, MoeRouti
       sum += t;
       most = std::max(most, t);
     }
-    stage_excess[std::get<0>(key)] += most - sum / routing.ep();
+    stage_excess[{std::get<0>(key), std::get<1>(key)}] += most - sum / routing.ep();
   }
   for (const auto& [stage, excess] : stage_excess) r.moe_imbalance_s = std::max(r.moe_imbalance_s, excess);
 }

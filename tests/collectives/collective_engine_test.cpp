@@ -176,6 +176,19 @@ TEST_CASE("all-to-all across two DGX nodes reaches about twice a NIC's bandwidth
   REQUIRE(one.busbw_GBps == Approx(240.0).epsilon(0.02));
 }
 
+TEST_CASE("all-to-all across N nodes tends to one NIC's bandwidth as N/(N-1) of it", "[collectives]") {
+  // nccl_busbw.json's alltoall point (NVIDIA/nccl-tests#130, #267): busbw ~ N/(N-1) x the
+  // per-GPU network bandwidth, 2x on 2 nodes, tending to 1x. Per GPU: one HDR NIC, 25 GB/s at
+  // the calibrated 0.96.
+  for (const int nodes : {2, 4, 8, 16}) {
+    CAPTURE(nodes);
+    const auto cluster = topo::resolve_cluster("selene", 8 * nodes);
+    const auto m = sim::measure_collective(cluster, calibrated(), sim::NetworkKind::flow,
+                                           request(CollectiveOp::all_to_all, 8 * nodes, 1 << 30));
+    REQUIRE(m.busbw_GBps == Approx(24.0 * nodes / (nodes - 1.0)).epsilon(0.07));
+  }
+}
+
 TEST_CASE("hierarchical all-reduce runs its three phases", "[collectives]") {
   const auto cluster = topo::resolve_cluster("thetagpu", 16);
   auto r = request(CollectiveOp::all_reduce, 16, 1e9);

@@ -79,6 +79,31 @@ TEST_CASE("HF Qwen2 config: QKV biases, GQA and tied embeddings", "[strategies]"
   CHECK(m.transformer->kv_heads == 2);
 }
 
+TEST_CASE("HF DeepSeek-style MoE config: dense first layers, routed and shared experts", "[strategies]") {
+  const Model m = load_hf_config(data_path("hf/tiny-deepseek/config.json"));
+  int experts_layers = 0, shared = 0, dense = 0;
+  for (const Layer& l : m.layers) {
+    if (l.experts > 0) {
+      ++experts_layers;
+      CHECK(l.experts == 16);
+      CHECK(l.top_k == 4);
+      // 16 experts of gate/up 256 -> 2 x 128 and down 128 -> 256.
+      CHECK(l.params == 16 * 3 * 256 * 128);
+    }
+    if (l.name.find("mlp.shared.gate_up") != std::string::npos) {
+      ++shared;
+      CHECK(l.params == 256 * 2 * (2 * 128));  // 2 shared experts of 128
+    }
+    if (l.name.find("mlp.gate_up") != std::string::npos) {
+      ++dense;
+      CHECK(l.params == 256 * 2 * 1024);  // first_k_dense_replace keeps the dense FFN
+    }
+  }
+  CHECK(experts_layers == 3);
+  CHECK(shared == 3);
+  CHECK(dense == 1);
+}
+
 TEST_CASE("bad HF configs are ModelErrors naming the file and the key", "[strategies]") {
   SECTION("missing key") {
     const std::string what = load_error("hf/bad_missing_key.json");
