@@ -154,6 +154,12 @@ SimulationOutput simulate_scenario(const Scenario& scenario, const SimulationInp
     throw sim::ConfigError(fmt::format("{}: /plan/ep: expected 1 for {}, which has no routed experts, found {}", scenario.path,
                                        out.model.name, plan.ep));
   }
+  for (const Layer& l : out.model.layers) {
+    if (l.experts > 0 && l.experts % plan.ep != 0) {
+      throw sim::ConfigError(fmt::format("{}: /plan/ep: expected a divisor of the {} experts of {}, found {}",
+                                         scenario.path, l.experts, l.name, plan.ep));
+    }
+  }
   if (moe && plan.tp > 1) {
     throw sim::ConfigError(fmt::format("{}: /plan/tp: expected 1 for {}: tensor parallelism of routed experts is not "
                                        "simulated, found {}", scenario.path, out.model.name, plan.tp));

@@ -276,7 +276,9 @@ TEST_CASE("bad scenarios and flags: exit status, file and field named, no output
                        Case{"pipeline_too_many_stages.json", "32 model chunks, but resnet18-cifar has only 14 units"},
                        Case{"pipeline_virtual_stages.json", "6 blocks per stage (12 blocks / pp 2) are not divisible by 4"},
                        Case{"pipeline_batch.json", "/plan/global_batch: expected a multiple of dp x micro_batch"},
-                       Case{"pipeline_interleaved_m.json", "/plan/grad_accum: expected a multiple of pp = 4"}}) {
+                       Case{"pipeline_interleaved_m.json", "/plan/grad_accum: expected a multiple of pp = 4"},
+                       Case{"moe_ep_not_dividing.json", "/plan/ep: expected a divisor of the 8 experts of h.0.mlp.experts, found 3"},
+                       Case{"moe_histogram_row.json", "row 0 has 4 shares, expected one per expert (8)"}}) {
     const std::string path = foresight::test::data_path(std::string("bad/scenarios/") + c.file);
     const std::string out = scratch("bad-report.txt");
     const auto r = run_foresight("simulate " + path + " --output " + out);
@@ -420,6 +422,38 @@ TEST_CASE("GPT-3 175B on 1024 GPUs: one simulated rank per stage, and a TP x PP 
   REQUIRE_FALSE(rows.at({4, 16}).second);
   REQUIRE(rows.at({8, 16}).first < rows.at({4, 16}).first);
   REQUIRE(rows.at({8, 16}).first == Approx(rows.at({8, 8}).first / 2).epsilon(0.1));
+}
+
+TEST_CASE("an MoE run reports per-rank token loads and its timeline shows dispatch and combine", "[cli][simulate]") {
+  const std::string s = foresight::test::data_path("scenarios/tiny_moe.json");
+  const auto r = run_foresight("simulate " + s + " --json");
+  REQUIRE(r.status == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  const auto& moe = j["moe"];
+  REQUIRE(moe["routing"] == "zipf (s = 1)");
+  REQUIRE(moe["per_rank"].size() == 8);
+  double total = 0.0;
+  for (const auto& rank : moe["per_rank"]) total += rank["tokens"].get<double>();
+  // 8 ranks x 2 micro-batches x 512 tokens x top-2 x 4 MoE layers, all kept (dropless).
+  REQUIRE(total == Approx(8 * 2 * 512 * 2 * 4));
+  REQUIRE(moe["imbalance_s"].get<double>() > 0.0);
+  const auto text = run_foresight("simulate " + s);
+  REQUIRE(text.out.find("experts     zipf (s = 1) routing") != std::string::npos);
+  const std::string trace = scratch("moe.trace.json");
+  REQUIRE(run_foresight("simulate " + s + " --trace " + trace).status == 0);
+  const auto t = nlohmann::json::parse(std::ifstream(trace));
+  std::set<std::string> threads;
+  int dispatch = 0, combine = 0;
+  for (const auto& e : t["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "thread_name") threads.insert(e["args"]["name"].get<std::string>());
+    if (e["ph"] != "X") continue;
+    const std::string name = e["name"].get<std::string>();
+    dispatch += name.find("mlp.experts dispatch") != std::string::npos;
+    combine += name.find("mlp.experts combine") != std::string::npos;
+  }
+  REQUIRE(threads.count("expert all-to-all") == 1);
+  REQUIRE(dispatch > 0);
+  REQUIRE(combine > 0);
 }
 
 TEST_CASE("foresight sweep over tp x micro-batch marks the rows that run out of memory", "[cli][sweep]") {

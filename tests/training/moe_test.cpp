@@ -173,7 +173,7 @@ TEST_CASE("expert parallelism shards the experts' states; EP x DP x TP x PP must
   const double fewer = 4 * 7 * per_expert * 2 /* bf16 weights */;
   REQUIRE(ep1.report.memory[0].bytes.weights - ep8.report.memory[0].bytes.weights == Approx(fewer));
   // Errors, each naming the field.
-  REQUIRE_THROWS_WITH(run(tiny({{"ep", 3}, {"global_batch", 12}}, 6)), Contains("ep = 3 does not divide the 8 experts"));
+  REQUIRE_THROWS_WITH(run(tiny({{"ep", 3}, {"global_batch", 12}}, 6)), Contains("/plan/ep: expected a divisor of the 8 experts"));
   REQUIRE_THROWS_WITH(run(tiny({{"ep", 4}, {"dp", 4}}, 8)), Contains("dp x tp x pp x ep = 4 x 1 x 1 x 4 = 16"));
   REQUIRE_THROWS_WITH(run(tiny({{"ep", 4}, {"tp", 2}}, 8)), Contains("/plan/ep") && Contains("expert TP"));
   json dense = tiny({{"ep", 2}, {"global_batch", 16}}, 8);
