@@ -250,6 +250,20 @@ SimulationOutput simulate_scenario(const Scenario& scenario, const SimulationInp
   r.hfu = r.hardware_tflops_per_gpu / r.peak_tflops;
 
   const auto& cg = out.compiled;
+  if (auto routing = moe_routing(out.model, plan)) report_expert_loads(out, plan, *routing, r);
+  // Dispatch and combine buffers: a micro-batch's routed tokens sent and received, h each (the
+  // combine reuses them), scaled by the most loaded rank's share.
+  double token_buffers = 0.0;
+  if (!r.expert_loads.empty()) {
+    double top_k = 0.0, mean = 0.0, most = 0.0;
+    for (const Layer& l : out.model.layers) top_k = std::max(top_k, static_cast<double>(l.top_k));
+    for (const ExpertLoad& l : r.expert_loads) {
+      mean += l.tokens / static_cast<double>(r.expert_loads.size());
+      most = std::max(most, l.tokens);
+    }
+    token_buffers = (1.0 + (mean > 0.0 ? most / mean : 1.0)) * plan.micro_batch * out.model.seq_len * top_k *
+                    out.model.transformer->hidden * activation_bytes(plan.precision);
+  }
   for (int rank = 0; rank < static_cast<int>(graph.ranks()); ++rank) {
     MemoryBreakdown mem;
     if (plan.pp > 1) {
@@ -260,6 +274,7 @@ SimulationOutput simulate_scenario(const Scenario& scenario, const SimulationInp
     } else {
       mem = data_parallel_memory(out.model, plan);
     }
+    mem.buffers += token_buffers;
     RankMemory m;
     m.rank = rank;
     m.bytes = mem;
@@ -293,7 +308,6 @@ SimulationOutput simulate_scenario(const Scenario& scenario, const SimulationInp
       r.stages.push_back(sr);
     }
   }
-  if (auto routing = moe_routing(out.model, plan)) report_expert_loads(out, plan, *routing, r);
   r.kernels = out.compiled.graph.signatures.size();
   for (const auto& sig : out.compiled.graph.signatures) r.kernels_profiled += compute.profiled(sig) ? 1 : 0;
   r.gradient_buckets = plan.replicas() > 1 ? out.compiled.buckets.size() : 0;

@@ -172,6 +172,10 @@ TEST_CASE("expert parallelism shards the experts' states; EP x DP x TP x PP must
   // Per rank, ep 8 holds 1 of each layer's 8 experts instead of all 8: 7 x 4 layers fewer.
   const double fewer = 4 * 7 * per_expert * 2 /* bf16 weights */;
   REQUIRE(ep1.report.memory[0].bytes.weights - ep8.report.memory[0].bytes.weights == Approx(fewer));
+  // Buffers: DDP's bucket copy of the gradients, plus the dispatch/combine buffers: a
+  // micro-batch's 2 x 256 tokens x top-2 x h 512 in bf16, sent and received (balanced).
+  const auto& mem = ep8.report.memory[0].bytes;
+  REQUIRE(mem.buffers - mem.gradients == Approx(2.0 * 2 * 256 * 2 * 512 * 2));
   // Errors, each naming the field.
   REQUIRE_THROWS_WITH(run(tiny({{"ep", 3}, {"global_batch", 12}}, 6)), Contains("/plan/ep: expected a divisor of the 8 experts"));
   REQUIRE_THROWS_WITH(run(tiny({{"ep", 4}, {"dp", 4}}, 8)), Contains("dp x tp x pp x ep = 4 x 1 x 1 x 4 = 16"));
