@@ -251,7 +251,8 @@ std::string to_text(const Report& r) {
         "memory      peak {} of {} on rank {}{} (weights {}, gradients {}, optimizer {}, activations {}, buffers {}, "
         "workspace {}, allocator {}): {}\n",
         bytes_text(m.bytes.total()), bytes_text(m.capacity), m.rank,
-        m.represents > 1 ? fmt::format(" (and the {} GPUs it stands for)", m.represents - 1) : std::string(),
+        m.represents > 1 ? fmt::format(" (and the {} GPU{} it stands for)", m.represents - 1, m.represents == 2 ? "" : "s")
+                         : std::string(),
         bytes_text(m.bytes.weights),
         bytes_text(m.bytes.gradients), bytes_text(m.bytes.optimizer), bytes_text(m.bytes.activations),
         bytes_text(m.bytes.buffers), bytes_text(m.bytes.workspace), bytes_text(m.bytes.allocator),
