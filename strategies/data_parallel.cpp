@@ -140,6 +140,7 @@ CompiledGraph compile_data_parallel(const Model& model, const Plan& plan, const 
   const HybridLayout layout(plan, 1, cluster);
   layout.add_ranks(g);
   out.folding = layout.describe();
+  out.rank_coords = layout.coords<CompiledGraph::Coords>();
   std::vector<sim::RankId> ranks;
   for (sim::RankId r = 0; r < g.ranks(); ++r) ranks.push_back(r);
   std::vector<std::uint32_t> dp_comm(ranks.size());

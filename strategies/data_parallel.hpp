@@ -29,6 +29,13 @@ struct CompiledGraph {
   std::vector<std::vector<std::pair<std::size_t, std::size_t>>> rank_chunks;
   std::vector<double> rank_activation_peak_bytes;
   std::vector<int> rank_in_flight;
+  /// Per simulated rank: its (replica, stage, TP rank).
+  struct Coords {
+    int replica = 0;
+    int stage = 0;
+    int tp_rank = 0;
+  };
+  std::vector<Coords> rank_coords;
   /// Pipelines: the rank of each stage's replica 0, TP rank 0.
   std::vector<sim::RankId> stage_ranks;
   /// What folding did (HybridLayout::describe), empty when nothing folded.

@@ -75,6 +75,17 @@ class HybridLayout {
     }
   }
   void add_ranks(sim::ExecutionGraph& g) const;
+  /// (replica, stage, TP rank) of each simulated rank, in rank order.
+  template <typename Coords>
+  std::vector<Coords> coords() const {
+    std::vector<Coords> out;
+    for (int d = 0; d < live_dp(); ++d) {
+      for (int s = 0; s < pp_; ++s) {
+        for (int j = 0; j < live_tp(); ++j) out.push_back(Coords{d, s, j});
+      }
+    }
+    return out;
+  }
   /// The data-parallel communicator of stage s's TP rank j (j < live_tp) over the simulated
   /// replicas, standing for every folded group.
   std::uint32_t add_dp_communicator(sim::ExecutionGraph& g, int s, int j) const;

@@ -170,9 +170,12 @@ NodeId LayerPass::backward(std::size_t first, std::size_t last, NodeId in, bool 
     NodeId dgrad = kNoNode;
     if (layer.experts > 0) {
       experts_backward(i);
-      after_layer(i, last_);
       pending = std::move(waits_);
       waits_.clear();
+      if (!tp_[i].backward_after_dgrad.empty()) {
+        pending.push_back(collectives(tp_[i].backward_after_dgrad, {last_}, sim::Phase::backward));
+      }
+      after_layer(i, last_);
       continue;
     }
     for (const OpTemplate& t : layer.bwd) {

@@ -17,6 +17,7 @@ double tp_divisor(TpRole role, int tp, bool sp) {
   switch (role) {
     case TpRole::sharded:
     case TpRole::row:
+    case TpRole::expert:  // mostly the experts' sharded FFN activations
       return tp;
     case TpRole::column:
     case TpRole::replicated:

@@ -20,6 +20,8 @@ std::string_view to_string(TpRole r) {
       return "sharded";
     case TpRole::vocab:
       return "vocab";
+    case TpRole::expert:
+      return "expert";
   }
   return "?";
 }

@@ -46,6 +46,8 @@ enum class TpRole : std::uint8_t {
   sharded,     ///< works on sharded features only: attention heads, the MLP activation, the
                ///< vocabulary-parallel loss
   vocab,       ///< vocabulary-parallel embedding: a 1/t slice of the table, outputs reduced
+  expert,      ///< routed experts with expert TP = TP (Megatron's default): each expert's FFN split
+               ///< as an MLP is (column then row), inputs gathered and outputs reduced around it
 };
 std::string_view to_string(TpRole r);
 

@@ -207,8 +207,11 @@ Layer router_layer(std::string name, std::int64_t seq, std::int64_t hidden, int 
   const std::int64_t e = experts;
   const double probs = as_double(seq * e);
   // Logits h -> E per token (no bias), softmax over the experts and top-k selection (one pass
-  // over the logits, as a fused router kernel does). Saves its input and the probabilities.
-  Layer l = make_layer(std::move(name), "router", hidden * e, as_double(seq * hidden) + probs, as_double(seq * top_k));
+  // over the logits, as a fused router kernel does).
+  // Its output is the tokens themselves, now routed: the experts layer reads h per token. Saves
+  // its input, the probabilities and the top-k choices.
+  Layer l = make_layer(std::move(name), "router", hidden * e, as_double(seq * hidden) + probs + as_double(seq * top_k),
+                       as_double(seq * hidden));
   const double act = as_double(seq * hidden) + probs;
   l.fwd.push_back(gemm_op("router_fwd", seq, e, hidden, 1, 0, act, as_double(hidden * e)));
   l.fwd.push_back(memory_op("router_softmax_topk", {seq, e}, kSoftmaxFlops * probs, 2.0 * probs));

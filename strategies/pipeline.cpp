@@ -357,6 +357,7 @@ CompiledGraph compile_pipeline(const Model& model, const Plan& plan, const topo:
   sim::ExecutionGraph& g = out.graph;
   g.stream_names = training_stream_names();
   out.folding = layout.describe();
+  out.rank_coords = layout.coords<CompiledGraph::Coords>();
   // A host thread per rank. One process per stage (per_stage), or one per replica whose worker
   // threads, one per device, share its GIL (single_process, torchgpipe).
   layout.add_ranks(g, [&](int d, int s, int j) {

@@ -77,7 +77,8 @@ sim::NodeId RankEmitter::expert_kernel(const OpTemplate& t, std::size_t index, i
   const Layer& layer = model_.layers[index];
   const std::string name = expert < 0 ? layer.name + "." + t.kernel
                                       : fmt::format("{}.{}.{}", layer.name, expert, t.kernel);
-  return kernel_at(t, index, static_cast<int>(tokens), name, micro, phase, dispatch, std::move(deps));
+  return kernel_at(plan_.tp > 1 ? tp_shard(t, layer, plan_) : t, index, static_cast<int>(tokens), name, micro, phase,
+                   dispatch, std::move(deps));
 }
 
 sim::NodeId RankEmitter::expert_all_to_all(std::size_t index, int micro, bool to_experts, const std::string& name,

@@ -252,10 +252,6 @@ Plan read_plan(const JsonReader& r, const json& o, const JsonPath& p, const std:
                                      "found {}",
                                      to_string(plan.framework), plan.zero));
   }
-  if (plan.ep > 1 && plan.tp > 1) {
-    r.fail(p.at("ep"), fmt::format("expected 1 with tp = {}: expert parallelism with tensor parallelism (expert TP) is "
-                                   "not simulated, found {}", plan.tp, plan.ep));
-  }
   if (plan.ep > 1 && plan.zero > 0) {
     r.fail(p.at("ep"), fmt::format("expected 1 with ZeRO-{}: sharding expert states is not simulated, found {}",
                                    plan.zero, plan.ep));

@@ -71,8 +71,6 @@ void report_expert_loads(const SimulationOutput& out, const Plan& plan, MoeRouti
   const int steps = std::max(1, plan.steps);
   r.moe_routing = std::string(to_string(plan.routing.kind));
   if (plan.routing.kind == RoutingSpec::Kind::zipf) r.moe_routing += fmt::format(" (s = {})", plan.routing.zipf_s);
-  // Ranks are (replica, stage) in layout order (tp is 1 with routed experts).
-  const int pp = std::max(1, plan.pp);
   std::vector<double> expert_s(g.ranks(), 0.0);
   // (stage, EP group, layer, micro-batch) -> each EP rank's expert time there, per iteration.
   std::map<std::tuple<int, int, int, int>, std::map<int, double>> per_layer;
@@ -80,16 +78,18 @@ void report_expert_loads(const SimulationOutput& out, const Plan& plan, MoeRouti
     if (n.kind == sim::OpKind::compute && n.layer >= 0 && model.layers[static_cast<std::size_t>(n.layer)].experts > 0) {
       const double t = n.duration.seconds() / steps;
       expert_s[n.rank] += t;
-      const int rank = static_cast<int>(n.rank);
-      per_layer[{rank % pp, rank / pp / routing.ep(), n.layer, n.micro_batch}][(rank / pp) % routing.ep()] += t;
+      const auto& c = out.compiled.rank_coords[n.rank];
+      // Per (stage, EP group and TP rank, layer, micro-batch): the EP ranks' times.
+      const int group = (c.replica / routing.ep()) * 1024 + c.tp_rank;
+      per_layer[{c.stage, group, n.layer, n.micro_batch}][c.replica % routing.ep()] += t;
     }
   }
   for (sim::RankId rank = 0; rank < g.ranks(); ++rank) {
     ExpertLoad l;
     l.rank = static_cast<int>(rank);
     l.gpu = static_cast<int>(g.rank_gpu[rank]);
-    l.stage = static_cast<int>(rank) % pp;
-    l.ep_rank = (static_cast<int>(rank) / pp) % routing.ep();
+    l.stage = out.compiled.rank_coords[rank].stage;
+    l.ep_rank = out.compiled.rank_coords[rank].replica % routing.ep();
     std::vector<std::pair<std::size_t, std::size_t>> ranges{{0, model.layers.size()}};
     if (plan.pp > 1) ranges = out.compiled.rank_chunks[rank];
     for (const auto& [first, last] : ranges) {
@@ -99,7 +99,9 @@ void report_expert_loads(const SimulationOutput& out, const Plan& plan, MoeRouti
         for (int micro = 0; micro < plan.grad_accum; ++micro) {
           const RoutingTable& t = routing.table(i, micro);
           for (int x = l.ep_rank * local; x < (l.ep_rank + 1) * local; ++x) l.tokens += t.expert_tokens(x);
-          if (l.ep_rank == 0 && l.rank < pp) r.moe_dropped_tokens += t.dropped;
+          if (out.compiled.rank_coords[rank].replica == 0 && out.compiled.rank_coords[rank].tp_rank == 0) {
+            r.moe_dropped_tokens += t.dropped;
+          }
         }
       }
     }
@@ -159,10 +161,6 @@ SimulationOutput simulate_scenario(const Scenario& scenario, const SimulationInp
       throw sim::ConfigError(fmt::format("{}: /plan/ep: expected a divisor of the {} experts of {}, found {}",
                                          scenario.path, l.experts, l.name, plan.ep));
     }
-  }
-  if (moe && plan.tp > 1) {
-    throw sim::ConfigError(fmt::format("{}: /plan/tp: expected 1 for {}: tensor parallelism of routed experts is not "
-                                       "simulated, found {}", scenario.path, out.model.name, plan.tp));
   }
   try {
     check_routing(plan.routing, out.model);

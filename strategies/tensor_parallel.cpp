@@ -29,6 +29,16 @@ int split_axis(const OpTemplate& t, TpRole role, bool sp) {
       return t.shape.size() == 4 ? 1 : static_cast<int>(t.shape.size()) - 1;
     case TpRole::vocab:
       return t.shape.size() == 4 ? 3 : -1;  // the table's rows {batch, seq, hidden, rows}
+    case TpRole::expert:
+      // One token's expert FFN (model_builder.cpp experts_layer): the up projection split by
+      // its outputs, the down projection by its inputs, the activation by its features.
+      if (k == "expert_up_fwd") return 1;
+      if (k == "expert_up_dgrad") return 2;
+      if (k == "expert_up_wgrad") return 0;
+      if (k == "expert_down_fwd") return 2;
+      if (k == "expert_down_dgrad" || k == "expert_down_wgrad") return 1;
+      if (k.rfind("expert_", 0) == 0) return static_cast<int>(t.shape.size()) - 1;  // the activation {1, 1, ffn}
+      return -1;                                 // permutation: whole tokens
     case TpRole::replicated:
       // Sequence parallelism splits the tokens: a memory kernel's first axis after the batch.
       if (!sp) return -1;
@@ -54,7 +64,8 @@ void check_tensor_parallel(const Model& model, const Plan& plan) {
   // The vocabulary is padded as Megatron pads it (tp_split); heads and the FFN must divide.
   for (const auto& [what, n] : {std::pair<std::string_view, int>{"attention heads", s.heads},
                                 {"key/value heads", s.kv_heads},
-                                {"FFN size", s.ffn}}) {
+                                {"FFN size", s.ffn},
+                                {"expert FFN size", s.moe.experts > 0 ? s.moe.expert_ffn : plan.tp}}) {
     if (n % plan.tp != 0) {
       throw sim::ConfigError(
           fmt::format("/plan/tp: {}'s {} {} are not divisible by tp = {}", model.name, n, what, plan.tp));
@@ -103,7 +114,8 @@ OpTemplate tp_shard(const OpTemplate& t, const Layer& layer, const Plan& plan) {
 
 double tp_layer_params(const Layer& layer, int tp, int ep) {
   const double p = static_cast<double>(layer.params);
-  if (layer.experts > 0) return p / std::max(1, ep);  // routed experts are spread over the EP group
+  // Routed experts are spread over the EP group, and each split t ways (expert TP = TP).
+  if (layer.experts > 0) return p / std::max(1, ep) / std::max(1, tp);
   return layer.tp == TpRole::replicated || tp <= 1 ? p : p / tp;
 }
 
@@ -150,6 +162,20 @@ TpExchanges tp_exchanges(const Model& model, std::size_t index, const Plan& plan
         for (const char* what : {"logits max", "target logit", "sum of exponentials"}) {
           x.forward_after.push_back({CollectiveOp::all_reduce, tokens * 4.0, fmt::format("{} {}", l.name, what)});
         }
+      }
+      break;
+    case TpRole::expert:
+      // As an MLP's column-then-row pair: the tokens gathered (SP) before, the outputs reduced
+      // after; the input gradient reduced in the backward pass.
+      if (sp) {
+        x.forward_before.push_back({CollectiveOp::all_gather, in, l.name + " input"});
+        x.forward_after.push_back({CollectiveOp::reduce_scatter, out, l.name + " output"});
+        x.backward_before.push_back({CollectiveOp::all_gather, out, l.name + " output gradient"});
+        x.backward_before.push_back({CollectiveOp::all_gather, in, l.name + " input (for wgrad)"});
+        x.backward_after_dgrad.push_back({CollectiveOp::reduce_scatter, in, l.name + " input gradient"});
+      } else {
+        x.forward_after.push_back({CollectiveOp::all_reduce, out, l.name + " output"});
+        x.backward_after_dgrad.push_back({CollectiveOp::all_reduce, in, l.name + " input gradient"});
       }
       break;
     case TpRole::replicated:

@@ -100,7 +100,7 @@ Model build_transformer(const TransformerSpec& spec) {
       // Mixture of experts: the router, the routed experts, then the shared experts as one
       // dense FFN of shared x expert_ffn (DeepSeekMoE's layout).
       b.add(router_layer(p + "mlp.router", s, h, m.experts, m.top_k));
-      b.add(experts_layer(p + "mlp.experts", s, h, m.expert_ffn, m.experts, m.top_k, t.swiglu));
+      b.add(with_tp(experts_layer(p + "mlp.experts", s, h, m.expert_ffn, m.experts, m.top_k, t.swiglu), TpRole::expert));
       if (m.shared_experts > 0) {
         const std::int64_t f = static_cast<std::int64_t>(m.shared_experts) * m.expert_ffn;
         b.add(with_tp(linear_layer(p + "mlp.shared.gate_up", s, h, 2 * f, spec.mlp_bias), TpRole::column));
