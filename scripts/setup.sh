@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(g++ pkg-config python3 meson ninja-build libboost-graph-dev libeigen3-dev libfmt-dev
-          nlohmann-json3-dev catch2 libcli11-dev)
+          nlohmann-json3-dev catch2 libcli11-dev zlib1g-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,0 +1,102 @@
+// Kineto (PyTorch profiler) trace import: GPU activities, runtime calls, CPU ops and steps from
+// plain and gzip traces; clear errors with the position; the shared measured traces.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <unistd.h>
+
+#include "sim/error.hpp"
+#include "tests/test_paths.hpp"
+#include "traces/kineto.hpp"
+
+using namespace foresight;
+using Catch::Matchers::Contains;
+using trace::KinetoGpuOp;
+
+TEST_CASE("a Kineto trace's kernels, NCCL kernels, runtime calls, CPU ops and steps", "[traces]") {
+  for (const char* file : {"traces/mini_kineto.json", "traces/mini_kineto.json.gz"}) {
+    CAPTURE(file);
+    const auto t = trace::load_kineto(test::data_path(file));
+    REQUIRE(t.gpu_name == "NVIDIA A100-SXM4-40GB");
+    REQUIRE(t.sm_count == 108);
+    REQUIRE(t.rank == 0);
+    REQUIRE(t.world_size == 2);
+    REQUIRE(t.steps.size() == 2);
+    REQUIRE(t.steps[1].number == 2);
+    REQUIRE(t.steps[1].ts_us == 1000.0);
+    REQUIRE(t.steps[1].dur_us == 1000.0);
+    REQUIRE(t.gpu_ops.size() == 6);
+    REQUIRE(t.runtime.size() == 6);
+    REQUIRE(t.cpu_ops.size() == 2);
+    const auto in_step = t.gpu_ops_in(t.steps[1]);
+    REQUIRE(in_step.size() == 3);
+    const KinetoGpuOp& gemm = *in_step[0];
+    REQUIRE(gemm.kind == KinetoGpuOp::Kind::kernel);
+    REQUIRE(gemm.stream == 7);
+    REQUIRE(gemm.dur_us == 400.0);
+    REQUIRE_FALSE(gemm.nccl());
+    const KinetoGpuOp& nccl = *in_step[1];
+    REQUIRE(nccl.nccl());
+    REQUIRE(nccl.collective == "allreduce");
+    REQUIRE(nccl.message_elems == 1048576.0);
+    REQUIRE(nccl.dtype == "Float");
+    REQUIRE(nccl.group_size == 2);
+    REQUIRE(nccl.stream == 20);
+    REQUIRE(in_step[2]->kind == KinetoGpuOp::Kind::memcpy);
+    // Each GPU op's launching call, by correlation id.
+    for (const auto* op : in_step) {
+      const auto call = std::find_if(t.runtime.begin(), t.runtime.end(), [&](const auto& r) { return r.correlation == op->correlation; });
+      REQUIRE(call != t.runtime.end());
+      REQUIRE(call->tid == 11);
+      REQUIRE(call->ts_us < op->ts_us);
+    }
+  }
+}
+
+TEST_CASE("malformed, truncated and incomplete traces are TraceErrors with the position", "[traces]") {
+  REQUIRE_THROWS_AS(trace::load_kineto(test::data_path("traces/bad_malformed.json")), sim::TraceError);
+  REQUIRE_THROWS_WITH(trace::load_kineto(test::data_path("traces/bad_malformed.json")),
+                      Contains("bad_malformed.json") && Contains("malformed JSON at byte"));
+  REQUIRE_THROWS_WITH(trace::load_kineto(test::data_path("traces/bad_not_trace.json")),
+                      Contains("expected a Kineto trace") && Contains("traceEvents"));
+  REQUIRE_THROWS_WITH(trace::load_kineto(test::data_path("traces/bad_missing_dur.json")),
+                      Contains("/traceEvents/3 (ampere_sgemm_128x64_tn)") && Contains("expected a number \"dur\""));
+  REQUIRE_THROWS_WITH(trace::load_kineto("/nonexistent/trace.json"), Contains("/nonexistent/trace.json: cannot be opened"));
+  // A gzip trace cut in half.
+  std::ifstream in(test::data_path("traces/mini_kineto.json.gz"), std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto cut = std::filesystem::temp_directory_path() / ("foresight-cut-" + std::to_string(::getpid()) + ".json.gz");
+  std::ofstream(cut, std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+  REQUIRE_THROWS_WITH(trace::load_kineto(cut.string()), Contains(cut.string()) && Contains("truncated gzip stream"));
+  std::filesystem::remove(cut);
+}
+
+TEST_CASE("the shared A100 ResNet-50 DDP trace: 3 steps and the NCCL kernels with their sizes", "[traces]") {
+  const std::string path = test::shared_path("validation/traces/hta/nccl_parser_config/nccl_data.json.gz");
+  if (path.empty()) {
+    WARN("skipped: ../shared/validation/traces is absent");
+    return;
+  }
+  const auto t = trace::load_kineto(path);
+  // SOURCES.txt: A100-PG509-200, 108 SMs, world size 2, steps 222.44 / 219.73 / 224.94 ms,
+  // 15 AllReduce + 6 Broadcast NCCL kernels with message sizes.
+  REQUIRE(t.gpu_name == "NVIDIA A100-PG509-200");
+  REQUIRE(t.sm_count == 108);
+  REQUIRE(t.world_size == 2);
+  REQUIRE(t.steps.size() == 3);
+  REQUIRE(t.steps[0].dur_us / 1e3 == Approx(222.44).margin(0.01));
+  REQUIRE(t.steps[1].dur_us / 1e3 == Approx(219.73).margin(0.01));
+  REQUIRE(t.steps[2].dur_us / 1e3 == Approx(224.94).margin(0.01));
+  int all_reduce = 0, broadcast = 0, sized = 0;
+  for (const auto& op : t.gpu_ops) {
+    if (!op.nccl()) continue;
+    all_reduce += op.collective == "allreduce";
+    broadcast += op.collective == "broadcast";
+    sized += op.message_elems > 0;
+  }
+  REQUIRE(all_reduce == 15);
+  REQUIRE(broadcast == 6);
+  REQUIRE(sized == 21);
+}

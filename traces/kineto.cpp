@@ -1,0 +1,197 @@
+#include "traces/kineto.hpp"
+
+#include <fmt/format.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "sim/error.hpp"
+
+namespace foresight::trace {
+namespace {
+
+using nlohmann::json;
+
+[[noreturn]] void fail(const std::string& origin, const std::string& what) {
+  throw sim::TraceError(fmt::format("{}: {}", origin, what));
+}
+
+bool ends_with(const std::string& s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+/// The whole decompressed text of a gzip file; TraceError when it is truncated or corrupt.
+std::string read_gzip(const std::string& path) {
+  std::unique_ptr<gzFile_s, int (*)(gzFile)> f(gzopen(path.c_str(), "rb"), gzclose);
+  if (!f) fail(path, "cannot be opened");
+  std::string out;
+  char buffer[1 << 16];
+  while (true) {
+    const int n = gzread(f.get(), buffer, sizeof buffer);
+    if (n < 0) {
+      int code = 0;
+      const char* msg = gzerror(f.get(), &code);
+      fail(path, fmt::format("corrupt gzip stream after {} bytes: {}", out.size(), msg));
+    }
+    if (n == 0) break;
+    out.append(buffer, static_cast<std::size_t>(n));
+  }
+  // gzread reports a stream cut short only as end of input: check the trailer was seen.
+  int code = 0;
+  gzerror(f.get(), &code);
+  if (code == Z_BUF_ERROR) fail(path, fmt::format("truncated gzip stream after {} bytes of text", out.size()));
+  return out;
+}
+
+std::string read_text(const std::string& path) {
+  if (ends_with(path, ".gz")) return read_gzip(path);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(path, "cannot be opened");
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+double number(const json& e, const char* key, std::size_t index, const std::string& origin) {
+  const auto it = e.find(key);
+  if (it == e.end() || !it->is_number()) {
+    fail(origin, fmt::format("/traceEvents/{} ({}): expected a number \"{}\"", index,
+                             e.value("name", std::string("unnamed")), key));
+  }
+  return it->get<double>();
+}
+
+std::int64_t integer_or(const json& obj, const char* key, std::int64_t fallback) {
+  const auto it = obj.find(key);
+  return it != obj.end() && it->is_number_integer() ? it->get<std::int64_t>() : fallback;
+}
+
+/// A thread or stream id: Kineto writes integers, sometimes strings ("stream 7").
+std::int64_t id_of(const json& v) {
+  if (v.is_number_integer()) return v.get<std::int64_t>();
+  if (v.is_string()) {
+    const std::string s = v.get<std::string>();
+    const auto digits = s.find_first_of("-0123456789");
+    if (digits != std::string::npos) return std::strtoll(s.c_str() + digits, nullptr, 10);
+  }
+  return 0;
+}
+
+/// The collective of an NCCL kernel's name (ncclKernel_AllReduce_RING_LL_Sum_float,
+/// ncclDevKernel_SendRecv, ...), lower case; empty when it is not an NCCL kernel.
+std::string nccl_collective(const std::string& name) {
+  for (const std::string_view prefix : {"ncclKernel_", "ncclDevKernel_"}) {
+    const auto at = name.find(prefix);
+    if (at == std::string::npos) continue;
+    const auto start = at + prefix.size();
+    const auto end = name.find_first_of("_(", start);
+    std::string c = name.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    std::transform(c.begin(), c.end(), c.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+    return c;
+  }
+  return {};
+}
+
+}  // namespace
+
+std::vector<const KinetoGpuOp*> KinetoTrace::gpu_ops_in(const KinetoStep& s) const {
+  std::vector<const KinetoGpuOp*> out;
+  for (const KinetoGpuOp& op : gpu_ops) {
+    if (op.ts_us >= s.ts_us && op.ts_us < s.ts_us + s.dur_us) out.push_back(&op);
+  }
+  return out;
+}
+
+KinetoTrace parse_kineto(const std::string& text, const std::string& origin) {
+  json doc;
+  try {
+    doc = json::parse(text);
+  } catch (const json::parse_error& e) {
+    fail(origin, fmt::format("malformed JSON at byte {}: {}", e.byte, e.what()));
+  }
+  if (!doc.is_object() || !doc.contains("traceEvents") || !doc["traceEvents"].is_array()) {
+    fail(origin, "expected a Kineto trace: an object with a \"traceEvents\" list");
+  }
+  KinetoTrace t;
+  t.path = origin;
+  if (const auto it = doc.find("deviceProperties"); it != doc.end() && it->is_array() && !it->empty()) {
+    const json& d = it->front();
+    if (d.contains("name") && d["name"].is_string()) t.gpu_name = d["name"].get<std::string>();
+    t.sm_count = static_cast<int>(integer_or(d, "numSms", 0));
+  }
+  if (const auto it = doc.find("distributedInfo"); it != doc.end() && it->is_object()) {
+    t.rank = static_cast<int>(integer_or(*it, "rank", -1));
+    t.world_size = static_cast<int>(integer_or(*it, "world_size", 0));
+  }
+  const json& events = doc["traceEvents"];
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    const json& e = events[i];
+    if (!e.is_object() || e.value("ph", std::string()) != "X") continue;
+    const std::string cat = e.value("cat", std::string());
+    const std::string name = e.contains("name") && e["name"].is_string() ? e["name"].get<std::string>() : "";
+    static const json kEmpty = json::object();
+    const json& args = e.contains("args") && e["args"].is_object() ? e["args"] : kEmpty;
+    if (name.rfind("ProfilerStep#", 0) == 0) {
+      KinetoStep s;
+      try {
+        s.number = std::stoi(name.substr(13));
+      } catch (const std::exception&) {
+        fail(origin, fmt::format("/traceEvents/{}: expected ProfilerStep#<number>, found \"{}\"", i, name));
+      }
+      s.ts_us = number(e, "ts", i, origin);
+      s.dur_us = number(e, "dur", i, origin);
+      t.steps.push_back(s);
+      continue;
+    }
+    if (cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset") {
+      KinetoGpuOp op;
+      op.kind = cat == "kernel" ? KinetoGpuOp::Kind::kernel
+                : cat == "gpu_memcpy" ? KinetoGpuOp::Kind::memcpy : KinetoGpuOp::Kind::memset;
+      op.name = name;
+      op.ts_us = number(e, "ts", i, origin);
+      op.dur_us = number(e, "dur", i, origin);
+      op.device = static_cast<int>(integer_or(args, "device", id_of(e.value("pid", json(0)))));
+      op.stream = args.contains("stream") ? id_of(args["stream"]) : id_of(e.value("tid", json(0)));
+      op.correlation = integer_or(args, "correlation", -1);
+      if (op.kind == KinetoGpuOp::Kind::kernel) {
+        op.collective = nccl_collective(name);
+        if (const auto c = args.find("Collective name"); c != args.end() && c->is_string()) op.collective = c->get<std::string>();
+        if (const auto n = args.find("In msg nelems"); n != args.end() && n->is_number()) op.message_elems = n->get<double>();
+        if (const auto d = args.find("dtype"); d != args.end() && d->is_string()) op.dtype = d->get<std::string>();
+        op.group_size = static_cast<int>(integer_or(args, "Group size", 0));
+      }
+      t.gpu_ops.push_back(std::move(op));
+    } else if (cat == "cuda_runtime" || cat == "cuda_driver") {
+      KinetoRuntimeCall r;
+      r.name = name;
+      r.tid = id_of(e.value("tid", json(0)));
+      r.ts_us = number(e, "ts", i, origin);
+      r.dur_us = number(e, "dur", i, origin);
+      r.correlation = integer_or(args, "correlation", -1);
+      t.runtime.push_back(std::move(r));
+    } else if (cat == "cpu_op") {
+      KinetoCpuOp c;
+      c.name = name;
+      c.tid = id_of(e.value("tid", json(0)));
+      c.ts_us = number(e, "ts", i, origin);
+      c.dur_us = number(e, "dur", i, origin);
+      c.external_id = integer_or(args, "External id", -1);
+      t.cpu_ops.push_back(std::move(c));
+    }
+  }
+  auto by_start = [](const auto& a, const auto& b) { return a.ts_us < b.ts_us; };
+  std::stable_sort(t.gpu_ops.begin(), t.gpu_ops.end(), by_start);
+  std::stable_sort(t.runtime.begin(), t.runtime.end(), by_start);
+  std::stable_sort(t.cpu_ops.begin(), t.cpu_ops.end(), by_start);
+  std::stable_sort(t.steps.begin(), t.steps.end(), by_start);
+  return t;
+}
+
+KinetoTrace load_kineto(const std::string& path) { return parse_kineto(read_text(path), path); }
+
+}  // namespace foresight::trace
