@@ -456,6 +456,26 @@ TEST_CASE("an MoE run reports per-rank token loads and its timeline shows dispat
   REQUIRE(combine > 0);
 }
 
+TEST_CASE("foresight replay: a Kineto trace's step rebuilt and simulated beside its measurement", "[cli][replay]") {
+  const std::string t = foresight::test::data_path("traces/mini_kineto.json");
+  const auto r = run_foresight("replay " + t + " --json");
+  REQUIRE(r.status == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  REQUIRE(j["step"] == 2);
+  REQUIRE(j["gpu_ops"] == 3);
+  REQUIRE(j["nccl_ops"] == 1);
+  REQUIRE(j["measured_s"].get<double>() == Approx(1e-3));
+  REQUIRE(j["replayed_s"].get<double>() == Approx(1e-3));
+  REQUIRE(run_foresight("replay " + t + " --step 0").out.find("ProfilerStep#1") != std::string::npos);
+  const std::string bad = foresight::test::data_path("traces/bad_malformed.json");
+  const auto e = run_foresight("replay " + bad);
+  REQUIRE(e.status == 1);
+  REQUIRE(e.out.find("foresight: error: " + bad + ": malformed JSON at byte") != std::string::npos);
+  const auto range = run_foresight("replay " + t + " --step 5");
+  REQUIRE(range.status == 1);
+  REQUIRE(range.out.find("step index 5 is outside the trace's 2 steps") != std::string::npos);
+}
+
 TEST_CASE("foresight sweep over tp x micro-batch marks the rows that run out of memory", "[cli][sweep]") {
   const std::string s = foresight::test::data_path("scenarios/gpt_tp_sweep.json");
   const std::string csv = scratch("tp-sweep.csv");
