@@ -4,6 +4,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cstring>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -193,5 +194,31 @@ KinetoTrace parse_kineto(const std::string& text, const std::string& origin) {
 }
 
 KinetoTrace load_kineto(const std::string& path) { return parse_kineto(read_text(path), path); }
+
+std::vector<std::pair<std::string, std::string>> read_tar_gz_json(const std::string& path) {
+  const std::string tar = read_gzip(path);
+  std::vector<std::pair<std::string, std::string>> out;
+  // POSIX ustar: 512-byte headers (name at 0, size in octal at 124, type at 156), then the data
+  // padded to 512 bytes; two zero blocks end the archive.
+  std::size_t at = 0;
+  while (at + 512 <= tar.size()) {
+    const char* h = tar.data() + at;
+    if (h[0] == '\0') break;
+    std::string name(h, strnlen(h, 100));
+    const std::string prefix(h + 345, strnlen(h + 345, 155));
+    if (std::string_view(h + 257, 5) == "ustar" && !prefix.empty()) name = prefix + "/" + name;
+    std::size_t size = 0;
+    for (int i = 124; i < 136 && h[i] >= '0' && h[i] <= '7'; ++i) size = size * 8 + static_cast<std::size_t>(h[i] - '0');
+    const char type = h[156];
+    at += 512;
+    if (at + size > tar.size()) fail(path, fmt::format("truncated tar archive: member {} needs {} bytes", name, size));
+    const std::string base = name.substr(name.find_last_of('/') + 1);
+    if ((type == '0' || type == '\0') && ends_with(name, ".json") && base.rfind("._", 0) != 0) {
+      out.emplace_back(name, tar.substr(at, size));
+    }
+    at += (size + 511) / 512 * 512;
+  }
+  return out;
+}
 
 }  // namespace foresight::trace

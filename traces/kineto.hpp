@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace foresight::trace {
@@ -75,6 +76,9 @@ struct KinetoTrace {
 
 /// Reads `path` (.json or .json.gz); TraceError as described above.
 KinetoTrace load_kineto(const std::string& path);
+/// The .json files of a gzip-compressed tar archive (.tar.gz, .tgz: several ranks' traces),
+/// as (member name, text), in archive order; TraceError for a truncated or malformed archive.
+std::vector<std::pair<std::string, std::string>> read_tar_gz_json(const std::string& path);
 /// Parses trace text; `origin` names it in messages.
 KinetoTrace parse_kineto(const std::string& text, const std::string& origin);
 

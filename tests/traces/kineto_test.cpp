@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <set>
 #include <unistd.h>
 
 #include "sim/error.hpp"
@@ -99,4 +100,26 @@ TEST_CASE("the shared A100 ResNet-50 DDP trace: 3 steps and the NCCL kernels wit
   REQUIRE(all_reduce == 15);
   REQUIRE(broadcast == 6);
   REQUIRE(sized == 21);
+}
+
+TEST_CASE("the PARAM DLRM archive: all 8 ranks' traces read from one tar.gz", "[traces]") {
+  const std::string path = test::shared_path("validation/traces/param/dlrm_kineto.tar.gz");
+  if (path.empty()) {
+    WARN("skipped: ../shared/validation/traces is absent");
+    return;
+  }
+  const auto members = trace::read_tar_gz_json(path);
+  REQUIRE(members.size() == 8);
+  std::set<int> ranks;
+  for (const auto& [name, text] : members) {
+    const auto t = trace::parse_kineto(text, name);
+    REQUIRE(t.world_size == 8);
+    REQUIRE(t.steps.size() == 1);  // ProfilerStep#10, 12.5-19.9 ms (SOURCES.txt)
+    REQUIRE(t.steps[0].dur_us > 12000.0);
+    REQUIRE(t.steps[0].dur_us < 20000.0);
+    ranks.insert(t.rank);
+  }
+  REQUIRE(ranks == std::set<int>{0, 1, 2, 3, 4, 5, 6, 7});
+  // A gzip file that is not a tar archive yields no members.
+  REQUIRE(trace::read_tar_gz_json(test::data_path("traces/mini_kineto.json.gz")).empty());
 }
