@@ -18,7 +18,27 @@ sim::Time us(double v) { return sim::Time::from_seconds(std::max(0.0, v) * 1e-6)
 
 }  // namespace
 
-ReplayGraph replay_graph(const KinetoTrace& trace, int index, sim::GpuId gpu) {
+std::optional<sim::CollectiveOp> kineto_collective(const std::string& name) {
+  if (name == "allreduce" || name == "all_reduce") return sim::CollectiveOp::all_reduce;
+  if (name == "broadcast") return sim::CollectiveOp::broadcast;
+  if (name == "allgather" || name == "all_gather" || name == "_allgather_base") return sim::CollectiveOp::all_gather;
+  if (name == "reduce_scatter" || name == "reducescatter" || name == "_reduce_scatter_base") {
+    return sim::CollectiveOp::reduce_scatter;
+  }
+  if (name == "reduce") return sim::CollectiveOp::reduce;
+  if (name == "alltoall" || name == "all_to_all" || name == "alltoall_base") return sim::CollectiveOp::all_to_all;
+  return std::nullopt;
+}
+
+int kineto_dtype_bytes(const std::string& dtype) {
+  if (dtype == "Float" || dtype == "Int" || dtype == "float") return 4;
+  if (dtype == "Half" || dtype == "BFloat16" || dtype == "Short") return 2;
+  if (dtype == "Double" || dtype == "Long") return 8;
+  if (dtype == "Byte" || dtype == "Char" || dtype == "Bool") return 1;
+  return 0;
+}
+
+ReplayGraph replay_graph(const KinetoTrace& trace, int index, sim::GpuId gpu, int collective_gpus) {
   if (trace.steps.empty()) throw sim::TraceError(fmt::format("{}: no ProfilerStep#N annotation to replay", trace.path));
   const int n = static_cast<int>(trace.steps.size());
   if (index < 0) index += n;
@@ -31,6 +51,12 @@ ReplayGraph replay_graph(const KinetoTrace& trace, int index, sim::GpuId gpu) {
   out.step = step.number;
   sim::ExecutionGraph& g = out.graph;
   const sim::RankId rank = g.add_rank(gpu, 0);
+  std::uint32_t job = 0;  // the folded communicator of the whole job
+  if (collective_gpus > 0) {
+    std::vector<sim::GpuId> all;
+    for (int k = 0; k < collective_gpus; ++k) all.push_back(static_cast<sim::GpuId>(k));
+    job = g.add_communicator({rank}, {all});
+  }
 
   std::map<std::int64_t, const KinetoGpuOp*> by_correlation;
   for (const KinetoGpuOp& op : trace.gpu_ops) {
@@ -95,6 +121,19 @@ ReplayGraph replay_graph(const KinetoTrace& trace, int index, sim::GpuId gpu) {
     k.rank = rank;
     k.stream = si->second;
     k.duration = us(op.dur_us);
+    const sim::CollectiveOp collective = kineto_collective(op.collective).value_or(sim::CollectiveOp::send_recv);
+    const int elem = kineto_dtype_bytes(op.dtype);
+    if (collective_gpus > 1 && op.nccl() && collective != sim::CollectiveOp::send_recv && op.message_elems > 0 &&
+        elem > 0) {
+      k.kind = sim::OpKind::collective;
+      k.op = collective;
+      k.communicator = job;
+      // NCCL's size convention: all_gather names the gathered total, Kineto the input.
+      const double factor = collective == sim::CollectiveOp::all_gather ? collective_gpus : 1.0;
+      k.bytes = op.message_elems * elem * factor;
+      k.duration = sim::Time::zero();
+      ++out.modelled_collectives;
+    }
     k.dispatch = us(pre + cost);
     k.name = g.intern(op.name);
     if (wait_for != 0xffffffffu && g.nodes[wait_for].stream != k.stream) k.deps.push_back(wait_for);

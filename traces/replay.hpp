@@ -18,6 +18,7 @@
 /// launch queue, a pinned-memory wait): it counts as its kind's median, since the replay makes
 /// its own waits.
 
+#include <optional>
 #include <string>
 
 #include "sim/execution_graph.hpp"
@@ -34,10 +35,24 @@ struct ReplayGraph {
   /// GPU ops starting in the step whose launching call is not in the trace (a sampled or
   /// filtered trace): they cannot be replayed.
   std::size_t unlaunched = 0;
+  std::size_t modelled_collectives = 0;  ///< NCCL kernels replaced by collectives
 };
 
 /// The graph of step `index` (0-based among the trace's steps; -1: the last) on GPU `gpu`.
 /// TraceError when the trace has no ProfilerStep or the index is out of range.
-ReplayGraph replay_graph(const KinetoTrace& trace, int index, sim::GpuId gpu = 0);
+///
+/// With `collective_gpus` > 0 (replay on another cluster), an NCCL kernel whose collective and
+/// message size Kineto recorded becomes that collective over GPUs 0 .. collective_gpus - 1: the
+/// one simulated rank stands for all of them (a folded communicator, as the job's ranks ran the
+/// same program), and the target cluster's network times it. Other kernels keep their measured
+/// times (the same GPU model).
+ReplayGraph replay_graph(const KinetoTrace& trace, int index, sim::GpuId gpu = 0, int collective_gpus = 0);
+
+/// NCCL's collective for Kineto's "Collective name" (allreduce, broadcast, allgather,
+/// reduce_scatter / reducescatter, reduce, alltoall); nullopt for others (send/recv).
+std::optional<sim::CollectiveOp> kineto_collective(const std::string& name);
+/// Bytes per element of Kineto's dtype names (Float, Half, BFloat16, Double, Int, Long, ...);
+/// 0 when unknown.
+int kineto_dtype_bytes(const std::string& dtype);
 
 }  // namespace foresight::trace

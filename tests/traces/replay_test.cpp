@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "sim/collective_config.hpp"
+#include "sim/collective_run.hpp"
 #include "sim/error.hpp"
 #include "sim/executor.hpp"
 #include "tests/test_paths.hpp"
@@ -126,4 +127,36 @@ TEST_CASE("the shared traces replay to their measured steps", "[traces]") {
     REQUIRE(replayed == Approx(g.measured_s).epsilon(0.07));
     REQUIRE(replayed > g.measured_s);
   }
+}
+
+TEST_CASE("replay on another cluster times the recorded NCCL collectives on its network", "[traces]") {
+  const auto t = trace::load_kineto(test::data_path("traces/mini_kineto.json"));
+  // The trace's all-reduce of 1,048,576 floats, over the job's 2 GPUs (its world size) or 16.
+  auto nccl_time = [&](const char* preset, int gpus) {
+    const auto g = trace::replay_graph(t, -1, 0, gpus);
+    REQUIRE(g.modelled_collectives == 1);
+    const topo::Cluster c = topo::resolve_cluster(preset, gpus);
+    const auto r = sim::execute(g.graph, c, sim::CollectiveConfig{}, sim::NetworkKind::flow);
+    for (sim::NodeId n = 0; n < g.graph.nodes.size(); ++n) {
+      const auto& node = g.graph.nodes[n];
+      if (node.kind != sim::OpKind::collective) continue;
+      REQUIRE(node.op == sim::CollectiveOp::all_reduce);
+      REQUIRE(node.bytes == 4.0 * 1048576);
+      // Alone on the network it takes what the collective model says it takes there.
+      sim::CollectiveRequest req;
+      req.op = sim::CollectiveOp::all_reduce;
+      req.bytes = node.bytes;
+      for (int k = 0; k < gpus; ++k) req.ranks.push_back(static_cast<sim::GpuId>(k));
+      const double expected = sim::measure_collective(c, sim::CollectiveConfig{}, sim::NetworkKind::flow, req).time.seconds();
+      REQUIRE((r.end[n] - r.start[n]).seconds() == Approx(expected).epsilon(1e-6));
+      return expected;
+    }
+    FAIL("no collective in the replay");
+    return 0.0;
+  };
+  const double nvlink = nccl_time("dgx-a100", 2);
+  const double across_pcie_nodes = nccl_time("pcie-8gpu", 16);
+  REQUIRE(across_pcie_nodes > 2.0 * nvlink);
+  // Without a target cluster the kernel keeps its measured 300 us.
+  REQUIRE(trace::replay_graph(t, -1).modelled_collectives == 0);
 }
