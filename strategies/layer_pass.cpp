@@ -57,7 +57,7 @@ void LayerPass::forward_layer(std::size_t i) {
     waits_ = {collectives(tp_[i].forward_before, std::move(after), sim::Phase::forward)};
   }
   if (model_.layers[i].experts > 0) {
-    experts_forward(i);
+    experts(i, true);
   } else {
     for (const OpTemplate& t : model_.layers[i].fwd) run(t, i, sim::Phase::forward, plan_.dispatch_forward);
   }
@@ -72,51 +72,35 @@ void LayerPass::run_tokens(const OpTemplate& t, std::size_t i, int expert, doubl
   waits_.clear();
 }
 
-void LayerPass::experts_forward(std::size_t i) {
-  // Kernels (model_builder.cpp experts_layer): permute, up, activation, down, unpermute.
+void LayerPass::experts(std::size_t i, bool forward) {
+  // Kernels (model_builder.cpp experts_layer). Forward: permute, up, activation, down,
+  // unpermute. Backward: unpermute_bwd, down dgrad/wgrad, activation_bwd, up dgrad/wgrad,
+  // permute_bwd. The first all-to-all goes to the experts (the dispatch, or the combine's
+  // gradients), the second back to the tokens.
   const Layer& l = model_.layers[i];
+  const auto& kernels = forward ? l.fwd : l.bwd;
   const MoeRank& m = e_.moe();
   const RoutingTable& t = m.routing->table(i, micro_);
   double sent = 0.0;
   for (const double c : t.count[static_cast<std::size_t>(m.ep_rank)]) sent += c;
-  const sim::Time d = plan_.dispatch_forward;
-  run_tokens(l.fwd[0], i, -1, sent, sim::Phase::forward, d);
+  const sim::Time d = forward ? plan_.dispatch_forward : plan_.dispatch_backward;
+  const sim::Phase phase = forward ? sim::Phase::forward : sim::Phase::backward;
+  run_tokens(kernels.front(), i, -1, sent, phase, d);
   std::erase(waits_, kNoNode);
   std::vector<NodeId> deps = waits_;
   if (last_ != kNoNode) deps.push_back(last_);
-  waits_ = {e_.expert_all_to_all(i, micro_, true, l.name + " dispatch", std::move(deps), sim::Phase::forward)};
+  waits_ = {e_.expert_all_to_all(i, micro_, true, l.name + (forward ? " dispatch" : " combine backward"), std::move(deps),
+                                 phase)};
   const int local = m.routing->experts_per_rank(i);
   for (int x = m.ep_rank * local; x < (m.ep_rank + 1) * local; ++x) {
     const double tokens = t.expert_tokens(x);
-    for (std::size_t k = 1; k <= 3; ++k) run_tokens(l.fwd[k], i, x, tokens, sim::Phase::forward, d);
-  }
-  waits_.push_back(e_.expert_all_to_all(i, micro_, false, l.name + " combine", {last_}, sim::Phase::forward));
-  run_tokens(l.fwd[4], i, -1, sent, sim::Phase::forward, d);
-}
-
-void LayerPass::experts_backward(std::size_t i) {
-  // Kernels: unpermute_bwd, down dgrad/wgrad, activation_bwd, up dgrad/wgrad, permute_bwd.
-  const Layer& l = model_.layers[i];
-  const MoeRank& m = e_.moe();
-  const RoutingTable& t = m.routing->table(i, micro_);
-  double sent = 0.0;
-  for (const double c : t.count[static_cast<std::size_t>(m.ep_rank)]) sent += c;
-  const sim::Time d = plan_.dispatch_backward;
-  run_tokens(l.bwd[0], i, -1, sent, sim::Phase::backward, d);
-  std::erase(waits_, kNoNode);
-  std::vector<NodeId> deps = waits_;
-  if (last_ != kNoNode) deps.push_back(last_);
-  // The combine's gradients travel to the experts, the dispatch's back to the tokens.
-  waits_ = {e_.expert_all_to_all(i, micro_, true, l.name + " combine backward", std::move(deps), sim::Phase::backward)};
-  const int local = m.routing->experts_per_rank(i);
-  for (int x = m.ep_rank * local; x < (m.ep_rank + 1) * local; ++x) {
-    const double tokens = t.expert_tokens(x);
-    for (std::size_t k = 1; k <= 5; ++k) {
-      run_tokens(l.bwd[k], i, x, tokens, is_wgrad(l.bwd[k]) ? sim::Phase::wgrad : sim::Phase::backward, d);
+    for (std::size_t k = 1; k + 1 < kernels.size(); ++k) {
+      run_tokens(kernels[k], i, x, tokens, !forward && is_wgrad(kernels[k]) ? sim::Phase::wgrad : phase, d);
     }
   }
-  waits_.push_back(e_.expert_all_to_all(i, micro_, false, l.name + " dispatch backward", {last_}, sim::Phase::backward));
-  run_tokens(l.bwd[6], i, -1, sent, sim::Phase::backward, d);
+  waits_.push_back(
+      e_.expert_all_to_all(i, micro_, false, l.name + (forward ? " combine" : " dispatch backward"), {last_}, phase));
+  run_tokens(kernels.back(), i, -1, sent, phase, d);
 }
 
 NodeId LayerPass::ready() {
@@ -169,7 +153,7 @@ NodeId LayerPass::backward(std::size_t first, std::size_t last, NodeId in, bool 
     pending.clear();
     NodeId dgrad = kNoNode;
     if (layer.experts > 0) {
-      experts_backward(i);
+      experts(i, false);
       pending = std::move(waits_);
       waits_.clear();
       if (!tp_[i].backward_after_dgrad.empty()) {

@@ -37,10 +37,9 @@ class LayerPass {
   sim::NodeId run(const OpTemplate& t, std::size_t i, sim::Phase phase, sim::Time dispatch);
   sim::NodeId gather(std::size_t i, sim::Phase phase);
   void forward_layer(std::size_t i);
-  /// Routed experts: permute, dispatch all-to-all, each local expert's FFN at its tokens,
-  /// combine all-to-all, unpermute; the backward pass in reverse.
-  void experts_forward(std::size_t i);
-  void experts_backward(std::size_t i);
+  /// Routed experts' forward or backward pass: permute, dispatch all-to-all, each local
+  /// expert's FFN at its tokens, combine all-to-all, unpermute; the backward pass mirrored.
+  void experts(std::size_t i, bool forward);
   /// Runs `t` of experts layer i over `tokens` (nothing for none).
   void run_tokens(const OpTemplate& t, std::size_t i, int expert, double tokens, sim::Phase phase, sim::Time dispatch);
   /// The node after which everything emitted so far that the next consumer needs is done.
