@@ -4,6 +4,7 @@
 
 #include "sim/error.hpp"
 #include "sim/executor.hpp"
+#include "tests/collectives/fixture.hpp"
 #include "topologies/cluster_builders.hpp"
 
 using namespace foresight;
@@ -18,14 +19,7 @@ const topo::Cluster& two_nodes() {
   return c;
 }
 
-sim::CollectiveConfig config() {
-  sim::CollectiveConfig c;
-  sim::CollectiveCalibration cal;
-  cal.launch_us = 10;
-  cal.pipelined = true;
-  c.by_arch[80] = cal;
-  return c;
-}
+sim::CollectiveConfig config() { return test::executor_config(); }
 
 Node op(OpKind kind, sim::RankId rank, sim::StreamId stream, std::vector<sim::NodeId> deps = {}) {
   Node n;

@@ -1,0 +1,18 @@
+#pragma once
+// What the executor tests share: a collective configuration with a 10 us launch and pipelined
+// fill on A100s (compute capability 80).
+
+#include "sim/collective_config.hpp"
+
+namespace foresight::test {
+
+inline sim::CollectiveConfig executor_config() {
+  sim::CollectiveConfig c;
+  sim::CollectiveCalibration cal;
+  cal.launch_us = 10;
+  cal.pipelined = true;
+  c.by_arch[80] = cal;
+  return c;
+}
+
+}  // namespace foresight::test
