@@ -27,6 +27,21 @@ void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_recor
   *max_records = 0;
 }
 
+/// A memcpy or memset record (their CUPTI structs share these fields).
+template <typename Record>
+ActivityRecord transfer(const Record& m, ActivityRecord::Kind kind, const char* name) {
+  ActivityRecord r;
+  r.kind = kind;
+  r.name = name;
+  r.start_ns = m.start;
+  r.end_ns = m.end;
+  r.device = m.deviceId;
+  r.stream = m.streamId;
+  r.correlation = m.correlationId;
+  r.bytes = m.bytes;
+  return r;
+}
+
 void convert(const CUpti_Activity* a, RecordLog& out) {
   ActivityRecord r;
   switch (a->kind) {
@@ -41,30 +56,12 @@ void convert(const CUpti_Activity* a, RecordLog& out) {
       r.correlation = k->correlationId;
       break;
     }
-    case CUPTI_ACTIVITY_KIND_MEMCPY: {
-      const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(a);
-      r.kind = ActivityRecord::Kind::memcpy;
-      r.name = "Memcpy";
-      r.start_ns = m->start;
-      r.end_ns = m->end;
-      r.device = m->deviceId;
-      r.stream = m->streamId;
-      r.correlation = m->correlationId;
-      r.bytes = m->bytes;
+    case CUPTI_ACTIVITY_KIND_MEMCPY:
+      r = transfer(*reinterpret_cast<const CUpti_ActivityMemcpy6*>(a), ActivityRecord::Kind::memcpy, "Memcpy");
       break;
-    }
-    case CUPTI_ACTIVITY_KIND_MEMSET: {
-      const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(a);
-      r.kind = ActivityRecord::Kind::memset;
-      r.name = "Memset";
-      r.start_ns = m->start;
-      r.end_ns = m->end;
-      r.device = m->deviceId;
-      r.stream = m->streamId;
-      r.correlation = m->correlationId;
-      r.bytes = m->bytes;
+    case CUPTI_ACTIVITY_KIND_MEMSET:
+      r = transfer(*reinterpret_cast<const CUpti_ActivityMemset4*>(a), ActivityRecord::Kind::memset, "Memset");
       break;
-    }
     case CUPTI_ACTIVITY_KIND_RUNTIME: {
       const auto* c = reinterpret_cast<const CUpti_ActivityAPI*>(a);
       const char* name = nullptr;
