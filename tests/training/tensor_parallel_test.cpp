@@ -42,6 +42,17 @@ strategy::Plan plan(int tp, bool sp, strategy::Recompute r = strategy::Recompute
   return p;
 }
 
+/// TP 2 with SP in a 2-stage 1F1B pipeline, 4 micro-batches of 2.
+strategy::Plan tp2_pipeline() {
+  auto p = plan(2, true);
+  p.pp = 2;
+  p.schedule = strategy::Schedule::one_f_one_b;
+  p.partition = strategy::PartitionMode::uniform;
+  p.grad_accum = 4;
+  p.global_batch = 8;
+  return p;
+}
+
 strategy::CompiledGraph compile(const strategy::Model& m, const strategy::Plan& p) {
   const strategy::ComputeModel compute(dgx().gpu_model(0));
   return strategy::compile_data_parallel(m, p, dgx(), compute);
@@ -182,12 +193,7 @@ TEST_CASE("recompute adds one forward: of each block (full) or of the attention 
 
 TEST_CASE("selective recompute inside a pipeline re-runs each attention core once", "[training][tp]") {
   const auto m = gpt();
-  auto p = plan(2, true);
-  p.pp = 2;
-  p.schedule = strategy::Schedule::one_f_one_b;
-  p.partition = strategy::PartitionMode::uniform;
-  p.grad_accum = 4;
-  p.global_batch = 8;
+  auto p = tp2_pipeline();
   const strategy::ComputeModel compute(dgx().gpu_model(0));
   auto count = [&](strategy::Recompute r, const std::string& layer, double* peak = nullptr) {
     p.recompute = r;
@@ -245,12 +251,7 @@ TEST_CASE("TP splits a fused attention kernel by heads", "[training][tp]") {
 
 TEST_CASE("TP inside a 1F1B pipeline: TP innermost, p2p between the same TP rank of adjacent stages", "[training][tp]") {
   const auto m = gpt();
-  auto p = plan(2, true);
-  p.pp = 2;
-  p.schedule = strategy::Schedule::one_f_one_b;
-  p.partition = strategy::PartitionMode::uniform;
-  p.grad_accum = 4;
-  p.global_batch = 8;
+  auto p = tp2_pipeline();
   p.fold = false;  // every TP rank in the graph, to check their exchanges
   const strategy::ComputeModel compute(dgx().gpu_model(0));
   const auto c = strategy::compile_pipeline(m, p, dgx(), compute);
