@@ -4,6 +4,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "sim/error.hpp"
+
 namespace foresight::prof {
 
 std::string kineto_json(const RecordLog& log) {
@@ -33,6 +35,12 @@ std::string kineto_json(const RecordLog& log) {
         e["tid"] = r.thread;
         e["args"] = {{"correlation", r.correlation}};
         break;
+      case ActivityRecord::Kind::annotation:
+        // As torch.profiler writes record_function ranges: CPU-side, on the thread that opened them.
+        e["cat"] = "user_annotation";
+        e["pid"] = 0;
+        e["tid"] = r.thread;
+        break;
     }
     events.push_back(std::move(e));
   }
@@ -40,8 +48,16 @@ std::string kineto_json(const RecordLog& log) {
                     {"traceName", "foresight CUPTI collector"},
                     {"deviceProperties", json::array({json{{"id", 0}, {"name", log.device_name}, {"numSms", log.sm_count}}})},
                     {"foresightDroppedRecords", log.dropped},
+                    {"foresightUnmatchedMarkers", log.unmatched_markers},
                     {"traceEvents", events}};
   return doc.dump(1) + "\n";
+}
+
+double median(std::vector<double> values) {
+  if (values.empty()) throw sim::InternalError("median of no values");
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
 }
 
 std::vector<std::pair<std::string, double>> kernel_medians(const RecordLog& log) {
@@ -54,13 +70,77 @@ std::vector<std::pair<std::string, double>> kernel_medians(const RecordLog& log)
     it->second.push_back(static_cast<double>(r.end_ns - r.start_ns) * 1e-9);
   }
   std::vector<std::pair<std::string, double>> out;
-  for (const std::string& name : order) {
-    auto& v = times[name];
-    std::sort(v.begin(), v.end());
-    const std::size_t n = v.size();
-    out.emplace_back(name, n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]));
-  }
+  for (const std::string& name : order) out.emplace_back(name, median(std::move(times[name])));
   return out;
+}
+
+std::vector<ActivityRecord> annotations_from_markers(const std::vector<MarkerEvent>& markers,
+                                                     std::uint64_t& unmatched) {
+  std::map<std::uint32_t, const MarkerEvent*> starts, ends;
+  std::vector<ActivityRecord> out;
+  auto annotation = [](const MarkerEvent& first, std::uint64_t end_ns) {
+    ActivityRecord r;
+    r.kind = ActivityRecord::Kind::annotation;
+    r.name = first.name;
+    r.start_ns = first.timestamp_ns;
+    r.end_ns = std::max(end_ns, first.timestamp_ns);
+    r.thread = first.thread;
+    return r;
+  };
+  for (const MarkerEvent& m : markers) {
+    switch (m.phase) {
+      case MarkerEvent::Phase::instant:
+        out.push_back(annotation(m, m.timestamp_ns));
+        break;
+      case MarkerEvent::Phase::start:
+        if (!starts.emplace(m.id, &m).second) ++unmatched;  // a second start with one id
+        break;
+      case MarkerEvent::Phase::end:
+        if (!ends.emplace(m.id, &m).second) ++unmatched;
+        break;
+    }
+  }
+  for (const auto& [id, start] : starts) {
+    const auto end = ends.find(id);
+    if (end == ends.end()) {
+      ++unmatched;
+      continue;
+    }
+    out.push_back(annotation(*start, end->second->timestamp_ns));
+    ends.erase(end);
+  }
+  unmatched += ends.size();
+  std::stable_sort(out.begin(), out.end(),
+                   [](const ActivityRecord& a, const ActivityRecord& b) { return a.start_ns < b.start_ns; });
+  return out;
+}
+
+std::vector<double> gpu_seconds_per_repetition(const RecordLog& log, const std::vector<RepetitionWindow>& windows) {
+  // Windows by begin, to find each record's window by binary search.
+  std::vector<std::size_t> order(windows.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](std::size_t a, std::size_t b) { return windows[a].begin_ns < windows[b].begin_ns; });
+  std::vector<std::uint64_t> sums_ns(windows.size(), 0);
+  for (const ActivityRecord& r : log.records) {
+    if (!r.on_gpu()) continue;
+    const auto after = std::upper_bound(order.begin(), order.end(), r.start_ns,
+                                        [&](std::uint64_t t, std::size_t w) { return t < windows[w].begin_ns; });
+    if (after == order.begin()) continue;
+    const std::size_t w = *(after - 1);
+    if (r.start_ns < windows[w].end_ns && r.end_ns >= r.start_ns) sums_ns[w] += r.end_ns - r.start_ns;
+  }
+  std::vector<double> seconds;
+  seconds.reserve(sums_ns.size());
+  for (const std::uint64_t ns : sums_ns) seconds.push_back(static_cast<double>(ns) * 1e-9);
+  return seconds;
+}
+
+std::optional<double> median_repetition_seconds(const RecordLog& log, const std::vector<RepetitionWindow>& windows) {
+  if (log.dropped > 0 || windows.empty()) return std::nullopt;
+  std::vector<double> seconds = gpu_seconds_per_repetition(log, windows);
+  if (std::any_of(seconds.begin(), seconds.end(), [](double s) { return s <= 0.0; })) return std::nullopt;
+  return median(std::move(seconds));
 }
 
 }  // namespace foresight::prof

@@ -1,18 +1,22 @@
 #pragma once
 /// CUPTI activity records as Foresight keeps them, independent of CUDA (so that turning them
-/// into traces and profiles is tested without a GPU): GPU kernels, copies and sets, and the
-/// runtime calls that launched them, joined by correlation id. The CUPTI collector
-/// (cupti_collector.hpp, built with CUDA) fills a RecordLog; the injection library writes it as
-/// a Kineto-compatible trace that `foresight replay` and traces/kineto.hpp read back.
+/// into traces and profiles is tested without a GPU): GPU kernels, copies and sets, the runtime
+/// calls that launched them (joined by correlation id), and NVTX ranges as CPU-side annotations.
+/// The CUPTI collector (cupti_collector.hpp, built with CUDA) fills a RecordLog; the injection
+/// library writes it as a Kineto-compatible trace that `foresight replay` and traces/kineto.hpp
+/// read back; foresight-profile reduces a micro-benchmark's records to one median repetition.
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace foresight::prof {
 
 struct ActivityRecord {
-  enum class Kind : std::uint8_t { kernel, memcpy, memset, runtime };
+  /// annotation: an NVTX range (or instantaneous marker, start == end) on a CPU thread.
+  enum class Kind : std::uint8_t { kernel, memcpy, memset, runtime, annotation };
   Kind kind = Kind::kernel;
   std::string name;
   std::uint64_t start_ns = 0;
@@ -20,25 +24,71 @@ struct ActivityRecord {
   std::uint32_t device = 0;
   std::uint32_t stream = 0;       ///< GPU activities
   std::uint32_t correlation = 0;  ///< joins a GPU activity to its runtime call
-  std::uint64_t thread = 0;       ///< runtime calls: the CPU thread
+  std::uint64_t thread = 0;       ///< runtime calls and annotations: the CPU thread
   std::uint64_t bytes = 0;        ///< memcpy, memset
+
+  /// A kernel, copy or set: work on the GPU.
+  bool on_gpu() const { return kind == Kind::kernel || kind == Kind::memcpy || kind == Kind::memset; }
 };
 
-/// Records of one run, and what CUPTI reported it dropped: never silently lost.
+/// Records of one run, and what could not be kept: never silently lost.
 struct RecordLog {
   std::vector<ActivityRecord> records;
-  std::uint64_t dropped = 0;
+  std::uint64_t dropped = 0;            ///< records CUPTI reported it dropped
+  std::uint64_t unmatched_markers = 0;  ///< NVTX range starts or ends without their other half
   std::string device_name;
   int sm_count = 0;
 };
 
 /// The log as a Kineto-compatible Chrome trace (traceEvents with cat kernel, gpu_memcpy,
-/// gpu_memset and cuda_runtime, times in us from the earliest record, args with device, stream
-/// and correlation; deviceProperties; and "foresightDroppedRecords").
+/// gpu_memset, cuda_runtime and user_annotation, times in us from the earliest record, args with
+/// device, stream and correlation; deviceProperties; "foresightDroppedRecords" and
+/// "foresightUnmatchedMarkers"). An NVTX range named "ProfilerStep#N" is an iteration to the
+/// importer, as in a torch.profiler trace.
 std::string kineto_json(const RecordLog& log);
 
 /// Median duration in seconds of each kernel name's records (a micro-benchmark's repetitions);
 /// names in first-seen order.
 std::vector<std::pair<std::string, double>> kernel_medians(const RecordLog& log);
+
+/// The median of `values` (the mean of the middle two for an even count); InternalError when
+/// empty.
+double median(std::vector<double> values);
+
+/// One NVTX marker as CUPTI reports it (CUPTI_ACTIVITY_KIND_MARKER): a range's start, carrying
+/// its name, and its end share an id; an instantaneous marker (nvtxMark) stands alone.
+struct MarkerEvent {
+  enum class Phase : std::uint8_t { start, end, instant };
+  Phase phase = Phase::instant;
+  std::uint32_t id = 0;
+  std::uint64_t timestamp_ns = 0;
+  std::string name;  ///< start and instant; empty for an end
+  std::uint64_t thread = 0;
+};
+
+/// NVTX markers as annotation records: each range start joined to the end with its id becomes
+/// [start, end] named by the start, on the start's thread; an instantaneous marker becomes a
+/// zero-length annotation. Starts without an end and ends without a start are counted in
+/// `unmatched` (added to). The records come in start order (then id), whatever the events' order
+/// (CUPTI may deliver an end in an earlier buffer than its start).
+std::vector<ActivityRecord> annotations_from_markers(const std::vector<MarkerEvent>& markers,
+                                                     std::uint64_t& unmatched);
+
+/// One repetition of a micro-benchmark, [begin_ns, end_ns) on the collector's clock: taken
+/// before its launches and after the device synchronized, so its GPU work starts inside.
+struct RepetitionWindow {
+  std::uint64_t begin_ns = 0;
+  std::uint64_t end_ns = 0;
+};
+
+/// GPU time of each repetition: the sum of the durations (seconds) of the kernels, copies and
+/// sets starting inside its window (one stream's work runs back to back, so this is the GPU
+/// time without launch gaps). Windows must not overlap; a record in no window is ignored.
+std::vector<double> gpu_seconds_per_repetition(const RecordLog& log, const std::vector<RepetitionWindow>& windows);
+
+/// The median over repetitions of their GPU time; nullopt when the log cannot be trusted for
+/// it (CUPTI dropped records, or a repetition holds no GPU activity: its records were lost), so
+/// the caller times with CUDA events instead.
+std::optional<double> median_repetition_seconds(const RecordLog& log, const std::vector<RepetitionWindow>& windows);
 
 }  // namespace foresight::prof
