@@ -1,9 +1,13 @@
 #include "profiler/cupti_collector.hpp"
 
 #include <cupti.h>
+#include <dlfcn.h>
 
 #include <cstdlib>
+#include <iterator>
 #include <mutex>
+#include <string>
+#include <vector>
 
 namespace foresight::prof {
 namespace {
@@ -19,6 +23,21 @@ std::mutex& log_mutex() {
 RecordLog& log() {
   static RecordLog l;
   return l;
+}
+/// NVTX markers as they arrive; paired when the collection stops (an end may come first).
+std::vector<MarkerEvent>& markers() {
+  static std::vector<MarkerEvent> m;
+  return m;
+}
+bool& markers_enabled() {
+  static bool enabled = false;
+  return enabled;
+}
+
+std::string result_text(CUptiResult r) {
+  const char* text = nullptr;
+  cuptiGetResultString(r, &text);
+  return text != nullptr ? text : "CUPTI error";
 }
 
 void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
@@ -74,6 +93,19 @@ void convert(const CUpti_Activity* a, RecordLog& out) {
       r.correlation = c->correlationId;
       break;
     }
+    case CUPTI_ACTIVITY_KIND_MARKER: {
+      const auto* k = reinterpret_cast<const CUpti_ActivityMarker2*>(a);
+      MarkerEvent m;
+      m.phase = (k->flags & CUPTI_ACTIVITY_FLAG_MARKER_START) != 0 ? MarkerEvent::Phase::start
+                : (k->flags & CUPTI_ACTIVITY_FLAG_MARKER_END) != 0 ? MarkerEvent::Phase::end
+                                                                    : MarkerEvent::Phase::instant;
+      m.id = k->id;
+      m.timestamp_ns = k->timestamp;
+      m.name = k->name != nullptr ? k->name : "";
+      if (k->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD) m.thread = k->objectId.pt.threadId;
+      markers().push_back(std::move(m));
+      return;
+    }
     default:
       return;
   }
@@ -97,29 +129,52 @@ bool start_collection(std::string& why) {
   {
     const std::lock_guard<std::mutex> lock(log_mutex());
     log() = RecordLog{};
+    markers().clear();
   }
   if (const CUptiResult r = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed); r != CUPTI_SUCCESS) {
-    const char* text = nullptr;
-    cuptiGetResultString(r, &text);
-    why = text != nullptr ? text : "CUPTI error";
+    why = result_text(r);
     return false;
   }
   for (const CUpti_ActivityKind k : kKinds) {
     if (const CUptiResult r = cuptiActivityEnable(k); r != CUPTI_SUCCESS) {
-      const char* text = nullptr;
-      cuptiGetResultString(r, &text);
-      why = text != nullptr ? text : "CUPTI error";
+      why = result_text(r);
+      for (const CUpti_ActivityKind enabled : kKinds) {
+        if (enabled == k) break;
+        cuptiActivityDisable(enabled);
+      }
       return false;
     }
   }
+  markers_enabled() = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MARKER) == CUPTI_SUCCESS;
   return true;
 }
 
 RecordLog stop_collection() {
   cuptiActivityFlushAll(1);
   for (const CUpti_ActivityKind k : kKinds) cuptiActivityDisable(k);
+  if (markers_enabled()) cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MARKER);
+  markers_enabled() = false;
   const std::lock_guard<std::mutex> lock(log_mutex());
-  return std::move(log());
+  RecordLog out = std::move(log());
+  std::vector<ActivityRecord> notes = annotations_from_markers(markers(), out.unmatched_markers);
+  markers().clear();
+  out.records.insert(out.records.end(), std::make_move_iterator(notes.begin()), std::make_move_iterator(notes.end()));
+  return out;
+}
+
+std::uint64_t collector_timestamp_ns() {
+  std::uint64_t t = 0;
+  cuptiGetTimestamp(&t);
+  return t;
+}
+
+std::string route_nvtx_to_cupti() {
+  const char* set = std::getenv("NVTX_INJECTION64_PATH");
+  if (set != nullptr && *set != '\0') return "";
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&cuptiActivityEnable), &info) == 0 || info.dli_fname == nullptr) return "";
+  setenv("NVTX_INJECTION64_PATH", info.dli_fname, 0);
+  return info.dli_fname;
 }
 
 }  // namespace foresight::prof
