@@ -1,5 +1,7 @@
-// foresight replay TRACE: one iteration of a PyTorch-profiler (Kineto) trace rebuilt as an
-// execution graph and simulated (traces/replay.hpp), beside the step it measured.
+// foresight replay TRACE...: one iteration of PyTorch-profiler (Kineto) traces rebuilt as an
+// execution graph and simulated (traces/replay.hpp), beside the steps they measured. One trace:
+// its rank alone. Several (files, or the members of a .tar.gz archive): the ranks jointly, their
+// NCCL kernels matched into collectives.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -8,6 +10,7 @@
 
 #include "cli/commands.hpp"
 #include "sim/collective_config.hpp"
+#include "sim/error.hpp"
 #include "sim/executor.hpp"
 #include "topologies/cluster_builders.hpp"
 #include "traces/kineto.hpp"
@@ -17,7 +20,7 @@ namespace foresight::cli {
 namespace {
 
 struct ReplayOptions {
-  std::string trace;
+  std::vector<std::string> traces;
   int step = -1;
   std::string cluster;
   int gpus = 0;
@@ -25,20 +28,21 @@ struct ReplayOptions {
   std::string output;
 };
 
-int run_replay(const ReplayOptions& o) {
-  const trace::KinetoTrace t = trace::load_kineto(o.trace);
+double error_pct(double replayed, double measured) { return (replayed - measured) / measured * 100.0; }
+
+int replay_one(const ReplayOptions& o, const trace::KinetoTrace& t) {
   // Own cluster: every op at its measured time, on one GPU (the fabric only hosts the rank).
   // Another cluster: the recorded NCCL collectives over its first --gpus GPUs, timed there.
-  const int gpus = o.gpus > 0 ? o.gpus : std::max(1, t.world_size);
+  const int gpus = o.gpus > 0 ? o.gpus : std::max(2, t.world_size);
   const bool other = !o.cluster.empty();
   const trace::ReplayGraph r = trace::replay_graph(t, o.step, 0, other ? gpus : 0);
   const topo::Cluster cluster = topo::resolve_cluster(other ? o.cluster : "dgx-a100", other ? gpus : 1);
   const sim::ExecutionResult result =
       sim::execute(r.graph, cluster, sim::CollectiveConfig{}, other ? sim::NetworkKind::flow : sim::NetworkKind::analytical);
   const double replayed = result.makespan.seconds();
-  const double error = (replayed - r.measured_s) / r.measured_s * 100.0;
+  const double error = error_pct(replayed, r.measured_s);
   if (o.json) {
-    const nlohmann::json j = {{"trace", o.trace},       {"gpu", t.gpu_name},       {"step", r.step},
+    const nlohmann::json j = {{"trace", t.path},        {"gpu", t.gpu_name},       {"step", r.step},
                               {"measured_s", r.measured_s}, {"replayed_s", replayed}, {"error_pct", error},
                               {"gpu_ops", r.gpu_ops},   {"nccl_ops", r.nccl_ops},
                               {"cluster", other ? o.cluster : std::string()},
@@ -48,7 +52,7 @@ int run_replay(const ReplayOptions& o) {
   }
   emit(o.output, fmt::format("trace       {} ({}{})\nstep        ProfilerStep#{}: {} GPU ops, {} of them NCCL\n"
                              "{}measured    {:.3f} ms\nreplayed    {:.3f} ms ({:+.1f}%)\n",
-                             o.trace, t.gpu_name.empty() ? "GPU not recorded" : t.gpu_name,
+                             t.path, t.gpu_name.empty() ? "GPU not recorded" : t.gpu_name,
                              t.world_size > 0 ? fmt::format(", rank {} of {}", t.rank, t.world_size) : "", r.step,
                              r.gpu_ops, r.nccl_ops,
                              other ? fmt::format("cluster     {} ({} GPUs): {} NCCL kernels timed as its collectives\n",
@@ -58,16 +62,89 @@ int run_replay(const ReplayOptions& o) {
   return 0;
 }
 
+int replay_joint(const ReplayOptions& o, const std::vector<trace::KinetoTrace>& traces) {
+  const int n = static_cast<int>(traces.size());
+  if (o.gpus > 0 && o.gpus != n) {
+    throw sim::ConfigError(fmt::format("--gpus: a joint replay runs one GPU per trace, expected {}, found {}", n, o.gpus));
+  }
+  const bool other = !o.cluster.empty();
+  const trace::JointReplayGraph g = trace::joint_replay_graph(traces, o.step, other ? n : 0);
+  const topo::Cluster cluster = topo::resolve_cluster(other ? o.cluster : "dgx-a100", n);
+  const sim::ExecutionResult result =
+      sim::execute(g.graph, cluster, sim::CollectiveConfig{}, other ? sim::NetworkKind::flow : sim::NetworkKind::analytical);
+  const std::vector<double> replayed = trace::rank_step_seconds(g, result.end);
+  double abs_sum = 0.0, worst = 0.0;
+  for (std::size_t r = 0; r < g.ranks.size(); ++r) {
+    const double e = error_pct(replayed[r], g.ranks[r].measured_s);
+    abs_sum += std::abs(e);
+    worst = std::max(worst, std::abs(e));
+  }
+  const double mape = abs_sum / n;
+  if (o.json) {
+    nlohmann::json ranks = nlohmann::json::array();
+    for (std::size_t r = 0; r < g.ranks.size(); ++r) {
+      const trace::ReplayRank& x = g.ranks[r];
+      ranks.push_back({{"trace", x.path}, {"rank", x.rank}, {"step", x.step}, {"offset_s", x.offset_s},
+                       {"measured_s", x.measured_s}, {"replayed_s", replayed[r]},
+                       {"error_pct", error_pct(replayed[r], x.measured_s)}, {"gpu_ops", x.gpu_ops},
+                       {"nccl_ops", x.nccl_ops}});
+    }
+    const nlohmann::json j = {{"ranks", ranks},
+                              {"shared_clock", g.shared_clock},
+                              {"matched_collectives", g.matched_collectives},
+                              {"modelled_collectives", g.modelled_collectives},
+                              {"cluster", other ? o.cluster : std::string()},
+                              {"makespan_s", result.makespan.seconds()},
+                              {"mape_pct", mape}};
+    emit(o.output, j.dump(1) + "\n");
+    return 0;
+  }
+  std::string text = fmt::format(
+      "traces      {} ranks of {} ({}), ProfilerStep#{}\ncollectives {} per rank, matched across ranks{}\n"
+      "clock       {}\n\n{:>4}  {:>10}  {:>11}  {:>11}  {:>7}  {}\n",
+      n, traces.front().world_size, traces.front().gpu_name.empty() ? "GPU not recorded" : traces.front().gpu_name,
+      g.ranks.front().step, g.matched_collectives,
+      other ? fmt::format("; {} timed on {}", g.modelled_collectives, cluster.name()) : "",
+      g.shared_clock ? "shared: each rank starts at its recorded step start" : "not shared: every rank starts at 0", "rank",
+      "offset ms", "measured ms", "replayed ms", "error", "trace");
+  for (std::size_t r = 0; r < g.ranks.size(); ++r) {
+    const trace::ReplayRank& x = g.ranks[r];
+    text += fmt::format("{:>4}  {:>10.3f}  {:>11.3f}  {:>11.3f}  {:>+6.1f}%  {}\n", x.rank, x.offset_s * 1e3,
+                        x.measured_s * 1e3, replayed[r] * 1e3, error_pct(replayed[r], x.measured_s), x.path);
+  }
+  text += fmt::format("\nmean |error| {:.1f}%, worst {:.1f}%\n", mape, worst);
+  emit(o.output, text);
+  return 0;
+}
+
+int run_replay(const ReplayOptions& o) {
+  std::vector<trace::KinetoTrace> traces;
+  for (const std::string& path : o.traces) {
+    for (trace::KinetoTrace& t : trace::load_kineto_files(path)) traces.push_back(std::move(t));
+  }
+  return traces.size() == 1 ? replay_one(o, traces.front()) : replay_joint(o, traces);
+}
+
 }  // namespace
 
 void add_replay_command(CLI::App& app, Runner& run) {
   auto o = std::make_shared<ReplayOptions>();
-  CLI::App* cmd = app.add_subcommand("replay", "Replay one iteration of a PyTorch-profiler (Kineto) trace and compare it with its measured step");
-  cmd->add_option("trace", o->trace, "Kineto trace (.json or .json.gz)")->required();
-  cmd->add_option("--step", o->step, "Which ProfilerStep to replay, 0-based; negative counts from the end (default: the last)");
+  CLI::App* cmd = app.add_subcommand(
+      "replay", "Replay one iteration of PyTorch-profiler (Kineto) traces, one rank or all ranks jointly, and compare it "
+                "with the measured step");
+  cmd->add_option("traces", o->traces,
+                  "Kineto traces (.json, .json.gz, or a .tar.gz of several ranks); several: a joint replay")
+      ->required();
+  cmd->add_option("--step", o->step,
+                  "Which ProfilerStep to replay, 0-based in the (first) trace; negative counts from the end (default: the "
+                  "last)");
   cmd->add_option("--cluster", o->cluster, "Replay on this cluster (preset or topology file): recorded NCCL collectives are timed on its network");
-  cmd->add_option("--gpus", o->gpus, "GPUs of the job on --cluster (default: the trace's world size)")->check(at_least(2));
-  cmd->add_flag("--json", o->json, "Print {trace, gpu, step, measured_s, replayed_s, error_pct, gpu_ops, nccl_ops, cluster, modelled_collectives}");
+  cmd->add_option("--gpus", o->gpus, "GPUs of the job on --cluster (default: the trace's world size; joint: one per trace)")
+      ->check(at_least(2));
+  cmd->add_flag("--json", o->json,
+                "Print one rank's {trace, gpu, step, measured_s, replayed_s, error_pct, gpu_ops, nccl_ops, cluster, "
+                "modelled_collectives}, or a joint replay's {ranks: [...], shared_clock, matched_collectives, "
+                "modelled_collectives, cluster, makespan_s, mape_pct}");
   cmd->add_option("-o,--output", o->output, "Write to this file (atomically) instead of standard output");
   cmd->callback([o, &run] { run = [o] { return run_replay(*o); }; });
 }

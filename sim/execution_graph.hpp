@@ -48,6 +48,9 @@ struct Node {
   RankId rank = 0;
   StreamId stream = 1;
   /// compute, host: how long it runs (resolved by the compute model before simulation).
+  /// collective: zero (the network model times it), or a measured time (trace replay on the
+  /// trace's own cluster): it starts when every member has arrived and takes that long; every
+  /// member names the same.
   Time duration;
   /// GPU ops: host time spent launching it (framework overhead + kernel launch); the host is
   /// busy that long before the op is enqueued on its stream.

@@ -371,6 +371,11 @@ class Runner final : public EventHandler {
       result_.start[m] = sim_.now();
       comm_changed(g_.nodes[m].rank, +1);
     }
+    if (first.duration > Time::zero()) {  // measured (trace replay): the network is not consulted
+      coll_pending_[c] = 1;
+      sim_.schedule_after(first.duration, self_, kCollectiveDone, c);
+      return;
+    }
     if (replay(collective_key(c), kCollectiveDone, c, coll_pending_[c])) return;
     CollectiveRequest r;
     r.op = first.op;

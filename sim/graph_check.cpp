@@ -201,9 +201,10 @@ GraphIndex check_graph(const ExecutionGraph& g, const Fabric& fabric) {
       const Node& a = g.nodes[coll.members.front()];
       for (const NodeId m : coll.members) {
         const Node& b = g.nodes[m];
-        if (b.op != a.op || b.bytes != a.bytes || b.root != a.root || b.algorithm != a.algorithm || b.matrix != a.matrix) {
+        if (b.op != a.op || b.bytes != a.bytes || b.root != a.root || b.algorithm != a.algorithm || b.matrix != a.matrix ||
+            b.duration != a.duration) {
           throw GraphError(fmt::format("execution graph: collective #{} on communicator {}: {} is {} of {} bytes but {} "
-                                       "is {} of {} bytes",
+                                       "is {} of {} bytes (or their root, algorithm, matrix or measured time differ)",
                                        k, c, describe(g, coll.members.front()), to_string(a.op), a.bytes, describe(g, m),
                                        to_string(b.op), b.bytes));
         }

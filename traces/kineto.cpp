@@ -221,4 +221,12 @@ std::vector<std::pair<std::string, std::string>> read_tar_gz_json(const std::str
   return out;
 }
 
+std::vector<KinetoTrace> load_kineto_files(const std::string& path) {
+  if (!ends_with(path, ".tar.gz") && !ends_with(path, ".tgz")) return {load_kineto(path)};
+  std::vector<KinetoTrace> out;
+  for (const auto& [member, text] : read_tar_gz_json(path)) out.push_back(parse_kineto(text, path + ":" + member));
+  if (out.empty()) fail(path, "the archive holds no .json trace");
+  return out;
+}
+
 }  // namespace foresight::trace

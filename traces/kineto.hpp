@@ -79,6 +79,10 @@ KinetoTrace load_kineto(const std::string& path);
 /// The .json files of a gzip-compressed tar archive (.tar.gz, .tgz: several ranks' traces),
 /// as (member name, text), in archive order; TraceError for a truncated or malformed archive.
 std::vector<std::pair<std::string, std::string>> read_tar_gz_json(const std::string& path);
+/// The traces of `path`: the members of a .tar.gz / .tgz archive (each named "ARCHIVE:MEMBER"),
+/// or the one trace of a .json / .json.gz file; TraceError for a member that is not a Kineto
+/// trace or an archive without one.
+std::vector<KinetoTrace> load_kineto_files(const std::string& path);
 /// Parses trace text; `origin` names it in messages.
 KinetoTrace parse_kineto(const std::string& text, const std::string& origin);
 

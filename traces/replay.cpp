@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 
 #include "sim/error.hpp"
@@ -15,6 +16,146 @@ bool blocks_host(const std::string& call) {
 }
 
 sim::Time us(double v) { return sim::Time::from_seconds(std::max(0.0, v) * 1e-6); }
+
+constexpr sim::NodeId kNone = 0xffffffffu;
+
+const KinetoStep& pick_step(const KinetoTrace& trace, int index) {
+  if (trace.steps.empty()) throw sim::TraceError(fmt::format("{}: no ProfilerStep#N annotation to replay", trace.path));
+  const int n = static_cast<int>(trace.steps.size());
+  if (index < 0) index += n;
+  if (index < 0 || index >= n) {
+    throw sim::TraceError(fmt::format("{}: step index {} is outside the trace's {} steps", trace.path, index, n));
+  }
+  return trace.steps[static_cast<std::size_t>(index)];
+}
+
+/// A runtime call of the step and the GPU op it launched (null for other calls).
+struct Call {
+  const KinetoRuntimeCall* call;
+  const KinetoGpuOp* op;
+};
+
+/// The step's runtime calls in start order, with their GPU ops by correlation id.
+std::vector<Call> step_calls(const KinetoTrace& trace, const KinetoStep& step) {
+  std::map<std::int64_t, const KinetoGpuOp*> by_correlation;
+  for (const KinetoGpuOp& op : trace.gpu_ops) {
+    if (op.correlation >= 0) by_correlation.emplace(op.correlation, &op);
+  }
+  std::vector<Call> out;
+  for (const KinetoRuntimeCall& call : trace.runtime) {
+    if (call.ts_us < step.ts_us || call.ts_us >= step.ts_us + step.dur_us) continue;
+    const auto it = call.correlation >= 0 ? by_correlation.find(call.correlation) : by_correlation.end();
+    out.push_back({&call, it == by_correlation.end() ? nullptr : it->second});
+  }
+  return out;
+}
+
+/// The NCCL kernels a step launches, in launch order.
+std::vector<const KinetoGpuOp*> step_nccl(const std::vector<Call>& calls) {
+  std::vector<const KinetoGpuOp*> out;
+  for (const Call& c : calls) {
+    if (c.op != nullptr && c.op->nccl()) out.push_back(c.op);
+  }
+  return out;
+}
+
+/// GPU ops starting in the step whose launching call is not in the trace.
+std::size_t count_unlaunched(const KinetoTrace& trace, const KinetoStep& step) {
+  std::map<std::int64_t, bool> launched;
+  for (const KinetoRuntimeCall& c : trace.runtime) launched[c.correlation] = true;
+  std::size_t n = 0;
+  for (const KinetoGpuOp* op : trace.gpu_ops_in(step)) n += launched.count(op->correlation) == 0 ? 1 : 0;
+  return n;
+}
+
+/// Fills the node of the `ordinal`-th NCCL kernel of a rank's step (a compute op of the
+/// measured duration until the hook says otherwise).
+using NcclHook = std::function<void(const KinetoGpuOp& op, std::size_t ordinal, sim::Node& node)>;
+
+struct Built {
+  std::size_t gpu_ops = 0;
+  std::size_t nccl_ops = 0;
+};
+
+/// Appends `step` of `trace` as the ops of graph rank `rank` (see replay.hpp).
+Built build_rank(sim::ExecutionGraph& g, sim::RankId rank, const KinetoTrace& trace, const KinetoStep& step,
+                 const NcclHook& nccl) {
+  // Each call kind's median duration: what an unblocked call costs.
+  std::map<std::string, std::vector<double>> durations;
+  for (const KinetoRuntimeCall& c : trace.runtime) durations[c.name].push_back(c.dur_us);
+  std::map<std::string, double> median;
+  for (auto& [name, list] : durations) {
+    std::nth_element(list.begin(), list.begin() + static_cast<std::ptrdiff_t>(list.size() / 2), list.end());
+    median[name] = list[list.size() / 2];
+  }
+  Built out;
+  std::map<std::int64_t, sim::StreamId> streams;  // trace stream -> graph stream
+  std::map<sim::StreamId, sim::NodeId> last_on;    // graph stream -> this rank's last GPU op
+  sim::NodeId last_gpu = kNone;
+  sim::NodeId recorded = kNone;
+  sim::NodeId wait_for = kNone;
+  double prev_end = step.ts_us;
+  const double end = step.ts_us + step.dur_us;
+  auto host = [&](const std::string& name, double dur) {
+    if (dur <= 0.0) return;
+    sim::Node h;
+    h.kind = sim::OpKind::host;
+    h.rank = rank;
+    h.stream = sim::kHostStream;
+    h.duration = us(dur);
+    h.name = g.intern(name);
+    g.add(h);
+  };
+  for (const Call& c : step_calls(trace, step)) {
+    const KinetoRuntimeCall& call = *c.call;
+    const double gap = std::max(0.0, call.ts_us - prev_end);  // host time before the call
+    prev_end = std::max(prev_end, call.ts_us + call.dur_us);
+    const double cost = std::min(call.dur_us, 10.0 * median[call.name] + 5.0);
+    if (blocks_host(call.name)) {
+      host("host work", gap);
+      sim::Node sync;
+      sync.kind = sim::OpKind::sync;
+      sync.rank = rank;
+      sync.stream = sim::kHostStream;
+      sync.name = g.intern(call.name);
+      for (const auto& [s, node] : last_on) sync.deps.push_back(node);
+      g.add(sync);
+      continue;
+    }
+    if (call.name == "cudaEventRecord") recorded = last_gpu;
+    if (call.name == "cudaStreamWaitEvent") wait_for = recorded;
+    if (c.op == nullptr) {
+      host(call.name, gap + cost);
+      continue;
+    }
+    const KinetoGpuOp& op = *c.op;
+    const auto [si, added] = streams.emplace(op.stream, static_cast<sim::StreamId>(streams.size() + 1));
+    if (added) g.stream_names.emplace(si->second, fmt::format("stream {}", op.stream));
+    sim::Node k;
+    k.kind = sim::OpKind::compute;
+    k.rank = rank;
+    k.stream = si->second;
+    k.duration = us(op.dur_us);
+    if (op.nccl()) nccl(op, out.nccl_ops++, k);
+    k.dispatch = us(gap + cost);
+    k.name = g.intern(op.name);
+    if (wait_for != kNone && g.nodes[wait_for].stream != k.stream) k.deps.push_back(wait_for);
+    wait_for = kNone;
+    last_gpu = g.add(k);
+    last_on[k.stream] = last_gpu;
+    ++out.gpu_ops;
+  }
+  host("host work after the last CUDA call", end - prev_end);
+  return out;
+}
+
+/// The modelled size of a recorded collective (NCCL's convention: all_gather names the gathered
+/// total, Kineto the input), or 0 when Kineto did not record it.
+double modelled_bytes(const KinetoGpuOp& op, sim::CollectiveOp collective, int gpus) {
+  const int elem = kineto_dtype_bytes(op.dtype);
+  if (op.message_elems <= 0 || elem <= 0) return 0.0;
+  return op.message_elems * elem * (collective == sim::CollectiveOp::all_gather ? gpus : 1.0);
+}
 
 }  // namespace
 
@@ -39,13 +180,7 @@ int kineto_dtype_bytes(const std::string& dtype) {
 }
 
 ReplayGraph replay_graph(const KinetoTrace& trace, int index, sim::GpuId gpu, int collective_gpus) {
-  if (trace.steps.empty()) throw sim::TraceError(fmt::format("{}: no ProfilerStep#N annotation to replay", trace.path));
-  const int n = static_cast<int>(trace.steps.size());
-  if (index < 0) index += n;
-  if (index < 0 || index >= n) {
-    throw sim::TraceError(fmt::format("{}: step index {} is outside the trace's {} steps", trace.path, index, n));
-  }
-  const KinetoStep& step = trace.steps[static_cast<std::size_t>(index)];
+  const KinetoStep& step = pick_step(trace, index);
   ReplayGraph out;
   out.measured_s = step.dur_us * 1e-6;
   out.step = step.number;
@@ -57,97 +192,174 @@ ReplayGraph replay_graph(const KinetoTrace& trace, int index, sim::GpuId gpu, in
     for (int k = 0; k < collective_gpus; ++k) all.push_back(static_cast<sim::GpuId>(k));
     job = g.add_communicator({rank}, {all});
   }
-
-  std::map<std::int64_t, const KinetoGpuOp*> by_correlation;
-  for (const KinetoGpuOp& op : trace.gpu_ops) {
-    if (op.correlation >= 0) by_correlation.emplace(op.correlation, &op);
-  }
-  // Each call kind's median duration: what an unblocked call costs.
-  std::map<std::string, std::vector<double>> durations;
-  for (const KinetoRuntimeCall& c : trace.runtime) durations[c.name].push_back(c.dur_us);
-  std::map<std::string, double> median;
-  for (auto& [name, list] : durations) {
-    std::nth_element(list.begin(), list.begin() + static_cast<std::ptrdiff_t>(list.size() / 2), list.end());
-    median[name] = list[list.size() / 2];
-  }
-
-  std::map<std::int64_t, sim::StreamId> streams;  // trace stream -> graph stream
-  std::map<sim::StreamId, sim::NodeId> last_on;    // graph stream -> its last GPU op
-  sim::NodeId last_gpu = 0xffffffffu;
-  sim::NodeId recorded = 0xffffffffu;
-  sim::NodeId wait_for = 0xffffffffu;
-  double prev_end = step.ts_us;
-  const double end = step.ts_us + step.dur_us;
-  auto host = [&](const std::string& name, double dur) {
-    if (dur <= 0.0) return;
-    sim::Node h;
-    h.kind = sim::OpKind::host;
-    h.rank = rank;
-    h.stream = sim::kHostStream;
-    h.duration = us(dur);
-    h.name = g.intern(name);
-    g.add(h);
+  const auto nccl = [&](const KinetoGpuOp& op, std::size_t, sim::Node& k) {
+    const auto collective = kineto_collective(op.collective);
+    if (collective_gpus <= 1 || !collective) return;
+    const double bytes = modelled_bytes(op, *collective, collective_gpus);
+    if (bytes <= 0.0) return;
+    k.kind = sim::OpKind::collective;
+    k.op = *collective;
+    k.communicator = job;
+    k.bytes = bytes;
+    k.duration = sim::Time::zero();
+    ++out.modelled_collectives;
   };
-  for (const KinetoRuntimeCall& call : trace.runtime) {
-    if (call.ts_us < step.ts_us || call.ts_us >= end) continue;
-    const double gap = std::max(0.0, call.ts_us - prev_end);
-    prev_end = std::max(prev_end, call.ts_us + call.dur_us);
-    const double cap = 10.0 * median[call.name] + 5.0;
-    const double cost = std::min(call.dur_us, cap);
-    const double pre = gap;  // host time before the call's own cost
-    if (blocks_host(call.name)) {
-      host("host work", gap);
-      sim::Node sync;
-      sync.kind = sim::OpKind::sync;
-      sync.rank = rank;
-      sync.stream = sim::kHostStream;
-      sync.name = g.intern(call.name);
-      for (const auto& [s, node] : last_on) sync.deps.push_back(node);
-      g.add(sync);
-      continue;
-    }
-    if (call.name == "cudaEventRecord") recorded = last_gpu;
-    if (call.name == "cudaStreamWaitEvent") wait_for = recorded;
-    const auto it = call.correlation >= 0 ? by_correlation.find(call.correlation) : by_correlation.end();
-    if (it == by_correlation.end()) {
-      host(call.name, pre + cost);
-      continue;
-    }
-    const KinetoGpuOp& op = *it->second;
-    const auto [si, added] = streams.emplace(op.stream, static_cast<sim::StreamId>(streams.size() + 1));
-    if (added) g.stream_names[si->second] = fmt::format("stream {}", op.stream);
-    sim::Node k;
-    k.kind = sim::OpKind::compute;
-    k.rank = rank;
-    k.stream = si->second;
-    k.duration = us(op.dur_us);
-    const sim::CollectiveOp collective = kineto_collective(op.collective).value_or(sim::CollectiveOp::send_recv);
-    const int elem = kineto_dtype_bytes(op.dtype);
-    if (collective_gpus > 1 && op.nccl() && collective != sim::CollectiveOp::send_recv && op.message_elems > 0 &&
-        elem > 0) {
-      k.kind = sim::OpKind::collective;
-      k.op = collective;
-      k.communicator = job;
-      // NCCL's size convention: all_gather names the gathered total, Kineto the input.
-      const double factor = collective == sim::CollectiveOp::all_gather ? collective_gpus : 1.0;
-      k.bytes = op.message_elems * elem * factor;
-      k.duration = sim::Time::zero();
-      ++out.modelled_collectives;
-    }
-    k.dispatch = us(pre + cost);
-    k.name = g.intern(op.name);
-    if (wait_for != 0xffffffffu && g.nodes[wait_for].stream != k.stream) k.deps.push_back(wait_for);
-    wait_for = 0xffffffffu;
-    last_gpu = g.add(k);
-    last_on[k.stream] = last_gpu;
-    ++out.gpu_ops;
-    out.nccl_ops += op.nccl() ? 1 : 0;
-  }
-  host("host work after the last CUDA call", end - prev_end);
-  std::map<std::int64_t, bool> launched;
-  for (const KinetoRuntimeCall& c : trace.runtime) launched[c.correlation] = true;
-  for (const KinetoGpuOp* op : trace.gpu_ops_in(step)) out.unlaunched += launched.count(op->correlation) == 0 ? 1 : 0;
+  const Built b = build_rank(g, rank, trace, step, nccl);
+  out.gpu_ops = b.gpu_ops;
+  out.nccl_ops = b.nccl_ops;
+  out.unlaunched = count_unlaunched(trace, step);
   return out;
+}
+
+namespace {
+
+/// The traces' indices in rank order: by recorded rank when every trace has one (TraceError for
+/// a rank given twice), else file order.
+std::vector<std::size_t> rank_order(const std::vector<KinetoTrace>& traces) {
+  std::vector<std::size_t> order(traces.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  bool recorded = true;
+  for (const KinetoTrace& t : traces) recorded = recorded && t.rank >= 0;
+  if (!recorded) return order;
+  std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return traces[a].rank < traces[b].rank; });
+  for (std::size_t i = 1; i < order.size(); ++i) {
+    const KinetoTrace& a = traces[order[i - 1]];
+    const KinetoTrace& b = traces[order[i]];
+    if (a.rank == b.rank) {
+      throw sim::TraceError(fmt::format("{} and {} are both rank {}: give each rank's trace once", a.path, b.path, a.rank));
+    }
+  }
+  return order;
+}
+
+/// Every rank's NCCL kernels of its step, checked to match rank 0's in count and kind.
+std::vector<std::vector<const KinetoGpuOp*>> matched_nccl(const std::vector<const KinetoTrace*>& traces,
+                                                           const std::vector<const KinetoStep*>& steps) {
+  const std::size_t n = traces.size();
+  std::vector<std::vector<const KinetoGpuOp*>> nccl(n);
+  for (std::size_t r = 0; r < n; ++r) nccl[r] = step_nccl(step_calls(*traces[r], *steps[r]));
+  const KinetoTrace& first = *traces.front();
+  const int number = steps.front()->number;
+  for (std::size_t r = 1; r < n; ++r) {
+    const KinetoTrace& t = *traces[r];
+    if (nccl[r].size() != nccl[0].size()) {
+      throw sim::TraceError(fmt::format("{}: ProfilerStep#{} launches {} NCCL kernels but {} launches {}: the ranks' "
+                                        "collectives cannot be matched",
+                                        t.path, number, nccl[r].size(), first.path, nccl[0].size()));
+    }
+    for (std::size_t k = 0; k < nccl[r].size(); ++k) {
+      if (nccl[r][k]->collective != nccl[0][k]->collective) {
+        throw sim::TraceError(fmt::format("{}: NCCL kernel #{} of ProfilerStep#{} is {} ({}) but {}'s is {} ({})", t.path,
+                                          k, number, nccl[r][k]->collective, nccl[r][k]->name, first.path,
+                                          nccl[0][k]->collective, nccl[0][k]->name));
+      }
+    }
+  }
+  return nccl;
+}
+
+}  // namespace
+
+JointReplayGraph joint_replay_graph(const std::vector<KinetoTrace>& traces, int index, int collective_gpus) {
+  if (traces.empty()) throw sim::TraceError("joint replay: no trace given");
+  std::vector<const KinetoTrace*> ranked;
+  for (const std::size_t i : rank_order(traces)) ranked.push_back(&traces[i]);
+  const KinetoTrace& first = *ranked.front();
+  for (const KinetoTrace* t : ranked) {
+    if (t->world_size != first.world_size) {
+      throw sim::TraceError(fmt::format("{}: world size {}, but {} has {}: the traces are not of one job", t->path,
+                                        t->world_size, first.path, first.world_size));
+    }
+  }
+  const int number = pick_step(first, index).number;
+  std::vector<const KinetoStep*> steps;
+  for (const KinetoTrace* t : ranked) {
+    const auto it = std::find_if(t->steps.begin(), t->steps.end(), [&](const KinetoStep& s) { return s.number == number; });
+    if (it == t->steps.end()) {
+      throw sim::TraceError(fmt::format("{}: no ProfilerStep#{} (replayed from {})", t->path, number, first.path));
+    }
+    steps.push_back(&*it);
+  }
+  JointReplayGraph out;
+  // One clock: the ranks' steps overlap in time. Then a rank that began later starts later.
+  double latest_start = steps.front()->ts_us, earliest_end = steps.front()->ts_us + steps.front()->dur_us;
+  double origin = steps.front()->ts_us;
+  for (const KinetoStep* s : steps) {
+    latest_start = std::max(latest_start, s->ts_us);
+    earliest_end = std::min(earliest_end, s->ts_us + s->dur_us);
+    origin = std::min(origin, s->ts_us);
+  }
+  out.shared_clock = latest_start < earliest_end;
+
+  // The k-th NCCL kernel of every rank: one collective, its time the shortest measured kernel.
+  const std::vector<std::vector<const KinetoGpuOp*>> nccl = matched_nccl(ranked, steps);
+  const std::size_t n = ranked.size();
+  sim::ExecutionGraph& g = out.graph;
+  std::vector<sim::RankId> members;
+  for (std::size_t r = 0; r < n; ++r) members.push_back(g.add_rank(static_cast<sim::GpuId>(r), static_cast<std::uint32_t>(r)));
+  const std::uint32_t job = g.add_communicator(members);
+  const int gpus = static_cast<int>(n);
+  std::vector<sim::Node> collectives(nccl[0].size());
+  for (std::size_t k = 0; k < collectives.size(); ++k) {
+    sim::Node& c = collectives[k];
+    c.kind = sim::OpKind::collective;
+    c.communicator = job;
+    const auto recorded = kineto_collective(nccl[0][k]->collective);
+    c.op = recorded.value_or(sim::CollectiveOp::all_to_all);  // SendRecv kernels: grouped sends and receives
+    double shortest = nccl[0][k]->dur_us, bytes = 0.0;
+    for (std::size_t r = 0; r < n; ++r) {
+      shortest = std::min(shortest, nccl[r][k]->dur_us);
+      bytes = std::max(bytes, modelled_bytes(*nccl[r][k], c.op, gpus));
+    }
+    const bool modelled = collective_gpus > 0 && bytes > 0.0 && recorded.has_value();
+    c.bytes = modelled ? bytes : 0.0;
+    c.duration = modelled ? sim::Time::zero() : us(std::max(shortest, 1e-3));
+    out.modelled_collectives += modelled ? 1 : 0;
+  }
+  out.matched_collectives = collectives.size();
+  for (std::size_t r = 0; r < n; ++r) {
+    const KinetoTrace& t = *ranked[r];
+    const KinetoStep& step = *steps[r];
+    ReplayRank info;
+    info.path = t.path;
+    info.rank = t.rank;
+    info.step = step.number;
+    info.measured_s = step.dur_us * 1e-6;
+    info.offset_s = out.shared_clock ? (step.ts_us - origin) * 1e-6 : 0.0;
+    if (info.offset_s > 0.0) {
+      sim::Node wait;
+      wait.kind = sim::OpKind::host;
+      wait.rank = members[r];
+      wait.stream = sim::kHostStream;
+      wait.duration = sim::Time::from_seconds(info.offset_s);
+      wait.name = g.intern("before the step (later start on the shared clock)");
+      g.add(wait);
+    }
+    const auto hook = [&](const KinetoGpuOp&, std::size_t k, sim::Node& node) {
+      const sim::Node& c = collectives[k];
+      node.kind = c.kind;
+      node.communicator = c.communicator;
+      node.op = c.op;
+      node.bytes = c.bytes;
+      node.duration = c.duration;
+    };
+    const Built b = build_rank(g, members[r], t, step, hook);
+    info.gpu_ops = b.gpu_ops;
+    info.nccl_ops = b.nccl_ops;
+    info.unlaunched = count_unlaunched(t, step);
+    out.ranks.push_back(std::move(info));
+  }
+  return out;
+}
+
+std::vector<double> rank_step_seconds(const JointReplayGraph& g, const std::vector<sim::Time>& node_end) {
+  std::vector<double> end(g.ranks.size(), 0.0);
+  for (sim::NodeId i = 0; i < g.graph.nodes.size() && i < node_end.size(); ++i) {
+    double& e = end[g.graph.nodes[i].rank];
+    e = std::max(e, node_end[i].seconds());
+  }
+  for (std::size_t r = 0; r < end.size(); ++r) end[r] -= g.ranks[r].offset_s;
+  return end;
 }
 
 }  // namespace foresight::trace

@@ -20,6 +20,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "sim/execution_graph.hpp"
 #include "traces/kineto.hpp"
@@ -47,6 +48,48 @@ struct ReplayGraph {
 /// same program), and the target cluster's network times it. Other kernels keep their measured
 /// times (the same GPU model).
 ReplayGraph replay_graph(const KinetoTrace& trace, int index, sim::GpuId gpu = 0, int collective_gpus = 0);
+
+/// One rank of a joint replay.
+struct ReplayRank {
+  std::string path;
+  int rank = -1;             ///< the trace's distributedInfo.rank, or -1
+  int step = 0;              ///< its ProfilerStep number
+  double measured_s = 0.0;   ///< the step's measured duration on this rank
+  double offset_s = 0.0;     ///< when the rank's step began after the first rank's (shared clock)
+  std::size_t gpu_ops = 0;
+  std::size_t nccl_ops = 0;
+  std::size_t unlaunched = 0;
+};
+
+/// Several ranks' steps in one graph (graph rank i is ranks[i], on GPU i), their NCCL kernels
+/// matched across ranks.
+struct JointReplayGraph {
+  sim::ExecutionGraph graph;
+  std::vector<ReplayRank> ranks;
+  /// Whether the ranks' step starts were taken from a shared clock (their steps overlap in the
+  /// traces' timestamps, as the ranks of one node's job do); otherwise every rank starts at 0.
+  bool shared_clock = false;
+  std::size_t matched_collectives = 0;   ///< collectives per rank
+  std::size_t modelled_collectives = 0;  ///< of them, timed by the network model
+};
+
+/// The joint graph of the ProfilerStep numbered as `index` picks in the first trace (0-based
+/// among its steps; -1: the last), taken from every trace. Ranks are ordered by their recorded
+/// distributedInfo rank (file order when not recorded). Each rank's ops are built as in
+/// replay_graph; then:
+/// - on a shared clock, a rank whose step began later starts that much later (host time);
+/// - the k-th NCCL kernel of every rank forms one collective over all ranks (NCCL runs a
+///   communicator's collectives in the same order on each member). On the trace's own cluster
+///   (`collective_gpus` 0) it starts when the last rank arrives and takes the shortest of the
+///   ranks' measured kernel times: the last to arrive waited least, so its kernel time is the
+///   transfer's. With `collective_gpus` > 0 (another cluster), a collective whose size Kineto
+///   recorded is timed by that cluster's network instead (the largest rank's size).
+/// TraceError when a trace lacks the step, the traces' world sizes differ, two traces claim
+/// one rank, or the ranks' NCCL kernels do not match (count or kind), naming file and position.
+JointReplayGraph joint_replay_graph(const std::vector<KinetoTrace>& traces, int index, int collective_gpus = 0);
+
+/// Each joint rank's replayed step (seconds): its last op's end less its offset.
+std::vector<double> rank_step_seconds(const JointReplayGraph& g, const std::vector<sim::Time>& node_end);
 
 /// NCCL's collective for Kineto's "Collective name" (allreduce, broadcast, allgather,
 /// reduce_scatter / reducescatter, reduce, alltoall); nullopt for others (send/recv).

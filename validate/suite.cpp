@@ -157,34 +157,38 @@ DatasetResult run_traces(const std::string& dir) {
     c.id = f;
     c.unit = "s per step";
     if (!f.ends_with(".json") && !f.ends_with(".json.gz")) {
-      // An archive: each rank's Kineto trace replayed on its own (joint replay, with collectives
-      // matched across ranks, is not built); execution traces are not replayed.
-      std::size_t added = 0;
-      for (const auto& [member, text] : trace::read_tar_gz_json((fs::path(dir) / f).string())) {
-        trace::KinetoTrace t;
-        try {
-          t = trace::parse_kineto(text, f + ":" + member);
-        } catch (const sim::TraceError&) {
-          continue;
-        }
-        if (t.steps.empty()) continue;
-        const trace::ReplayGraph g = trace::replay_graph(t, -1);
-        CaseResult m;
-        m.id = f + ":" + member.substr(member.find_last_of('/') + 1);
-        m.unit = "s per step";
-        m.evaluated = true;
-        m.measured = g.measured_s;
-        m.predicted = sim::execute(g.graph, one_gpu, sim::CollectiveConfig{}, sim::NetworkKind::analytical).makespan.seconds();
-        m.error_pct = (m.predicted - m.measured) / m.measured * 100.0;
-        m.note = fmt::format("{}, rank {} of {}, ProfilerStep#{}, each rank replayed alone", t.gpu_name, t.rank,
-                             t.world_size, g.step);
-        out.cases.push_back(std::move(m));
-        ++added;
-        ++replayed;
+      // An archive of several ranks' Kineto traces: replayed jointly, their NCCL kernels matched
+      // into collectives; archives of execution traces are not replayed.
+      std::vector<trace::KinetoTrace> ranks;
+      try {
+        ranks = trace::load_kineto_files((fs::path(dir) / f).string());
+      } catch (const sim::TraceError&) {
+        ranks.clear();
       }
-      if (added == 0) {
+      std::erase_if(ranks, [](const trace::KinetoTrace& t) { return t.steps.empty(); });
+      if (ranks.empty()) {
         c.note = "unsupported: an archive of PyTorch execution traces (their replay is not built)";
         out.cases.push_back(std::move(c));
+        continue;
+      }
+      const trace::JointReplayGraph g = trace::joint_replay_graph(ranks, -1);
+      const topo::Cluster hosts = topo::resolve_cluster("dgx-a100", static_cast<int>(ranks.size()));
+      const auto r = sim::execute(g.graph, hosts, sim::CollectiveConfig{}, sim::NetworkKind::analytical);
+      const std::vector<double> steps = trace::rank_step_seconds(g, r.end);
+      for (std::size_t k = 0; k < g.ranks.size(); ++k) {
+        const trace::ReplayRank& x = g.ranks[k];
+        CaseResult m;
+        m.id = f + ":" + x.path.substr(x.path.find_last_of('/') + 1);
+        m.unit = "s per step";
+        m.evaluated = true;
+        m.measured = x.measured_s;
+        m.predicted = steps[k];
+        m.error_pct = (m.predicted - m.measured) / m.measured * 100.0;
+        m.note = fmt::format("{}, rank {} of {}, ProfilerStep#{}, {} ranks replayed jointly ({} collectives matched)",
+                             ranks.front().gpu_name, x.rank, ranks.front().world_size, x.step, g.ranks.size(),
+                             g.matched_collectives);
+        out.cases.push_back(std::move(m));
+        ++replayed;
       }
       continue;
     }
@@ -220,8 +224,8 @@ DatasetResult run_traces(const std::string& dir) {
     out.cases.push_back(std::move(c));
     ++replayed;
   }
-  out.message = fmt::format("{} trace files found, {} ranks' steps replayed (each rank alone, its last step, on its "
-                            "measured costs)", files.size(), replayed);
+  out.message = fmt::format("{} trace files found, {} ranks' steps replayed (the last step on its measured costs; an "
+                            "archive's ranks jointly, a file's rank alone)", files.size(), replayed);
   return out;
 }
 
