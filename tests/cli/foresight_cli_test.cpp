@@ -476,6 +476,33 @@ TEST_CASE("foresight replay: a Kineto trace's step rebuilt and simulated beside 
   REQUIRE(range.out.find("step index 5 is outside the trace's 2 steps") != std::string::npos);
 }
 
+TEST_CASE("foresight replay of several ranks' traces replays them jointly", "[cli][replay]") {
+  const std::string archive = foresight::test::shared_path("validation/traces/param/dlrm_kineto.tar.gz");
+  if (archive.empty()) {
+    WARN("skipped: ../shared/validation/traces is absent");
+    return;
+  }
+  const auto r = run_foresight("replay " + archive + " --json");
+  REQUIRE(r.status == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  REQUIRE(j["ranks"].size() == 8);
+  REQUIRE(j["shared_clock"] == true);
+  REQUIRE(j["matched_collectives"] == 8);
+  double abs_sum = 0.0;
+  for (const auto& rank : j["ranks"]) {
+    const double e = rank["error_pct"].get<double>();
+    REQUIRE(e == Approx((rank["replayed_s"].get<double>() / rank["measured_s"].get<double>() - 1.0) * 100.0));
+    abs_sum += std::abs(e);
+  }
+  REQUIRE(j["mape_pct"].get<double>() == Approx(abs_sum / 8));
+  REQUIRE(j["mape_pct"].get<double>() < 5.0);
+  const auto text = run_foresight("replay " + archive);
+  REQUIRE(text.out.find("8 ranks of 8 (Tesla V100-SXM2-32GB), ProfilerStep#10") != std::string::npos);
+  const auto gpus = run_foresight("replay " + archive + " --cluster dgx-a100 --gpus 4");
+  REQUIRE(gpus.status == 1);
+  REQUIRE(gpus.out.find("--gpus: a joint replay runs one GPU per trace, expected 8, found 4") != std::string::npos);
+}
+
 TEST_CASE("foresight sweep over tp x micro-batch marks the rows that run out of memory", "[cli][sweep]") {
   const std::string s = foresight::test::data_path("scenarios/gpt_tp_sweep.json");
   const std::string csv = scratch("tp-sweep.csv");
