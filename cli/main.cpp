@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   foresight::cli::add_simulate_command(app, run);
   foresight::cli::add_sweep_command(app, run);
   foresight::cli::add_replay_command(app, run);
+  foresight::cli::add_import_profile_command(app, run);
   foresight::cli::add_topology_command(app, run);
   foresight::cli::add_collective_command(app, run);
   foresight::cli::add_validate_command(app, run);

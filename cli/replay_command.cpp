@@ -10,10 +10,14 @@
 
 #include "cli/commands.hpp"
 #include "sim/collective_config.hpp"
+#include "sim/atomic_file.hpp"
 #include "sim/error.hpp"
 #include "sim/executor.hpp"
 #include "topologies/cluster_builders.hpp"
+#include "topologies/gpu_spec.hpp"
 #include "traces/kineto.hpp"
+#include "traces/profile_db_json.hpp"
+#include "traces/profile_import.hpp"
 #include "traces/replay.hpp"
 
 namespace foresight::cli {
@@ -125,7 +129,44 @@ int run_replay(const ReplayOptions& o) {
   return traces.size() == 1 ? replay_one(o, traces.front()) : replay_joint(o, traces);
 }
 
+struct ImportOptions {
+  std::vector<std::string> traces;
+  std::string gpu;
+  std::string output;
+};
+
+int run_import(const ImportOptions& o) {
+  if (topo::try_find_gpu_spec(o.gpu) == nullptr) {
+    throw sim::ConfigError(fmt::format("--gpu: expected a catalog GPU name (foresight --list), found \"{}\"", o.gpu));
+  }
+  std::vector<trace::KinetoTrace> traces;
+  std::vector<std::pair<std::string, std::string>> provenance;
+  for (const std::string& path : o.traces) {
+    for (trace::KinetoTrace& t : trace::load_kineto_files(path)) {
+      provenance.emplace_back(fmt::format("trace {}", traces.size()),
+                              fmt::format("{} ({})", t.path, t.gpu_name.empty() ? "GPU not recorded" : t.gpu_name));
+      traces.push_back(std::move(t));
+    }
+  }
+  const trace::ImportedProfile p = trace::import_profile(traces, o.gpu);
+  sim::write_file_atomically(o.output, trace::profile_db_json(p.db, provenance));
+  fmt::print("import-profile: {} kernels from {} matrix operator instances written to {} ({} without shapes or dtype, "
+             "{} without kernels skipped)\n",
+             p.db.size(), p.instances, o.output, p.no_shapes, p.no_kernels);
+  return 0;
+}
+
 }  // namespace
+
+void add_import_profile_command(CLI::App& app, Runner& run) {
+  auto o = std::make_shared<ImportOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "import-profile", "Turn the matrix operators of PyTorch-profiler traces recorded with shapes into a profile database");
+  cmd->add_option("traces", o->traces, "Kineto traces (.json, .json.gz, .tar.gz) recorded with record_shapes=True")->required();
+  cmd->add_option("--gpu", o->gpu, "The catalog name of the GPU the traces ran on (foresight --list)")->required();
+  cmd->add_option("-o,--output", o->output, "Profile database to write (atomically)")->required();
+  cmd->callback([o, &run] { run = [o] { return run_import(*o); }; });
+}
 
 void add_replay_command(CLI::App& app, Runner& run) {
   auto o = std::make_shared<ReplayOptions>();

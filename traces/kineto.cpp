@@ -182,6 +182,18 @@ KinetoTrace parse_kineto(const std::string& text, const std::string& origin) {
       c.ts_us = number(e, "ts", i, origin);
       c.dur_us = number(e, "dur", i, origin);
       c.external_id = integer_or(args, "External id", -1);
+      if (const auto d = args.find("Input Dims"); d != args.end() && d->is_array()) {
+        for (const json& input : *d) {
+          std::vector<std::int64_t> shape;
+          if (input.is_array()) {
+            for (const json& v : input) shape.push_back(v.is_number_integer() ? v.get<std::int64_t>() : -1);
+          }
+          c.input_dims.push_back(std::move(shape));
+        }
+      }
+      if (const auto ty = args.find("Input type"); ty != args.end() && ty->is_array()) {
+        for (const json& v : *ty) c.input_types.push_back(v.is_string() ? v.get<std::string>() : std::string());
+      }
       t.cpu_ops.push_back(std::move(c));
     }
   }

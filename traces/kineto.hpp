@@ -51,6 +51,10 @@ struct KinetoCpuOp {
   double ts_us = 0.0;
   double dur_us = 0.0;
   std::int64_t external_id = -1;
+  /// "Input Dims" and "Input type" where recorded (record_shapes=True): one entry per input,
+  /// an empty shape for scalars; empty when not recorded.
+  std::vector<std::vector<std::int64_t>> input_dims;
+  std::vector<std::string> input_types;
 };
 
 struct KinetoStep {

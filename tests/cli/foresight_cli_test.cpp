@@ -503,6 +503,24 @@ TEST_CASE("foresight replay of several ranks' traces replays them jointly", "[cl
   REQUIRE(gpus.out.find("--gpus: a joint replay runs one GPU per trace, expected 8, found 4") != std::string::npos);
 }
 
+TEST_CASE("foresight import-profile: a trace's GEMMs become a profile database that simulate uses", "[cli][replay]") {
+  const std::string t = foresight::test::data_path("traces/shapes_kineto.json");
+  const std::string db = scratch("imported-profile.json");
+  const auto r = run_foresight("import-profile " + t + " --gpu A100-SXM4-40GB -o " + db);
+  INFO(r.out);
+  REQUIRE(r.status == 0);
+  REQUIRE(r.out.find("3 kernels from 3 matrix operator instances") != std::string::npos);
+  // small_ddp.json's classifier is the trace's fp16 linear layer (32 x 512 -> 100): its forward,
+  // input-gradient and weight-gradient GEMMs take the measured times.
+  const std::string s = foresight::test::data_path("scenarios/small_ddp.json");
+  const auto with = nlohmann::json::parse(run_foresight("simulate " + s + " --profile " + db + " --json").out);
+  REQUIRE(with["simulation"]["kernels_profiled"] == 3);
+  const auto bad = run_foresight("import-profile " + t + " --gpu A100 -o " + scratch("never.json"));
+  REQUIRE(bad.status == 1);
+  REQUIRE(bad.out.find("--gpu: expected a catalog GPU name") != std::string::npos);
+  REQUIRE_FALSE(std::ifstream(scratch("never.json")).good());
+}
+
 TEST_CASE("foresight sweep over tp x micro-batch marks the rows that run out of memory", "[cli][sweep]") {
   const std::string s = foresight::test::data_path("scenarios/gpt_tp_sweep.json");
   const std::string csv = scratch("tp-sweep.csv");
