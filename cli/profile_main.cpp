@@ -1,183 +1,237 @@
-// foresight-profile SCENARIO --gpu NAME -o PROFILE: measures the GEMMs and memory-bound kernels
-// a scenario needs on this machine's first GPU and writes a profile database
-// (traces/profile_db_json.hpp) that `foresight simulate --profile` uses. GEMMs run through
-// cuBLAS (cublasGemmStridedBatchedEx) at the exact shape and dtype of each signature;
-// memory-bound kernels as device-to-device copies of the same bytes. Each is warmed up, then
-// timed with CUDA events over --reps repetitions; the median is recorded. Provenance: GPU,
-// SMs, clocks, driver, CUDA runtime and cuBLAS versions, date. Convolutions, fused attention and
-// FP8 GEMMs are not measured yet (counted in the summary). Without a usable GPU it exits 3 with
-// one line saying why.
+// foresight-profile: measures on this machine's GPUs what the simulator otherwise estimates.
+//
+//   foresight-profile SCENARIO --gpu NAME -o PROFILE [--warmup N] [--reps N] [--no-cupti]
+//   foresight-profile --nccl-sweep OUT.json [--nccl-min-bytes B] [--nccl-max-bytes B] [--nccl-step F]
+//   (both in one call: the scenario first, then the sweep)
+//
+// SCENARIO: every kernel signature of the scenario's compiled graph runs on the first GPU at its
+// exact shape and dtype, and a profile database (traces/profile_db_json.hpp) is written for
+// `foresight simulate --profile`:
+// - GEMMs {m, n, k, count}: one cublasLtMatmul (batched by layout), with the algorithm
+//   cublasLtMatmulAlgoGetHeuristic proposes, FP32, TF32, FP16, BF16 and FP8 (E4M3 inputs with
+//   scale pointers, BF16 output; only on sm_89 and newer) (profiler/gemm_bench.hpp);
+// - convolutions (conv_fprop, conv_dgrad, conv_wgrad) {n, c, h, w, k, r, s, stride, pad, groups}:
+//   cuDNN's cudnnConvolutionForward / BackwardData / BackwardFilter with the algorithm
+//   cudnnFind*AlgorithmEx measures fastest, FP32 and TF32 NCHW, FP16 and BF16 NHWC
+//   (profiler/conv_bench.hpp); a build without cuDNN leaves them unmeasured;
+// - memory-bound kernels: a device-to-device copy of half their bytes (profiler/memory_bench.hpp);
+// - fused attention: not measured yet.
+// Inputs are finite random data. Each signature runs --warmup times untimed, then --reps times;
+// the median repetition is recorded. A repetition's time is, by CUPTI, the sum of the durations of
+// its kernels, copies and sets (GPU time, no launch gaps); where CUPTI is not built, refuses, or
+// loses records (or with --no-cupti), CUDA events around it (launch gaps included)
+// (profiler/bench_timer.hpp). Provenance: device, SMs, clocks, driver, CUDA runtime, cuBLASLt and
+// cuDNN versions, "timing" ("cupti", "cuda-events" or "mixed", with "timing_note" saying how many
+// each and why), warm-up and repetitions, date. Signatures not measured are counted by reason.
+//
+// --nccl-sweep: all_reduce, all_gather, reduce_scatter, broadcast and alltoall over every visible
+// GPU in this process (ncclCommInitAll), at sizes from --nccl-min-bytes to --nccl-max-bytes times
+// --nccl-step, capped by free memory; medians of CUDA-event times; rows {op, bytes, gpus, seconds,
+// algbw_GBps, busbw_GBps} with nccl-tests' bus-bandwidth factors, written with provenance as
+// described in profiler/collective_sweep.hpp. Needs a build with NCCL.
+//
+// Without a usable GPU it exits 3 with one line saying why; errors exit 1.
 #include <CLI/CLI.hpp>
-#include <cublas_v2.h>
-#include <cuda_runtime.h>
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <ctime>
+#include <map>
+#include <optional>
 #include <vector>
 
+#include "profiler/bench_timer.hpp"
 #include "profiler/device_info.hpp"
+#include "profiler/gemm_bench.hpp"
+#include "profiler/memory_bench.hpp"
 #include "sim/atomic_file.hpp"
 #include "sim/error.hpp"
 #include "strategies/simulation.hpp"
 #include "topologies/gpu_spec.hpp"
 #include "traces/profile_db_json.hpp"
+#ifdef FORESIGHT_HAVE_CUDNN
+#include "profiler/conv_bench.hpp"
+#endif
+#ifdef FORESIGHT_HAVE_NCCL
+#include "profiler/nccl_bench.hpp"
+#endif
 
 using namespace foresight;
 
 namespace {
 
-[[noreturn]] void cuda_fail(const char* what, cudaError_t e) {
-  throw sim::ConfigError(fmt::format("{}: {}", what, cudaGetErrorString(e)));
-}
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) cuda_fail(what, e);
-}
-void check(cublasStatus_t s, const char* what) {
-  if (s != CUBLAS_STATUS_SUCCESS) throw sim::ConfigError(fmt::format("{}: cuBLAS status {}", what, static_cast<int>(s)));
+using Provenance = std::vector<std::pair<std::string, std::string>>;
+
+std::string today() {
+  char date[32];
+  const std::time_t now = std::time(nullptr);
+  std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
+  return date;
 }
 
-/// Median seconds of `reps` runs of `body` after `warmup` runs, timed with CUDA events.
-template <typename Body>
-double median_seconds(int warmup, int reps, Body body) {
-  for (int i = 0; i < warmup; ++i) body();
-  cudaEvent_t a, b;
-  check(cudaEventCreate(&a), "cudaEventCreate");
-  check(cudaEventCreate(&b), "cudaEventCreate");
-  std::vector<double> t;
-  for (int i = 0; i < reps; ++i) {
-    check(cudaEventRecord(a), "cudaEventRecord");
-    body();
-    check(cudaEventRecord(b), "cudaEventRecord");
-    check(cudaEventSynchronize(b), "cudaEventSynchronize");
-    float ms = 0.0f;
-    check(cudaEventElapsedTime(&ms, a, b), "cudaEventElapsedTime");
-    t.push_back(ms * 1e-3);
+/// The facts every output records about the machine.
+Provenance machine_provenance(const prof::Devices& devices) {
+  const prof::DeviceInfo& d = devices.devices.front();
+  return {{"device", d.name},
+          {"compute_capability", std::to_string(d.compute_capability)},
+          {"sm_count", std::to_string(d.sm_count)},
+          {"sm_clock_mhz", fmt::format("{:.0f}", d.sm_clock_mhz)},
+          {"memory_clock_mhz", fmt::format("{:.0f}", d.memory_clock_mhz)},
+          {"driver", std::to_string(devices.driver_version)},
+          {"cuda_runtime", std::to_string(devices.runtime_version)},
+          {"date", today()}};
+}
+
+struct ProfileOptions {
+  std::string scenario_path;
+  std::string gpu;
+  std::string output;
+  int warmup = 5;
+  int reps = 20;
+  bool use_cupti = true;
+};
+
+/// Measures the scenario's signatures and writes the profile database; the summary line.
+std::string profile_scenario(const ProfileOptions& o, const prof::Devices& devices) {
+  if (topo::try_find_gpu_spec(o.gpu) == nullptr) {
+    throw sim::ConfigError(fmt::format("--gpu: expected a catalog GPU name (foresight --list), found \"{}\"", o.gpu));
   }
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
-
-/// A GEMM signature {m, n, k, count} timed through cuBLAS; nullopt for dtypes not measured.
-std::optional<double> time_gemm(cublasHandle_t h, const sim::OpSignature& s, int warmup, int reps) {
-  cudaDataType_t type = CUDA_R_32F;
-  cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
-  int elem = 4;
-  switch (s.dtype) {
-    case sim::DType::fp32:
-      break;
-    case sim::DType::tf32:
-      compute = CUBLAS_COMPUTE_32F_FAST_TF32;
-      break;
-    case sim::DType::fp16:
-      type = CUDA_R_16F;
-      elem = 2;
-      break;
-    case sim::DType::bf16:
-      type = CUDA_R_16BF;
-      elem = 2;
-      break;
-    case sim::DType::fp8:
-      return std::nullopt;  // needs cuBLASLt's FP8 path
+  const strategy::Scenario scenario = strategy::load_scenario(o.scenario_path);
+  const strategy::SimulationOutput sim = strategy::simulate_scenario(scenario, {});
+  const prof::DeviceInfo& device = devices.devices.front();
+  prof::BenchTimer timer(o.warmup, o.reps, o.use_cupti);
+  prof::GemmBench gemms(device.compute_capability);
+#ifdef FORESIGHT_HAVE_CUDNN
+  prof::ConvBench convs;
+#endif
+  sim::ProfileDb db;
+  db.gpu = o.gpu;
+  int measured = 0;
+  std::map<std::string, int> not_measured;  // "type: reason" -> count
+  for (const sim::OpSignature& s : sim.compiled.graph.signatures) {
+    prof::Measurement m = prof::Measurement::skipped("no benchmark for this kernel type");
+    switch (s.type) {
+      case sim::OpType::gemm:
+        m = gemms.measure(s, timer);
+        break;
+      case sim::OpType::conv_fprop:
+      case sim::OpType::conv_dgrad:
+      case sim::OpType::conv_wgrad:
+#ifdef FORESIGHT_HAVE_CUDNN
+        m = convs.measure(s, timer);
+#else
+        m = prof::Measurement::skipped("built without cuDNN");
+#endif
+        break;
+      case sim::OpType::memory:
+        m = prof::measure_memory(s.bytes, timer);
+        break;
+      case sim::OpType::attention:
+        m = prof::Measurement::skipped("no fused-attention benchmark yet");
+        break;
+    }
+    if (m.measured()) {
+      db.add(s, m.seconds);
+      ++measured;
+    } else {
+      ++not_measured[fmt::format("{} {}: {}", sim::to_string(s.type), sim::to_string(s.dtype), m.not_measured)];
+    }
   }
-  const auto m = static_cast<int>(s.shape.at(0)), n = static_cast<int>(s.shape.at(1)), k = static_cast<int>(s.shape.at(2));
-  const auto count = static_cast<int>(s.shape.size() > 3 ? s.shape[3] : 1);
-  const std::size_t a_elems = static_cast<std::size_t>(m) * k, b_elems = static_cast<std::size_t>(k) * n,
-                    c_elems = static_cast<std::size_t>(m) * n;
-  void *A = nullptr, *B = nullptr, *C = nullptr;
-  check(cudaMalloc(&A, a_elems * count * elem), "cudaMalloc A");
-  check(cudaMalloc(&B, b_elems * count * elem), "cudaMalloc B");
-  check(cudaMalloc(&C, c_elems * count * elem), "cudaMalloc C");
-  const float one = 1.0f, zero = 0.0f;
-  // Column-major C (m x n) = A (m x k) x B (k x n).
-  const double seconds = median_seconds(warmup, reps, [&] {
-    check(cublasGemmStridedBatchedEx(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &one, A, type, m,
-                                     static_cast<long long>(a_elems), B, type, k, static_cast<long long>(b_elems), &zero,
-                                     C, type, m, static_cast<long long>(c_elems), count, compute, CUBLAS_GEMM_DEFAULT),
-          "cublasGemmStridedBatchedEx");
-  });
-  cudaFree(A);
-  cudaFree(B);
-  cudaFree(C);
-  return seconds;
+  const std::string timing = timer.source_summary();
+  db.source = fmt::format("foresight-profile on {} for {}: cuBLASLt GEMMs, {}D2D copies; median of {} after {} warm-up "
+                          "runs, timed by {}",
+                          device.name, o.scenario_path,
+#ifdef FORESIGHT_HAVE_CUDNN
+                          "cuDNN convolutions, ",
+#else
+                          "",
+#endif
+                          o.reps, o.warmup, timing == "cupti" ? "CUPTI (GPU time)" : timing);
+  Provenance provenance = machine_provenance(devices);
+  provenance.emplace_back("cublaslt", std::to_string(prof::GemmBench::version()));
+#ifdef FORESIGHT_HAVE_CUDNN
+  provenance.emplace_back("cudnn", std::to_string(prof::ConvBench::version()));
+#endif
+  provenance.emplace_back("timing", timing);
+  if (const std::string note = timer.source_note(); !note.empty()) provenance.emplace_back("timing_note", note);
+  provenance.emplace_back("warmup", std::to_string(o.warmup));
+  provenance.emplace_back("reps", std::to_string(o.reps));
+  sim::write_file_atomically(o.output, trace::profile_db_json(db, provenance));
+
+  int skipped = 0;
+  std::string reasons;
+  for (const auto& [why, count] : not_measured) {
+    skipped += count;
+    reasons += fmt::format("{}{} {}", reasons.empty() ? "" : "; ", count, why);
+  }
+  return fmt::format("foresight-profile: {} kernels measured (timing: {}), {} not measured{}, written to {}", measured,
+                     timing, skipped, reasons.empty() ? "" : " (" + reasons + ")", o.output);
 }
 
-/// A memory-bound kernel moving `bytes` (read + write), as a device-to-device copy of half.
-double time_memory(double bytes, int warmup, int reps) {
-  const auto half = static_cast<std::size_t>(std::max(1.0, bytes / 2));
-  void *src = nullptr, *dst = nullptr;
-  check(cudaMalloc(&src, half), "cudaMalloc");
-  check(cudaMalloc(&dst, half), "cudaMalloc");
-  const double seconds =
-      median_seconds(warmup, reps, [&] { check(cudaMemcpyAsync(dst, src, half, cudaMemcpyDeviceToDevice), "cudaMemcpyAsync"); });
-  cudaFree(src);
-  cudaFree(dst);
-  return seconds;
+#ifdef FORESIGHT_HAVE_NCCL
+/// Runs the collective sweep and writes it; the summary line.
+std::string sweep_collectives(const prof::NcclSweepOptions& o, const std::string& output, const prof::Devices& devices) {
+  prof::CollectiveSweep sweep = prof::run_nccl_sweep(o);
+  Provenance provenance = machine_provenance(devices);
+  provenance.insert(provenance.end(), sweep.provenance.begin(), sweep.provenance.end());
+  sweep.provenance = std::move(provenance);
+  sim::write_file_atomically(output, prof::collective_sweep_json(sweep));
+  return fmt::format("foresight-profile: NCCL sweep, {} rows over {} GPU{}, written to {}{}", sweep.rows.size(),
+                     sweep.gpus, sweep.gpus == 1 ? "" : "s", output, sweep.note.empty() ? "" : " (" + sweep.note + ")");
 }
+#endif
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"Measure a scenario's GEMMs and memory-bound kernels on this GPU into a profile database"};
-  std::string scenario_path, gpu, output;
-  int warmup = 5, reps = 20;
-  app.add_option("scenario", scenario_path, "Scenario JSON file")->required();
-  app.add_option("--gpu", gpu, "The GPU's catalog name (see foresight --list), recorded in the database")->required();
-  app.add_option("-o,--output", output, "Profile database to write (atomically)")->required();
-  app.add_option("--warmup", warmup, "Runs before timing")->check(CLI::Range(0, 1000));
-  app.add_option("--reps", reps, "Timed runs; the median is recorded")->check(CLI::Range(1, 10000));
+  CLI::App app{"Measure a scenario's kernels on this GPU into a profile database, and/or sweep NCCL collectives"};
+  ProfileOptions profile;
+  std::string sweep_output;
+  std::uint64_t nccl_min = 8, nccl_max = 1ULL << 30;
+  int nccl_step = 2;
+  bool no_cupti = false;
+  auto* scenario = app.add_option("scenario", profile.scenario_path, "Scenario JSON file");
+  auto* gpu = app.add_option("--gpu", profile.gpu, "The GPU's catalog name (see foresight --list), recorded in the database");
+  auto* output = app.add_option("-o,--output", profile.output, "Profile database to write (atomically)");
+  scenario->needs(gpu)->needs(output);
+  gpu->needs(scenario);
+  output->needs(scenario);
+  app.add_option("--warmup", profile.warmup, "Runs before timing")->check(CLI::Range(0, 1000));
+  app.add_option("--reps", profile.reps, "Timed runs; the median is recorded")->check(CLI::Range(1, 10000));
+  app.add_flag("--no-cupti", no_cupti, "Time with CUDA events even where CUPTI is available");
+  app.add_option("--nccl-sweep", sweep_output, "Sweep NCCL collectives over all visible GPUs into this JSON file");
+  app.add_option("--nccl-min-bytes", nccl_min, "Smallest collective size in bytes")->check(CLI::Range(1ULL, 1ULL << 40));
+  app.add_option("--nccl-max-bytes", nccl_max, "Largest collective size in bytes (capped by free memory)")
+      ->check(CLI::Range(1ULL, 1ULL << 40));
+  app.add_option("--nccl-step", nccl_step, "Size factor between steps")->check(CLI::Range(2, 16));
   CLI11_PARSE(app, argc, argv);
+  if (profile.scenario_path.empty() && sweep_output.empty()) {
+    return app.exit(CLI::RequiredError("a SCENARIO (with --gpu and -o) or --nccl-sweep OUT.json"));
+  }
+  profile.use_cupti = !no_cupti;
+#ifndef FORESIGHT_HAVE_NCCL
+  if (!sweep_output.empty()) {
+    fmt::print(stderr, "foresight-profile: error: --nccl-sweep: this build found no NCCL (nccl.h, libnccl)\n");
+    return 1;
+  }
+#endif
   const prof::Devices devices = prof::query_devices();
   if (devices.devices.empty()) {
     fmt::print(stderr, "foresight-profile: no usable CUDA device ({})\n", devices.error);
     return 3;
   }
   try {
-    if (topo::try_find_gpu_spec(gpu) == nullptr) {
-      throw sim::ConfigError(fmt::format("--gpu: expected a catalog GPU name (foresight --list), found \"{}\"", gpu));
+    if (!profile.scenario_path.empty()) fmt::print("{}\n", profile_scenario(profile, devices));
+#ifdef FORESIGHT_HAVE_NCCL
+    if (!sweep_output.empty()) {
+      prof::NcclSweepOptions o;
+      o.min_bytes = nccl_min;
+      o.max_bytes = nccl_max;
+      o.factor = nccl_step;
+      o.warmup = profile.warmup;
+      o.reps = profile.reps;
+      fmt::print("{}\n", sweep_collectives(o, sweep_output, devices));
     }
-    const strategy::Scenario scenario = strategy::load_scenario(scenario_path);
-    const strategy::SimulationOutput sim = strategy::simulate_scenario(scenario, {});
-    cublasHandle_t handle = nullptr;
-    check(cublasCreate(&handle), "cublasCreate");
-    int cublas_version = 0;
-    cublasGetVersion(handle, &cublas_version);
-    sim::ProfileDb db;
-    db.gpu = gpu;
-    db.source = fmt::format("foresight-profile on {} for {}: cuBLAS GEMMs and D2D copies, median of {} after {} warm-up "
-                            "runs, CUDA events",
-                            devices.devices.front().name, scenario_path, reps, warmup);
-    int measured = 0, skipped = 0;
-    for (const sim::OpSignature& s : sim.compiled.graph.signatures) {
-      std::optional<double> t;
-      if (s.type == sim::OpType::gemm) t = time_gemm(handle, s, warmup, reps);
-      else if (s.type == sim::OpType::memory) t = time_memory(s.bytes, warmup, reps);
-      if (t && *t > 0.0) {
-        db.add(s, *t);
-        ++measured;
-      } else {
-        ++skipped;
-      }
-    }
-    cublasDestroy(handle);
-    const prof::DeviceInfo& d = devices.devices.front();
-    char date[32];
-    const std::time_t now = std::time(nullptr);
-    std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
-    const std::vector<std::pair<std::string, std::string>> provenance = {
-        {"device", d.name},
-        {"sm_count", std::to_string(d.sm_count)},
-        {"sm_clock_mhz", fmt::format("{:.0f}", d.sm_clock_mhz)},
-        {"memory_clock_mhz", fmt::format("{:.0f}", d.memory_clock_mhz)},
-        {"driver", std::to_string(devices.driver_version)},
-        {"cuda_runtime", std::to_string(devices.runtime_version)},
-        {"cublas", std::to_string(cublas_version)},
-        {"date", date}};
-    sim::write_file_atomically(output, trace::profile_db_json(db, provenance));
-    fmt::print("foresight-profile: {} kernels measured, {} not measured (convolutions, attention, FP8), written to {}\n",
-               measured, skipped, output);
+#endif
     return 0;
   } catch (const sim::Error& e) {
     fmt::print(stderr, "foresight-profile: error: {}\n", e.what());

@@ -131,9 +131,15 @@ bool start_collection(std::string& why) {
     log() = RecordLog{};
     markers().clear();
   }
-  if (const CUptiResult r = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed); r != CUPTI_SUCCESS) {
-    why = result_text(r);
-    return false;
+  // The callbacks are registered once per process; collections after the first only enable
+  // and disable the kinds (as foresight-profile does once per benchmark).
+  static bool registered = false;
+  if (!registered) {
+    if (const CUptiResult r = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed); r != CUPTI_SUCCESS) {
+      why = result_text(r);
+      return false;
+    }
+    registered = true;
   }
   for (const CUpti_ActivityKind k : kKinds) {
     if (const CUptiResult r = cuptiActivityEnable(k); r != CUPTI_SUCCESS) {

@@ -21,9 +21,10 @@
 
 namespace foresight::prof {
 
-/// Enables the activity kinds and registers the buffer callbacks; false (with `why`) when CUPTI
-/// refuses (no driver, no device, another subscriber). Markers are collected where CUPTI allows;
-/// a refusal to trace them alone does not stop the collection.
+/// Enables the activity kinds (registering the buffer callbacks at the first collection of the
+/// process); false (with `why`) when CUPTI refuses (no driver, no device, another subscriber).
+/// Markers are collected where CUPTI allows; a refusal to trace them alone does not stop the
+/// collection.
 bool start_collection(std::string& why);
 /// Flushes every buffer, disables the kinds and returns what was collected, NVTX ranges paired
 /// into annotation records (after the activities).
