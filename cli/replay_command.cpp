@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -34,6 +35,20 @@ struct ReplayOptions {
 
 double error_pct(double replayed, double measured) { return (replayed - measured) / measured * 100.0; }
 
+/// On another cluster whose GPUs are not the trace's, a line saying that kernels keep the times
+/// measured on the trace's GPU (replay models other networks, not other GPUs); else empty.
+std::string gpu_caveat(const trace::KinetoTrace& t, const topo::Cluster& cluster, bool other) {
+  if (!other) return "";
+  const std::string target(cluster.gpu_model(0).name);
+  std::string a = t.gpu_name, b = target;
+  for (char& c : a) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (char& c : b) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (!a.empty() && a.find(b) != std::string::npos) return "";
+  return fmt::format("note        kernels keep the times measured on {}; the cluster's GPUs are {} (replay times "
+                     "other networks, not other GPUs)\n",
+                     t.gpu_name.empty() ? "the trace's GPU" : t.gpu_name, target);
+}
+
 int replay_one(const ReplayOptions& o, const trace::KinetoTrace& t) {
   // Own cluster: every op at its measured time, on one GPU (the fabric only hosts the rank).
   // Another cluster: the recorded NCCL collectives over its first --gpus GPUs, timed there.
@@ -59,8 +74,9 @@ int replay_one(const ReplayOptions& o, const trace::KinetoTrace& t) {
                              t.path, t.gpu_name.empty() ? "GPU not recorded" : t.gpu_name,
                              t.world_size > 0 ? fmt::format(", rank {} of {}", t.rank, t.world_size) : "", r.step,
                              r.gpu_ops, r.nccl_ops,
-                             other ? fmt::format("cluster     {} ({} GPUs): {} NCCL kernels timed as its collectives\n",
-                                                 cluster.name(), gpus, r.modelled_collectives)
+                             other ? fmt::format("cluster     {} ({} GPUs): {} NCCL kernels timed as its collectives\n{}",
+                                                 cluster.name(), gpus, r.modelled_collectives,
+                                                 gpu_caveat(t, cluster, other))
                                    : "",
                              r.measured_s * 1e3, replayed * 1e3, error));
   return 0;
@@ -105,11 +121,12 @@ int replay_joint(const ReplayOptions& o, const std::vector<trace::KinetoTrace>& 
   }
   std::string text = fmt::format(
       "traces      {} ranks of {} ({}), ProfilerStep#{}\ncollectives {} per rank, matched across ranks{}\n"
-      "clock       {}\n\n{:>4}  {:>10}  {:>11}  {:>11}  {:>7}  {}\n",
+      "clock       {}\n{}\n{:>4}  {:>10}  {:>11}  {:>11}  {:>7}  {}\n",
       n, traces.front().world_size, traces.front().gpu_name.empty() ? "GPU not recorded" : traces.front().gpu_name,
       g.ranks.front().step, g.matched_collectives,
       other ? fmt::format("; {} timed on {}", g.modelled_collectives, cluster.name()) : "",
-      g.shared_clock ? "shared: each rank starts at its recorded step start" : "not shared: every rank starts at 0", "rank",
+      g.shared_clock ? "shared: each rank starts at its recorded step start" : "not shared: every rank starts at 0",
+      gpu_caveat(traces.front(), cluster, other), "rank",
       "offset ms", "measured ms", "replayed ms", "error", "trace");
   for (std::size_t r = 0; r < g.ranks.size(); ++r) {
     const trace::ReplayRank& x = g.ranks[r];

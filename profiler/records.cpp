@@ -70,6 +70,7 @@ std::vector<std::pair<std::string, double>> kernel_medians(const RecordLog& log)
     it->second.push_back(static_cast<double>(r.end_ns - r.start_ns) * 1e-9);
   }
   std::vector<std::pair<std::string, double>> out;
+  out.reserve(order.size());
   for (const std::string& name : order) out.emplace_back(name, median(std::move(times[name])));
   return out;
 }
