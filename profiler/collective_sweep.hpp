@@ -7,7 +7,8 @@
 ///     "note": "...",                               (e.g. that one GPU gives n = 1 rows; may be "")
 ///     "provenance": {"nccl": "2.28.3", "device": "NVIDIA H100 80GB HBM3", "driver": "13000",
 ///                    "cuda_runtime": "13000", "date": "2025-01-31", "timing": "...",
-///                    "warmup": "5", "reps": "20", "dtype": "float32"},    (strings only)
+///                    "warmup": "5", "reps": "20", "dtype": "float32", "min_bytes": "8",
+///                    "max_bytes": "1073741824", "step": "2"},              (strings only)
 ///     "rows": [ {"op": "all_reduce", "bytes": 1048576, "gpus": 8, "seconds": 3.1e-05,
 ///                "algbw_GBps": 33.8, "busbw_GBps": 59.2}, ... ] }
 /// Rows in op then size order. Definitions follow nccl-tests (doc/PERFORMANCE.md):

@@ -178,7 +178,9 @@ CollectiveSweep run_nccl_sweep(const NcclSweepOptions& o) {
                       {"warmup", std::to_string(o.warmup)},
                       {"reps", std::to_string(o.reps)},
                       {"dtype", "float32"},
-                      {"max_bytes", std::to_string(sizes.back())}};
+                      {"min_bytes", std::to_string(sizes.front())},
+                      {"max_bytes", std::to_string(sizes.back())},
+                      {"step", std::to_string(o.factor)}};
   if (n == 1) sweep.note = "one GPU visible: every row is for n = 1 (no transfer between GPUs; bus bandwidth 0 but broadcast's)";
   if (max_bytes < o.max_bytes) {
     if (!sweep.note.empty()) sweep.note += "; ";

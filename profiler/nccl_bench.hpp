@@ -23,7 +23,7 @@ struct NcclSweepOptions {
 /// broadcast), out of place; a repetition's time is the slowest GPU's, between CUDA events
 /// recorded on each GPU's stream before and after the group; the median over `reps` after
 /// `warmup` is recorded. Sizes that round (sweep_elements) to one already run are run once.
-/// Provenance: NCCL version, GPUs, timing, warm-up, repetitions, dtype, largest size; the note
+/// Provenance: NCCL version, GPUs, timing, warm-up, repetitions, dtype, sizes; the note
 /// says when one GPU gives n = 1 rows or free memory capped the sizes. sim::Error when CUDA or
 /// NCCL fails, ConfigError for bad options.
 CollectiveSweep run_nccl_sweep(const NcclSweepOptions& options);
