@@ -3,6 +3,7 @@
 // its rank alone. Several (files, or the members of a .tar.gz archive): the ranks jointly, their
 // NCCL kernels matched into collectives.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cctype>
@@ -16,6 +17,7 @@
 #include "sim/executor.hpp"
 #include "topologies/cluster_builders.hpp"
 #include "topologies/gpu_spec.hpp"
+#include "traces/chrome_trace.hpp"
 #include "traces/kineto.hpp"
 #include "traces/profile_db_json.hpp"
 #include "traces/profile_import.hpp"
@@ -31,7 +33,18 @@ struct ReplayOptions {
   int gpus = 0;
   bool json = false;
   std::string output;
+  std::string trace;  ///< the replayed timeline (Chrome trace JSON), when given
 };
+
+/// Writes the replayed timeline of `graph` to o.trace (Perfetto / chrome://tracing), if asked.
+void write_timeline(const ReplayOptions& o, const sim::ExecutionGraph& graph, const sim::ExecutionResult& result,
+                    const std::string& cluster) {
+  if (o.trace.empty()) return;
+  trace::TraceMetadata meta;
+  meta.title = fmt::format("foresight replay {}", fmt::join(o.traces, " "));
+  meta.info = {{"cluster", cluster}, {"makespan_s", fmt::format("{:.9g}", result.makespan.seconds())}};
+  emit(o.trace, trace::chrome_trace_json(graph, result, {}, meta));
+}
 
 double error_pct(double replayed, double measured) { return (replayed - measured) / measured * 100.0; }
 
@@ -58,7 +71,8 @@ int replay_one(const ReplayOptions& o, const trace::KinetoTrace& t) {
   const topo::Cluster cluster = topo::resolve_cluster(other ? o.cluster : "dgx-a100", other ? gpus : 1);
   const sim::ExecutionResult result =
       sim::execute(r.graph, cluster, sim::CollectiveConfig{}, other ? sim::NetworkKind::flow : sim::NetworkKind::analytical);
-  const double replayed = result.makespan.seconds();
+  write_timeline(o, r.graph, result, cluster.name());
+  const double replayed = trace::replayed_seconds(r, result.end);
   const double error = error_pct(replayed, r.measured_s);
   if (o.json) {
     const nlohmann::json j = {{"trace", t.path},        {"gpu", t.gpu_name},       {"step", r.step},
@@ -92,6 +106,7 @@ int replay_joint(const ReplayOptions& o, const std::vector<trace::KinetoTrace>& 
   const topo::Cluster cluster = topo::resolve_cluster(other ? o.cluster : "dgx-a100", n);
   const sim::ExecutionResult result =
       sim::execute(g.graph, cluster, sim::CollectiveConfig{}, other ? sim::NetworkKind::flow : sim::NetworkKind::analytical);
+  write_timeline(o, g.graph, result, cluster.name());
   const std::vector<double> replayed = trace::rank_step_seconds(g, result.end);
   double abs_sum = 0.0, worst = 0.0;
   for (std::size_t r = 0; r < g.ranks.size(); ++r) {
@@ -204,6 +219,9 @@ void add_replay_command(CLI::App& app, Runner& run) {
                 "modelled_collectives}, or a joint replay's {ranks: [...], shared_clock, matched_collectives, "
                 "modelled_collectives, cluster, makespan_s, mape_pct}");
   cmd->add_option("-o,--output", o->output, "Write to this file (atomically) instead of standard output");
+  cmd->add_option("--trace", o->trace,
+                  "Write the replayed timeline as a Perfetto/Chrome trace to this file (one process per rank, a thread per "
+                  "stream), to lay beside the measured trace");
   cmd->callback([o, &run] { run = [o] { return run_replay(*o); }; });
 }
 

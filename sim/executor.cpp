@@ -91,6 +91,11 @@ class Runner final : public EventHandler {
         break;
       case kIssue: {
         const auto n = static_cast<NodeId>(e.data);
+        const std::uint32_t s = index_.stream_of[n];
+        if (queue_full(s)) {
+          streams_[s].blocked.push_back(n);  // the launch returns when the stream has room
+          break;
+        }
         hosts_[host_of(n)].busy = false;
         work_.push_back({Work::issue, n});
         work_.push_back({Work::resume_host, host_of(n)});
@@ -172,9 +177,10 @@ class Runner final : public EventHandler {
     std::deque<std::uint32_t> waiters;
   };
   struct StreamState {
-    std::vector<NodeId> queue;
+    std::vector<NodeId> queue;  ///< issued ops; from `head` on, unfinished
     std::size_t head = 0;
     bool running = false;
+    std::deque<NodeId> blocked;  ///< launches waiting for room in the queue, in order
   };
   struct ComputeState {
     double remaining_ps = 0.0;
@@ -262,8 +268,19 @@ class Runner final : public EventHandler {
         sim_.schedule_after(node.dispatch, self_, kIssue, n);
         return;
       }
+      if (queue_full(index_.stream_of[n])) {  // no dispatch time, but the launch waits for room
+        H.busy = true;
+        streams_[index_.stream_of[n]].blocked.push_back(n);
+        return;
+      }
       work_.push_back({Work::issue, n});
     }
+  }
+
+  /// Whether stream `s` holds launch_queue_depth issued, unfinished ops.
+  bool queue_full(std::uint32_t s) const {
+    const StreamState& st = streams_[s];
+    return options_.launch_queue_depth > 0 && st.queue.size() - st.head >= options_.launch_queue_depth;
   }
 
   void try_start(std::uint32_t s) {
@@ -442,9 +459,17 @@ class Runner final : public EventHandler {
     }
     if (node.stream != kHostStream) {
       const std::uint32_t s = index_.stream_of[n];
-      streams_[s].running = false;
-      ++streams_[s].head;
+      StreamState& st = streams_[s];
+      st.running = false;
+      ++st.head;
       work_.push_back({Work::try_start, s});
+      if (!st.blocked.empty()) {  // room for the launch that waited longest
+        const NodeId b = st.blocked.front();
+        st.blocked.pop_front();
+        hosts_[host_of(b)].busy = false;
+        work_.push_back({Work::issue, b});
+        work_.push_back({Work::resume_host, host_of(b)});
+      }
     }
     for (std::uint32_t k = index_.dependents_offset[n]; k < index_.dependents_offset[n + 1]; ++k) {
       const NodeId d = index_.dependents[k];

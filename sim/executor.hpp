@@ -1,6 +1,6 @@
 #pragma once
 /// Runs an execution graph: host threads issue their ranks' ops in program order, paying each
-/// GPU op's dispatch cost; GPU streams run ops in issue order once their dependencies are done;
+/// GPU op's dispatch cost (and waiting while the op's stream's launch queue is full); GPU streams run ops in issue order once their dependencies are done;
 /// collectives start when every member has reached them (rendezvous) and run on the collective
 /// engine; sends and receives match by (source, destination, tag) in order and move as one
 /// point-to-point transfer once both sides are ready.
@@ -30,6 +30,13 @@ struct ExecutorOptions {
   /// takes the same time: the first one runs flow by flow and the others reuse its duration.
   /// Same answer, far fewer events. Off while links are sampled (their bytes need every flow).
   bool memoize = true;
+  /// How many GPU ops a stream holds issued but unfinished before the launch that would add one
+  /// more blocks its host thread until one finishes (CUDA's launch queue; 0: unbounded). About
+  /// 1000 per stream: launches of short kernels slow to the kernels' pace after ~1000 (NVIDIA
+  /// forum thread 68937, "CUDA stream are blocked when launch lots of kernels (>1000)": three
+  /// streams take ~1000 each), and the V100 ResNet trace of ../shared/validation/traces runs
+  /// with 1021 launches in flight in its steady steps.
+  std::uint32_t launch_queue_depth = 1024;
 };
 
 struct RankTotals {

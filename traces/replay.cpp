@@ -29,32 +29,53 @@ const KinetoStep& pick_step(const KinetoTrace& trace, int index) {
   return trace.steps[static_cast<std::size_t>(index)];
 }
 
-/// A runtime call of the step and the GPU op it launched (null for other calls).
-struct Call {
-  const KinetoRuntimeCall* call;
-  const KinetoGpuOp* op;
-};
-
-/// The step's runtime calls in start order, with their GPU ops by correlation id.
-std::vector<Call> step_calls(const KinetoTrace& trace, const KinetoStep& step) {
-  std::map<std::int64_t, const KinetoGpuOp*> by_correlation;
-  for (const KinetoGpuOp& op : trace.gpu_ops) {
-    if (op.correlation >= 0) by_correlation.emplace(op.correlation, &op);
-  }
-  std::vector<Call> out;
-  for (const KinetoRuntimeCall& call : trace.runtime) {
-    if (call.ts_us < step.ts_us || call.ts_us >= step.ts_us + step.dur_us) continue;
-    const auto it = call.correlation >= 0 ? by_correlation.find(call.correlation) : by_correlation.end();
-    out.push_back({&call, it == by_correlation.end() ? nullptr : it->second});
+/// The step at `index` and the steps right before it that ran back to back with it (each
+/// begins within kContiguousUs of the previous one's end), oldest first: replayed before it,
+/// they fill the GPU's queues as they were when it began.
+constexpr double kContiguousUs = 1000.0;
+std::vector<const KinetoStep*> with_warmup(const KinetoTrace& trace, const KinetoStep& step) {
+  std::vector<const KinetoStep*> out{&step};
+  for (auto i = static_cast<std::size_t>(&step - trace.steps.data()); i > 0; --i) {
+    const KinetoStep& prev = trace.steps[i - 1];
+    if (trace.steps[i].ts_us - (prev.ts_us + prev.dur_us) > kContiguousUs) break;
+    out.insert(out.begin(), &prev);
   }
   return out;
 }
 
-/// The NCCL kernels a step launches, in launch order.
-std::vector<const KinetoGpuOp*> step_nccl(const std::vector<Call>& calls) {
+/// A runtime call and the GPU ops it launched, in start order (none for most calls; several for
+/// a cudaGraphLaunch).
+struct Call {
+  const KinetoRuntimeCall* call;
+  std::vector<const KinetoGpuOp*> ops;
+};
+
+/// The runtime calls from `begin_us` to `end_us` in start order, with their GPU ops by
+/// correlation id.
+std::vector<Call> window_calls(const KinetoTrace& trace, double begin_us, double end_us) {
+  std::map<std::int64_t, std::vector<const KinetoGpuOp*>> by_correlation;
+  for (const KinetoGpuOp& op : trace.gpu_ops) {
+    if (op.correlation >= 0) by_correlation[op.correlation].push_back(&op);
+  }
+  for (auto& [id, ops] : by_correlation) {
+    std::stable_sort(ops.begin(), ops.end(), [](const KinetoGpuOp* a, const KinetoGpuOp* b) { return a->ts_us < b->ts_us; });
+  }
+  std::vector<Call> out;
+  for (const KinetoRuntimeCall& call : trace.runtime) {
+    if (call.ts_us < begin_us || call.ts_us >= end_us) continue;
+    const auto it = call.correlation >= 0 ? by_correlation.find(call.correlation) : by_correlation.end();
+    out.push_back({&call, it == by_correlation.end() ? std::vector<const KinetoGpuOp*>{} : it->second});
+  }
+  return out;
+}
+
+/// The NCCL kernels the calls launch, in launch order.
+std::vector<const KinetoGpuOp*> launched_nccl(const std::vector<Call>& calls) {
   std::vector<const KinetoGpuOp*> out;
   for (const Call& c : calls) {
-    if (c.op != nullptr && c.op->nccl()) out.push_back(c.op);
+    for (const KinetoGpuOp* op : c.ops) {
+      if (op->nccl()) out.push_back(op);
+    }
   }
   return out;
 }
@@ -73,13 +94,16 @@ std::size_t count_unlaunched(const KinetoTrace& trace, const KinetoStep& step) {
 using NcclHook = std::function<void(const KinetoGpuOp& op, std::size_t ordinal, sim::Node& node)>;
 
 struct Built {
-  std::size_t gpu_ops = 0;
-  std::size_t nccl_ops = 0;
+  std::size_t gpu_ops = 0;   ///< of the measured (last) step
+  std::size_t nccl_ops = 0;  ///< of the measured step
+  sim::NodeId begin = kNone;  ///< the host's marker at the measured step's start
+  sim::NodeId end = kNone;    ///< the host's marker at its end
 };
 
-/// Appends `step` of `trace` as the ops of graph rank `rank` (see replay.hpp).
-Built build_rank(sim::ExecutionGraph& g, sim::RankId rank, const KinetoTrace& trace, const KinetoStep& step,
-                 const NcclHook& nccl) {
+/// Appends `steps` of `trace` (consecutive; the last is the measured one, those before it warm
+/// the GPU's queues up) as the ops of graph rank `rank` (see replay.hpp).
+Built build_rank(sim::ExecutionGraph& g, sim::RankId rank, const KinetoTrace& trace,
+                 const std::vector<const KinetoStep*>& steps, const NcclHook& nccl) {
   // Each call kind's median duration: what an unblocked call costs.
   std::map<std::string, std::vector<double>> durations;
   for (const KinetoRuntimeCall& c : trace.runtime) durations[c.name].push_back(c.dur_us);
@@ -94,8 +118,10 @@ Built build_rank(sim::ExecutionGraph& g, sim::RankId rank, const KinetoTrace& tr
   sim::NodeId last_gpu = kNone;
   sim::NodeId recorded = kNone;
   sim::NodeId wait_for = kNone;
-  double prev_end = step.ts_us;
-  const double end = step.ts_us + step.dur_us;
+  const KinetoStep& measured = *steps.back();
+  double prev_end = steps.front()->ts_us;
+  const double end = measured.ts_us + measured.dur_us;
+  std::size_t nccl_seen = 0;
   auto host = [&](const std::string& name, double dur) {
     if (dur <= 0.0) return;
     sim::Node h;
@@ -106,8 +132,31 @@ Built build_rank(sim::ExecutionGraph& g, sim::RankId rank, const KinetoTrace& tr
     h.name = g.intern(name);
     g.add(h);
   };
-  for (const Call& c : step_calls(trace, step)) {
+  auto marker = [&](const std::string& name) {  // where the host is when a step begins or ends
+    sim::Node m;
+    m.kind = sim::OpKind::sync;
+    m.rank = rank;
+    m.stream = sim::kHostStream;
+    m.name = g.intern(name);
+    return g.add(m);
+  };
+  std::size_t next_step = 0;  // the next step whose start the host has not passed
+  auto pass_steps = [&](double ts) {
+    while (next_step < steps.size() && steps[next_step]->ts_us <= ts) {
+      const KinetoStep& s = *steps[next_step];
+      if (s.ts_us > prev_end) {  // host work before the step's start
+        host("host work", s.ts_us - prev_end);
+        prev_end = s.ts_us;
+      }
+      const sim::NodeId m = marker(fmt::format("ProfilerStep#{}", s.number));
+      if (next_step + 1 == steps.size()) out.begin = m;
+      ++next_step;
+    }
+  };
+  for (const Call& c : window_calls(trace, steps.front()->ts_us, end)) {
     const KinetoRuntimeCall& call = *c.call;
+    pass_steps(call.ts_us);
+    const bool in_measured = call.ts_us >= measured.ts_us;
     const double gap = std::max(0.0, call.ts_us - prev_end);  // host time before the call
     prev_end = std::max(prev_end, call.ts_us + call.dur_us);
     const double cost = std::min(call.dur_us, 10.0 * median[call.name] + 5.0);
@@ -124,28 +173,36 @@ Built build_rank(sim::ExecutionGraph& g, sim::RankId rank, const KinetoTrace& tr
     }
     if (call.name == "cudaEventRecord") recorded = last_gpu;
     if (call.name == "cudaStreamWaitEvent") wait_for = recorded;
-    if (c.op == nullptr) {
+    if (c.ops.empty()) {
       host(call.name, gap + cost);
       continue;
     }
-    const KinetoGpuOp& op = *c.op;
-    const auto [si, added] = streams.emplace(op.stream, static_cast<sim::StreamId>(streams.size() + 1));
-    if (added) g.stream_names.emplace(si->second, fmt::format("stream {}", op.stream));
-    sim::Node k;
-    k.kind = sim::OpKind::compute;
-    k.rank = rank;
-    k.stream = si->second;
-    k.duration = us(op.dur_us);
-    if (op.nccl()) nccl(op, out.nccl_ops++, k);
-    k.dispatch = us(gap + cost);
-    k.name = g.intern(op.name);
-    if (wait_for != kNone && g.nodes[wait_for].stream != k.stream) k.deps.push_back(wait_for);
-    wait_for = kNone;
-    last_gpu = g.add(k);
-    last_on[k.stream] = last_gpu;
-    ++out.gpu_ops;
+    for (std::size_t i = 0; i < c.ops.size(); ++i) {  // a graph launch's ops: issued together
+      const KinetoGpuOp& op = *c.ops[i];
+      const auto [si, added] = streams.emplace(op.stream, static_cast<sim::StreamId>(streams.size() + 1));
+      if (added) g.stream_names.emplace(si->second, fmt::format("stream {}", op.stream));
+      sim::Node k;
+      k.kind = sim::OpKind::compute;
+      k.rank = rank;
+      k.stream = si->second;
+      k.duration = us(op.dur_us);
+      if (op.nccl()) {
+        nccl(op, nccl_seen++, k);
+        out.nccl_ops += in_measured ? 1 : 0;
+      }
+      k.dispatch = i == 0 ? us(gap + cost) : sim::Time::zero();
+      k.name = g.intern(op.name);
+      if (wait_for != kNone && g.nodes[wait_for].stream != k.stream) k.deps.push_back(wait_for);
+      if (i > 0 && k.stream != g.nodes[last_gpu].stream) k.deps.push_back(last_gpu);  // the graph's order
+      wait_for = kNone;
+      last_gpu = g.add(k);
+      last_on[k.stream] = last_gpu;
+      out.gpu_ops += in_measured ? 1 : 0;
+    }
   }
+  pass_steps(end);
   host("host work after the last CUDA call", end - prev_end);
+  out.end = marker("end of the step");
   return out;
 }
 
@@ -202,12 +259,16 @@ ReplayGraph replay_graph(const KinetoTrace& trace, int index, sim::GpuId gpu, in
     k.communicator = job;
     k.bytes = bytes;
     k.duration = sim::Time::zero();
-    ++out.modelled_collectives;
   };
-  const Built b = build_rank(g, rank, trace, step, nccl);
+  const std::vector<const KinetoStep*> steps = with_warmup(trace, step);
+  const Built b = build_rank(g, rank, trace, steps, nccl);
   out.gpu_ops = b.gpu_ops;
   out.nccl_ops = b.nccl_ops;
+  out.begin = b.begin;
+  out.end = b.end;
+  out.warmup_steps = steps.size() - 1;
   out.unlaunched = count_unlaunched(trace, step);
+  for (sim::NodeId n = b.begin; n < b.end; ++n) out.modelled_collectives += g.nodes[n].kind == sim::OpKind::collective ? 1 : 0;
   return out;
 }
 
@@ -232,25 +293,34 @@ std::vector<std::size_t> rank_order(const std::vector<KinetoTrace>& traces) {
   return order;
 }
 
-/// Every rank's NCCL kernels of its step, checked to match rank 0's in count and kind.
+/// What the ranks' windows are called in errors: "ProfilerStep#4", or "ProfilerStep#2-#4".
+std::string window_label(const std::vector<const KinetoStep*>& steps) {
+  if (steps.size() == 1) return fmt::format("ProfilerStep#{}", steps.front()->number);
+  return fmt::format("ProfilerStep#{}-#{}", steps.front()->number, steps.back()->number);
+}
+
+/// Every rank's NCCL kernels of its replayed steps, checked to match rank 0's in count and kind.
 std::vector<std::vector<const KinetoGpuOp*>> matched_nccl(const std::vector<const KinetoTrace*>& traces,
-                                                           const std::vector<const KinetoStep*>& steps) {
+                                                           const std::vector<std::vector<const KinetoStep*>>& windows) {
   const std::size_t n = traces.size();
   std::vector<std::vector<const KinetoGpuOp*>> nccl(n);
-  for (std::size_t r = 0; r < n; ++r) nccl[r] = step_nccl(step_calls(*traces[r], *steps[r]));
+  for (std::size_t r = 0; r < n; ++r) {
+    const KinetoStep& last = *windows[r].back();
+    nccl[r] = launched_nccl(window_calls(*traces[r], windows[r].front()->ts_us, last.ts_us + last.dur_us));
+  }
   const KinetoTrace& first = *traces.front();
-  const int number = steps.front()->number;
+  const std::string label = window_label(windows.front());
   for (std::size_t r = 1; r < n; ++r) {
     const KinetoTrace& t = *traces[r];
     if (nccl[r].size() != nccl[0].size()) {
-      throw sim::TraceError(fmt::format("{}: ProfilerStep#{} launches {} NCCL kernels but {} launches {}: the ranks' "
+      throw sim::TraceError(fmt::format("{}: {} launches {} NCCL kernels but {} launches {}: the ranks' "
                                         "collectives cannot be matched",
-                                        t.path, number, nccl[r].size(), first.path, nccl[0].size()));
+                                        t.path, label, nccl[r].size(), first.path, nccl[0].size()));
     }
     for (std::size_t k = 0; k < nccl[r].size(); ++k) {
       if (nccl[r][k]->collective != nccl[0][k]->collective) {
-        throw sim::TraceError(fmt::format("{}: NCCL kernel #{} of ProfilerStep#{} is {} ({}) but {}'s is {} ({})", t.path,
-                                          k, number, nccl[r][k]->collective, nccl[r][k]->name, first.path,
+        throw sim::TraceError(fmt::format("{}: NCCL kernel #{} of {} is {} ({}) but {}'s is {} ({})", t.path, k, label,
+                                          nccl[r][k]->collective, nccl[r][k]->name, first.path,
                                           nccl[0][k]->collective, nccl[0][k]->name));
       }
     }
@@ -280,19 +350,27 @@ JointReplayGraph joint_replay_graph(const std::vector<KinetoTrace>& traces, int 
     }
     steps.push_back(&*it);
   }
+  // Warm-up: the back-to-back steps before it that every rank has.
+  std::vector<std::vector<const KinetoStep*>> windows;
+  std::size_t common = steps.size() > 0 ? with_warmup(*ranked.front(), *steps.front()).size() : 0;
+  for (std::size_t r = 0; r < ranked.size(); ++r) {
+    windows.push_back(with_warmup(*ranked[r], *steps[r]));
+    common = std::min(common, windows.back().size());
+  }
+  for (auto& w : windows) w.erase(w.begin(), w.end() - static_cast<std::ptrdiff_t>(common));
   JointReplayGraph out;
   // One clock: the ranks' steps overlap in time. Then a rank that began later starts later.
   double latest_start = steps.front()->ts_us, earliest_end = steps.front()->ts_us + steps.front()->dur_us;
-  double origin = steps.front()->ts_us;
-  for (const KinetoStep* s : steps) {
-    latest_start = std::max(latest_start, s->ts_us);
-    earliest_end = std::min(earliest_end, s->ts_us + s->dur_us);
-    origin = std::min(origin, s->ts_us);
+  double origin = windows.front().front()->ts_us;
+  for (std::size_t r = 0; r < steps.size(); ++r) {
+    latest_start = std::max(latest_start, steps[r]->ts_us);
+    earliest_end = std::min(earliest_end, steps[r]->ts_us + steps[r]->dur_us);
+    origin = std::min(origin, windows[r].front()->ts_us);
   }
   out.shared_clock = latest_start < earliest_end;
 
   // The k-th NCCL kernel of every rank: one collective, its time the shortest measured kernel.
-  const std::vector<std::vector<const KinetoGpuOp*>> nccl = matched_nccl(ranked, steps);
+  const std::vector<std::vector<const KinetoGpuOp*>> nccl = matched_nccl(ranked, windows);
   const std::size_t n = ranked.size();
   sim::ExecutionGraph& g = out.graph;
   std::vector<sim::RankId> members;
@@ -314,9 +392,7 @@ JointReplayGraph joint_replay_graph(const std::vector<KinetoTrace>& traces, int 
     const bool modelled = collective_gpus > 0 && bytes > 0.0 && recorded.has_value();
     c.bytes = modelled ? bytes : 0.0;
     c.duration = modelled ? sim::Time::zero() : us(std::max(shortest, 1e-3));
-    out.modelled_collectives += modelled ? 1 : 0;
   }
-  out.matched_collectives = collectives.size();
   for (std::size_t r = 0; r < n; ++r) {
     const KinetoTrace& t = *ranked[r];
     const KinetoStep& step = *steps[r];
@@ -325,14 +401,14 @@ JointReplayGraph joint_replay_graph(const std::vector<KinetoTrace>& traces, int 
     info.rank = t.rank;
     info.step = step.number;
     info.measured_s = step.dur_us * 1e-6;
-    info.offset_s = out.shared_clock ? (step.ts_us - origin) * 1e-6 : 0.0;
+    info.offset_s = out.shared_clock ? (windows[r].front()->ts_us - origin) * 1e-6 : 0.0;
     if (info.offset_s > 0.0) {
       sim::Node wait;
       wait.kind = sim::OpKind::host;
       wait.rank = members[r];
       wait.stream = sim::kHostStream;
       wait.duration = sim::Time::from_seconds(info.offset_s);
-      wait.name = g.intern("before the step (later start on the shared clock)");
+      wait.name = g.intern("before its first replayed step (a later start on the shared clock)");
       g.add(wait);
     }
     const auto hook = [&](const KinetoGpuOp&, std::size_t k, sim::Node& node) {
@@ -343,23 +419,31 @@ JointReplayGraph joint_replay_graph(const std::vector<KinetoTrace>& traces, int 
       node.bytes = c.bytes;
       node.duration = c.duration;
     };
-    const Built b = build_rank(g, members[r], t, step, hook);
+    const Built b = build_rank(g, members[r], t, windows[r], hook);
     info.gpu_ops = b.gpu_ops;
     info.nccl_ops = b.nccl_ops;
     info.unlaunched = count_unlaunched(t, step);
+    info.warmup_steps = windows[r].size() - 1;
+    info.begin = b.begin;
+    info.end = b.end;
     out.ranks.push_back(std::move(info));
+  }
+  // The measured step's collectives: the last nccl_ops of the matched ones.
+  out.matched_collectives = out.ranks.front().nccl_ops;
+  for (std::size_t k = collectives.size() - out.matched_collectives; k < collectives.size(); ++k) {
+    out.modelled_collectives += collectives[k].bytes > 0.0 ? 1 : 0;
   }
   return out;
 }
 
+double replayed_seconds(const ReplayGraph& g, const std::vector<sim::Time>& node_end) {
+  return (node_end.at(g.end) - node_end.at(g.begin)).seconds();
+}
+
 std::vector<double> rank_step_seconds(const JointReplayGraph& g, const std::vector<sim::Time>& node_end) {
-  std::vector<double> end(g.ranks.size(), 0.0);
-  for (sim::NodeId i = 0; i < g.graph.nodes.size() && i < node_end.size(); ++i) {
-    double& e = end[g.graph.nodes[i].rank];
-    e = std::max(e, node_end[i].seconds());
-  }
-  for (std::size_t r = 0; r < end.size(); ++r) end[r] -= g.ranks[r].offset_s;
-  return end;
+  std::vector<double> out;
+  for (const ReplayRank& r : g.ranks) out.push_back((node_end.at(r.end) - node_end.at(r.begin)).seconds());
+  return out;
 }
 
 }  // namespace foresight::trace

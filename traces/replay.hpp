@@ -36,7 +36,11 @@ struct ReplayGraph {
   /// GPU ops starting in the step whose launching call is not in the trace (a sampled or
   /// filtered trace): they cannot be replayed.
   std::size_t unlaunched = 0;
-  std::size_t modelled_collectives = 0;  ///< NCCL kernels replaced by collectives
+  std::size_t modelled_collectives = 0;  ///< NCCL kernels of the step replaced by collectives
+  std::size_t warmup_steps = 0;          ///< steps replayed before it (see replay_graph)
+  /// Host markers: where the rank's host thread is when the step begins and when it ends.
+  sim::NodeId begin = 0;
+  sim::NodeId end = 0;
 };
 
 /// The graph of step `index` (0-based among the trace's steps; -1: the last) on GPU `gpu`.
@@ -59,6 +63,9 @@ struct ReplayRank {
   std::size_t gpu_ops = 0;
   std::size_t nccl_ops = 0;
   std::size_t unlaunched = 0;
+  std::size_t warmup_steps = 0;
+  sim::NodeId begin = 0;  ///< host markers at the step's start and end, as in ReplayGraph
+  sim::NodeId end = 0;
 };
 
 /// Several ranks' steps in one graph (graph rank i is ranks[i], on GPU i), their NCCL kernels
@@ -88,7 +95,11 @@ struct JointReplayGraph {
 /// one rank, or the ranks' NCCL kernels do not match (count or kind), naming file and position.
 JointReplayGraph joint_replay_graph(const std::vector<KinetoTrace>& traces, int index, int collective_gpus = 0);
 
-/// Each joint rank's replayed step (seconds): its last op's end less its offset.
+/// The replayed step (seconds): from the host's reaching the step's start to its reaching the
+/// step's end, as ProfilerStep ranges measure it (`node_end`: ExecutionResult::end).
+double replayed_seconds(const ReplayGraph& g, const std::vector<sim::Time>& node_end);
+
+/// Each joint rank's replayed step (seconds), measured as replayed_seconds does.
 std::vector<double> rank_step_seconds(const JointReplayGraph& g, const std::vector<sim::Time>& node_end);
 
 /// NCCL's collective for Kineto's "Collective name" (allreduce, broadcast, allgather,

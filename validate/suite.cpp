@@ -222,7 +222,7 @@ DatasetResult run_traces(const std::string& dir) {
     const auto r = sim::execute(g.graph, one_gpu, sim::CollectiveConfig{}, sim::NetworkKind::analytical);
     c.evaluated = true;
     c.measured = g.measured_s;
-    c.predicted = r.makespan.seconds();
+    c.predicted = trace::replayed_seconds(g, r.end);
     c.error_pct = (c.predicted - c.measured) / c.measured * 100.0;
     c.note = fmt::format("{}, ProfilerStep#{}, {} GPU ops ({} NCCL)", t.gpu_name.empty() ? "GPU not recorded" : t.gpu_name,
                          g.step, g.gpu_ops, g.nccl_ops);

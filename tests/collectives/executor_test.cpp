@@ -92,6 +92,36 @@ TEST_CASE("dispatch cost makes a run host-bound", "[collectives]") {
   REQUIRE(r.ranks[0].host == 30_us);
 }
 
+TEST_CASE("a full launch queue holds the host until the stream has room", "[collectives]") {
+  // 6 kernels of 100 us, each 1 us to launch, a queue of 2 per stream. Launches 1 and 2 return
+  // at 1 and 2 us; launch 3 finishes dispatching at 3 us but the queue holds kernels 1 and 2
+  // until kernel 1 ends (101 us). From then on launch k + 2 returns when kernel k ends, and the
+  // host's marker after the last launch is reached when kernel 4 ends: 401 us. Kernels still
+  // run back to back: the last ends at 601 us.
+  auto g = ranks(1);
+  for (int i = 0; i < 6; ++i) g.add(compute(0, 100_us, 1, 1_us));
+  Node mark;
+  mark.kind = OpKind::sync;
+  mark.stream = sim::kHostStream;
+  const sim::NodeId m = g.add(mark);
+  sim::ExecutorOptions o;
+  o.launch_queue_depth = 2;
+  const auto r = run(g, o);
+  for (int k = 0; k < 6; ++k) REQUIRE(r.start[static_cast<std::size_t>(k)] == sim::Time::from_seconds(1e-6 + 100e-6 * k));
+  REQUIRE(r.end[m] == 401_us);
+  REQUIRE(r.makespan == 601_us);
+  // A second stream has its own queue: a launch there does not wait for stream 1's.
+  g.nodes.pop_back();
+  g.add(compute(0, 10_us, 2, 1_us));
+  const auto r2 = run(g, o);
+  REQUIRE(r2.start[6] == 402_us);  // launched right after launch 6 returned (401 us)
+  // Unbounded (0), the host launches all six by 6 us.
+  o.launch_queue_depth = 0;
+  g.nodes.pop_back();
+  g.add(mark);
+  REQUIRE(run(g, o).end[m] == 6_us);
+}
+
 TEST_CASE("dependencies across streams and host synchronization", "[collectives]") {
   auto g = ranks(1);
   const auto a = g.add(compute(0, 20_us, 1, 1_us));  // issued at 1, runs 1..21
