@@ -74,17 +74,42 @@ int replay_one(const ReplayOptions& o, const trace::KinetoTrace& t) {
   write_timeline(o, r.graph, result, cluster.name());
   const double replayed = trace::replayed_seconds(r, result.end);
   const double error = error_pct(replayed, r.measured_s);
+  const trace::StepMeans mean = trace::steady_means(r.window, result.end);
   if (o.json) {
+    nlohmann::json window = nlohmann::json::array();
+    for (const trace::ReplayedStep& s : r.window) {
+      const double x = trace::replayed_seconds(s, result.end);
+      window.push_back({{"step", s.number}, {"measured_s", s.measured_s}, {"replayed_s", x},
+                        {"error_pct", error_pct(x, s.measured_s)}});
+    }
     const nlohmann::json j = {{"trace", t.path},        {"gpu", t.gpu_name},       {"step", r.step},
                               {"measured_s", r.measured_s}, {"replayed_s", replayed}, {"error_pct", error},
                               {"gpu_ops", r.gpu_ops},   {"nccl_ops", r.nccl_ops},
                               {"cluster", other ? o.cluster : std::string()},
-                              {"modelled_collectives", r.modelled_collectives}};
+                              {"modelled_collectives", r.modelled_collectives},
+                              {"window", window},
+                              {"steady_mean", {{"steps", mean.steps}, {"measured_s", mean.measured_s},
+                                               {"replayed_s", mean.replayed_s},
+                                               {"error_pct", error_pct(mean.replayed_s, mean.measured_s)}}}};
     emit(o.output, j.dump(1) + "\n");
     return 0;
   }
+  std::string steps;
+  if (r.window.size() > 1) {
+    steps = fmt::format("warm-up     {} back-to-back steps before it replayed first\n{:>6}  {:>11}  {:>11}  {:>7}\n",
+                        r.window.size() - 1, "step", "measured ms", "replayed ms", "error");
+    for (const trace::ReplayedStep& s : r.window) {
+      const double x = trace::replayed_seconds(s, result.end);
+      steps += fmt::format("{:>6}  {:>11.3f}  {:>11.3f}  {:>+6.1f}%\n", s.number, s.measured_s * 1e3, x * 1e3,
+                           error_pct(x, s.measured_s));
+    }
+    steps += fmt::format("steady mean {:.3f} ms measured, {:.3f} ms replayed ({:+.1f}%) over the {} steps after the "
+                         "first\n",
+                         mean.measured_s * 1e3, mean.replayed_s * 1e3, error_pct(mean.replayed_s, mean.measured_s),
+                         mean.steps);
+  }
   emit(o.output, fmt::format("trace       {} ({}{})\nstep        ProfilerStep#{}: {} GPU ops, {} of them NCCL\n"
-                             "{}measured    {:.3f} ms\nreplayed    {:.3f} ms ({:+.1f}%)\n",
+                             "{}{}measured    {:.3f} ms\nreplayed    {:.3f} ms ({:+.1f}%)\n",
                              t.path, t.gpu_name.empty() ? "GPU not recorded" : t.gpu_name,
                              t.world_size > 0 ? fmt::format(", rank {} of {}", t.rank, t.world_size) : "", r.step,
                              r.gpu_ops, r.nccl_ops,
@@ -92,7 +117,7 @@ int replay_one(const ReplayOptions& o, const trace::KinetoTrace& t) {
                                                  cluster.name(), gpus, r.modelled_collectives,
                                                  gpu_caveat(t, cluster, other))
                                    : "",
-                             r.measured_s * 1e3, replayed * 1e3, error));
+                             steps, r.measured_s * 1e3, replayed * 1e3, error));
   return 0;
 }
 
@@ -216,7 +241,8 @@ void add_replay_command(CLI::App& app, Runner& run) {
       ->check(at_least(2));
   cmd->add_flag("--json", o->json,
                 "Print one rank's {trace, gpu, step, measured_s, replayed_s, error_pct, gpu_ops, nccl_ops, cluster, "
-                "modelled_collectives}, or a joint replay's {ranks: [...], shared_clock, matched_collectives, "
+                "modelled_collectives, window: [{step, measured_s, replayed_s, error_pct}], steady_mean: {steps, "
+                "measured_s, replayed_s, error_pct}}, or a joint replay's {ranks: [...], shared_clock, matched_collectives, "
                 "modelled_collectives, cluster, makespan_s, mape_pct}");
   cmd->add_option("-o,--output", o->output, "Write to this file (atomically) instead of standard output");
   cmd->add_option("--trace", o->trace,

@@ -15,6 +15,15 @@ bool blocks_host(const std::string& call) {
   return call == "cudaDeviceSynchronize" || call == "cudaStreamSynchronize" || call == "cudaEventSynchronize";
 }
 
+/// Whether the host waits for copy `op`, launched by `call`, to finish (CUDA Runtime API,
+/// "API synchronization behavior"): cudaMemcpy returns once its copy is done, and so does
+/// cudaMemcpyAsync to pageable host memory (Kineto: "Memcpy DtoH (Device -> Pageable)").
+bool host_waits_for_copy(const KinetoRuntimeCall& call, const KinetoGpuOp& op) {
+  if (op.kind != KinetoGpuOp::Kind::memcpy) return false;
+  if (call.name == "cudaMemcpy" || call.name == "cudaMemcpy2D") return true;
+  return op.name.find("Pageable)") != std::string::npos && op.name.find("DtoH") != std::string::npos;
+}
+
 sim::Time us(double v) { return sim::Time::from_seconds(std::max(0.0, v) * 1e-6); }
 
 constexpr sim::NodeId kNone = 0xffffffffu;
@@ -98,6 +107,7 @@ struct Built {
   std::size_t nccl_ops = 0;  ///< of the measured step
   sim::NodeId begin = kNone;  ///< the host's marker at the measured step's start
   sim::NodeId end = kNone;    ///< the host's marker at its end
+  std::vector<ReplayedStep> window;  ///< every replayed step, oldest first
 };
 
 /// Appends `steps` of `trace` (consecutive; the last is the measured one, those before it warm
@@ -150,6 +160,8 @@ Built build_rank(sim::ExecutionGraph& g, sim::RankId rank, const KinetoTrace& tr
       }
       const sim::NodeId m = marker(fmt::format("ProfilerStep#{}", s.number));
       if (next_step + 1 == steps.size()) out.begin = m;
+      if (!out.window.empty()) out.window.back().end = m;
+      out.window.push_back({s.number, s.dur_us * 1e-6, m, kNone});
       ++next_step;
     }
   };
@@ -198,11 +210,21 @@ Built build_rank(sim::ExecutionGraph& g, sim::RankId rank, const KinetoTrace& tr
       last_gpu = g.add(k);
       last_on[k.stream] = last_gpu;
       out.gpu_ops += in_measured ? 1 : 0;
+      if (host_waits_for_copy(call, op)) {
+        sim::Node sync;
+        sync.kind = sim::OpKind::sync;
+        sync.rank = rank;
+        sync.stream = sim::kHostStream;
+        sync.name = g.intern(call.name);
+        sync.deps.push_back(last_gpu);
+        g.add(sync);
+      }
     }
   }
   pass_steps(end);
   host("host work after the last CUDA call", end - prev_end);
   out.end = marker("end of the step");
+  out.window.back().end = out.end;
   return out;
 }
 
@@ -266,6 +288,7 @@ ReplayGraph replay_graph(const KinetoTrace& trace, int index, sim::GpuId gpu, in
   out.nccl_ops = b.nccl_ops;
   out.begin = b.begin;
   out.end = b.end;
+  out.window = b.window;
   out.warmup_steps = steps.size() - 1;
   out.unlaunched = count_unlaunched(trace, step);
   for (sim::NodeId n = b.begin; n < b.end; ++n) out.modelled_collectives += g.nodes[n].kind == sim::OpKind::collective ? 1 : 0;
@@ -426,6 +449,7 @@ JointReplayGraph joint_replay_graph(const std::vector<KinetoTrace>& traces, int 
     info.warmup_steps = windows[r].size() - 1;
     info.begin = b.begin;
     info.end = b.end;
+    info.window = b.window;
     out.ranks.push_back(std::move(info));
   }
   // The measured step's collectives: the last nccl_ops of the matched ones.
@@ -434,6 +458,25 @@ JointReplayGraph joint_replay_graph(const std::vector<KinetoTrace>& traces, int 
     out.modelled_collectives += collectives[k].bytes > 0.0 ? 1 : 0;
   }
   return out;
+}
+
+double replayed_seconds(const ReplayedStep& s, const std::vector<sim::Time>& node_end) {
+  return (node_end.at(s.end) - node_end.at(s.begin)).seconds();
+}
+
+StepMeans steady_means(const std::vector<ReplayedStep>& window, const std::vector<sim::Time>& node_end) {
+  StepMeans m;
+  const std::size_t first = window.size() > 1 ? 1 : 0;
+  for (std::size_t k = first; k < window.size(); ++k) {
+    m.measured_s += window[k].measured_s;
+    m.replayed_s += replayed_seconds(window[k], node_end);
+    ++m.steps;
+  }
+  if (m.steps > 0) {
+    m.measured_s /= static_cast<double>(m.steps);
+    m.replayed_s /= static_cast<double>(m.steps);
+  }
+  return m;
 }
 
 double replayed_seconds(const ReplayGraph& g, const std::vector<sim::Time>& node_end) {

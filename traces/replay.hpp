@@ -27,6 +27,14 @@
 
 namespace foresight::trace {
 
+/// One step of a replay and the host markers at its start and end.
+struct ReplayedStep {
+  int number = 0;           ///< N of ProfilerStep#N
+  double measured_s = 0.0;  ///< its measured duration
+  sim::NodeId begin = 0;
+  sim::NodeId end = 0;
+};
+
 struct ReplayGraph {
   sim::ExecutionGraph graph;
   double measured_s = 0.0;  ///< the step's measured duration
@@ -41,6 +49,7 @@ struct ReplayGraph {
   /// Host markers: where the rank's host thread is when the step begins and when it ends.
   sim::NodeId begin = 0;
   sim::NodeId end = 0;
+  std::vector<ReplayedStep> window;  ///< the warm-up steps and the step, oldest first
 };
 
 /// The graph of step `index` (0-based among the trace's steps; -1: the last) on GPU `gpu`.
@@ -66,6 +75,7 @@ struct ReplayRank {
   std::size_t warmup_steps = 0;
   sim::NodeId begin = 0;  ///< host markers at the step's start and end, as in ReplayGraph
   sim::NodeId end = 0;
+  std::vector<ReplayedStep> window;
 };
 
 /// Several ranks' steps in one graph (graph rank i is ranks[i], on GPU i), their NCCL kernels
@@ -98,6 +108,21 @@ JointReplayGraph joint_replay_graph(const std::vector<KinetoTrace>& traces, int 
 /// The replayed step (seconds): from the host's reaching the step's start to its reaching the
 /// step's end, as ProfilerStep ranges measure it (`node_end`: ExecutionResult::end).
 double replayed_seconds(const ReplayGraph& g, const std::vector<sim::Time>& node_end);
+
+/// One replayed step of a window, measured the same way.
+double replayed_seconds(const ReplayedStep& s, const std::vector<sim::Time>& node_end);
+
+/// Mean measured and replayed step over a window's steady steps: all but the first when there
+/// are several (the first starts with empty GPU queues, which the trace's run did not). Where the
+/// host runs ahead of the GPU by a varying amount, single host windows split the GPU's work
+/// unevenly between steps (the HTA recsys traces: 82-166 ms steps of one workload); their mean
+/// is the iteration time.
+struct StepMeans {
+  double measured_s = 0.0;
+  double replayed_s = 0.0;
+  std::size_t steps = 0;
+};
+StepMeans steady_means(const std::vector<ReplayedStep>& window, const std::vector<sim::Time>& node_end);
 
 /// Each joint rank's replayed step (seconds), measured as replayed_seconds does.
 std::vector<double> rank_step_seconds(const JointReplayGraph& g, const std::vector<sim::Time>& node_end);

@@ -136,16 +136,16 @@ DatasetResult run_traces(const std::string& dir) {
   out.name = "trace_replay";
   out.file = fs::path(dir).lexically_normal().generic_string();
   out.source = "real PyTorch-profiler (Kineto) and Chakra traces; see SOURCES.txt in the folder";
-  // The goal is 5% per step. The threshold sits above it: two recsys traces, each one
-  // rank of a larger job, replay 47-73% short alone (their host threads wait on each other, see
-  // README), which puts the mean at 8.2%. Lower it when multi-threaded hosts are replayed.
+  // The goal is 5% per step. The threshold sits above it: the A100 recsys trace (rank 0
+  // of 16) replays 70% short, its GPU idle 63 ms per step with every pending op launched and
+  // nothing recorded to wait on (see README), which alone adds 4.4 points to the mean.
   out.goal_pct = 5.0;
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
     out.message = fmt::format("skipped: {} is absent (pass --traces DIR)", dir);
     return out;
   }
-  out.threshold_pct = 10.0;  // enforced where the traces are present
+  out.threshold_pct = 7.0;  // enforced where the traces are present
   std::vector<std::string> files;
   for (const auto& f : fs::recursive_directory_iterator(dir, ec)) {
     const std::string name = f.path().filename().string();
@@ -211,7 +211,8 @@ DatasetResult run_traces(const std::string& dir) {
       out.cases.push_back(std::move(c));
       continue;
     }
-    // The last step: the steadiest (earlier ones warm up), replayed on its own measured costs.
+    // The last step and the back-to-back steps before it, on their own measured costs: the mean
+    // of the steady steps (all but the first) against the measured mean.
     const trace::ReplayGraph g = trace::replay_graph(t, -1);
     if (g.unlaunched * 2 > g.gpu_ops) {
       c.note = fmt::format("unsupported: {} of the step's GPU ops lack their launching call (a sampled or filtered trace)",
@@ -221,16 +222,21 @@ DatasetResult run_traces(const std::string& dir) {
     }
     const auto r = sim::execute(g.graph, one_gpu, sim::CollectiveConfig{}, sim::NetworkKind::analytical);
     c.evaluated = true;
-    c.measured = g.measured_s;
-    c.predicted = trace::replayed_seconds(g, r.end);
+    const trace::StepMeans mean = trace::steady_means(g.window, r.end);
+    c.measured = mean.measured_s;
+    c.predicted = mean.replayed_s;
     c.error_pct = (c.predicted - c.measured) / c.measured * 100.0;
-    c.note = fmt::format("{}, ProfilerStep#{}, {} GPU ops ({} NCCL)", t.gpu_name.empty() ? "GPU not recorded" : t.gpu_name,
-                         g.step, g.gpu_ops, g.nccl_ops);
+    const std::string which =
+        mean.steps > 1 ? fmt::format("mean of ProfilerStep#{}-#{}", g.window[g.window.size() - mean.steps].number, g.step)
+                       : fmt::format("ProfilerStep#{}", g.step);
+    c.note = fmt::format("{}, {}; ProfilerStep#{}: {} GPU ops ({} NCCL)", t.gpu_name.empty() ? "GPU not recorded" : t.gpu_name,
+                         which, g.step, g.gpu_ops, g.nccl_ops);
     out.cases.push_back(std::move(c));
     ++replayed;
   }
-  out.message = fmt::format("{} trace files found, {} ranks' steps replayed (the last step on its measured costs; an "
-                            "archive's ranks jointly, a file's rank alone)", files.size(), replayed);
+  out.message = fmt::format("{} trace files found, {} ranks' steps replayed on their measured costs (a file's rank alone: "
+                            "the mean of its back-to-back steps after the first; an archive's ranks jointly: the last "
+                            "step)", files.size(), replayed);
   return out;
 }
 

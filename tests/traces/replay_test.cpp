@@ -106,6 +106,72 @@ TEST_CASE("stream waits and synchronization order a replay across streams and th
   REQUIRE_THROWS_AS(trace::replay_graph(made(calls, ops), 3), sim::TraceError);
 }
 
+TEST_CASE("a copy to pageable memory holds the host; a graph launch replays all its kernels", "[traces]") {
+  // A 100 us kernel, then a copy to pageable host memory on stream 14 that waits for it
+  // (cudaStreamWaitEvent after cudaEventRecord): cudaMemcpyAsync returns only when the copy is
+  // done (CUDA's API synchronization behavior), so the next launch's 5 us come after it.
+  std::vector<trace::KinetoRuntimeCall> calls = {{"cudaLaunchKernel", 1, 0.0, 5.0, 1},
+                                                 {"cudaEventRecord", 1, 6.0, 1.0, 2},
+                                                 {"cudaStreamWaitEvent", 1, 8.0, 1.0, 3},
+                                                 {"cudaMemcpyAsync", 1, 10.0, 100.0, 4},
+                                                 {"cudaLaunchKernel", 1, 111.0, 5.0, 5},
+                                                 // unblocked copies after the step: the call's median is 3 us
+                                                 {"cudaMemcpyAsync", 1, 2000.0, 3.0, 6},
+                                                 {"cudaMemcpyAsync", 1, 2010.0, 3.0, 7}};
+  KinetoGpuOp copy = op(14, 105.0, 2.0, 4);
+  copy.kind = KinetoGpuOp::Kind::memcpy;
+  copy.name = "Memcpy DtoH (Device -> Pageable)";
+  std::vector<KinetoGpuOp> ops = {op(7, 5.0, 100.0, 1), copy, op(7, 116.0, 10.0, 5)};
+  // The copy call's measured 100 us were spent blocked: it counts as 10 x its median + 5 = 35 us,
+  // issuing the copy at 9 + 1 + 35 = 45. The copy runs 105-107 (after the kernel); the host
+  // resumes at 107, then 1 us of gap and the 5 us call: the last kernel starts at 113.
+  REQUIRE(last_gpu_start(trace::replay_graph(made(calls, ops), 0)) == Approx(113.0));
+  // To pinned memory the call returns at once: the last launch is issued at 19, and its kernel
+  // waits on stream 7 for the first to end (105).
+  ops[1].name = "Memcpy DtoH (Device -> Pinned)";
+  calls[3].dur_us = 3.0;
+  calls[4].ts_us = 14.0;
+  REQUIRE(last_gpu_start(trace::replay_graph(made(calls, ops), 0)) == Approx(105.0));  // stream 7 order
+  // A cudaGraphLaunch whose three kernels share its correlation id: all three run, in order.
+  calls = {{"cudaGraphLaunch", 1, 0.0, 10.0, 1}};
+  ops = {op(7, 20.0, 30.0, 1), op(7, 50.0, 30.0, 1), op(7, 80.0, 30.0, 1)};
+  const auto g = trace::replay_graph(made(calls, ops), 0);
+  REQUIRE(g.gpu_ops == 3);
+  REQUIRE(last_gpu_start(g) == Approx(70.0));  // issued at 10, then 10-40, 40-70, 70-100
+}
+
+TEST_CASE("a window of back-to-back steps: each step's host span, and the mean of the steady ones", "[traces]") {
+  // Three steps of 100, 300 and 200 us, each launching one kernel of 150 us at its start, then
+  // synchronizing. Step 1 (0-100): launch 0-5, the kernel runs 5-155, so its sync waits until
+  // 155 although the trace measured 100; step 2 starts there.
+  trace::KinetoTrace t = made({}, {});
+  t.steps = {{1, 0.0, 100.0}, {2, 100.0, 300.0}, {3, 400.0, 200.0}};
+  for (int k = 0; k < 3; ++k) {
+    const double start = t.steps[static_cast<std::size_t>(k)].ts_us;
+    t.runtime.push_back({"cudaLaunchKernel", 1, start, 5.0, 10 * k + 1});
+    t.runtime.push_back({"cudaDeviceSynchronize", 1, start + 6.0, 20.0, 10 * k + 2});
+    t.gpu_ops.push_back(op(7, start + 5.0, 150.0, 10 * k + 1));
+  }
+  const auto g = trace::replay_graph(t, -1);
+  REQUIRE(g.warmup_steps == 2);
+  REQUIRE(g.window.size() == 3);
+  const auto r = run(g);
+  // Step 1: the kernel ends at 155 and the host's remaining measured work (100 - 26 = 74 us:
+  // the sync's own 20 us is waiting, not work) follows: 229. Step 2: 5 + 150, then 300 - 26 = 274
+  // of host work: 429. Step 3: 5 + 150 + 174 = 329.
+  REQUIRE(trace::replayed_seconds(g.window[0], r.end) * 1e6 == Approx(229.0));
+  REQUIRE(trace::replayed_seconds(g.window[1], r.end) * 1e6 == Approx(429.0));
+  REQUIRE(trace::replayed_seconds(g.window[2], r.end) * 1e6 == Approx(329.0));
+  const trace::StepMeans m = trace::steady_means(g.window, r.end);
+  REQUIRE(m.steps == 2);
+  REQUIRE(m.measured_s * 1e6 == Approx(250.0));
+  REQUIRE(m.replayed_s * 1e6 == Approx(379.0));
+  // A gap of more than 1 ms before a step ends the window there.
+  t.steps[2].ts_us = 1500.0;
+  REQUIRE(trace::replay_graph(t, -1).warmup_steps == 0);
+  REQUIRE(trace::replay_graph(t, 1).warmup_steps == 1);
+}
+
 TEST_CASE("the shared traces replay to their measured steps", "[traces]") {
   const std::string a100 = test::shared_path("validation/traces/hta/nccl_parser_config/nccl_data.json.gz");
   const std::string v100 =
