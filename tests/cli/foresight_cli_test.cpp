@@ -466,7 +466,26 @@ TEST_CASE("foresight replay: a Kineto trace's step rebuilt and simulated beside 
   REQUIRE(j["nccl_ops"] == 1);
   REQUIRE(j["measured_s"].get<double>() == Approx(1e-3));
   REQUIRE(j["replayed_s"].get<double>() == Approx(1e-3));
+  // Step 1 ran back to back before it: replayed first, both in the window, each within 0.1%.
+  REQUIRE(j["window"].size() == 2);
+  for (const auto& s : j["window"]) REQUIRE(std::abs(s["error_pct"].get<double>()) < 0.1);
+  REQUIRE(j["steady_mean"]["steps"] == 1);
+  REQUIRE(j["steady_mean"]["replayed_s"].get<double>() == Approx(j["replayed_s"].get<double>()));
   REQUIRE(run_foresight("replay " + t + " --step 0").out.find("ProfilerStep#1") != std::string::npos);
+  // --trace: the replayed timeline, the GEMM (400 us) and the NCCL kernel on streams of rank 0.
+  const std::string timeline = scratch("replay.trace.json");
+  REQUIRE(run_foresight("replay " + t + " --trace " + timeline).status == 0);
+  const auto tl = nlohmann::json::parse(std::ifstream(timeline));
+  double gemm_us = 0.0;
+  int nccl = 0;
+  for (const auto& e : tl["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    const std::string name = e["name"].get<std::string>();
+    if (name.find("sgemm") != std::string::npos) gemm_us += e["dur"].get<double>();
+    nccl += name.find("ncclKernel") != std::string::npos;
+  }
+  REQUIRE(nccl == 2);  // one per step
+  REQUIRE(gemm_us == Approx(800.0));  // two GEMMs of their measured 400 us
   const std::string bad = foresight::test::data_path("traces/bad_malformed.json");
   const auto e = run_foresight("replay " + bad);
   REQUIRE(e.status == 1);
