@@ -2,21 +2,26 @@
 /// One iteration of a Kineto trace rebuilt as an execution graph of one rank (DESIGN.md: a
 /// measured trace can replace the strategy compiler).
 ///
-/// The iteration is the chosen ProfilerStep's window. Its CUDA runtime calls, from every CPU
-/// thread in start order, drive one host thread:
-/// - a call that launches a GPU op (by correlation id) becomes that op, with the measured gap
-///   since the previous call plus the call itself as its dispatch cost, on the op's stream, with
-///   its measured duration (NCCL kernels too: on the trace's own cluster their time is what was
-///   measured);
+/// The iteration is the chosen ProfilerStep's window, preceded by the steps that ran back to back
+/// before it (each beginning within 1 ms of the previous one's end): replayed first, they leave
+/// the GPU's queues as they were when the step began. The windows' CUDA runtime calls, from every
+/// CPU thread in start order, drive one host thread:
+/// - a call that launches GPU ops (by correlation id; a cudaGraphLaunch has several) becomes
+///   those ops, the first with the measured gap since the previous call plus the call itself as
+///   its dispatch cost, on the op's stream, with its measured duration (NCCL kernels too: on the
+///   trace's own cluster their time is what was measured);
 /// - cudaEventRecord marks the last GPU op issued; the GPU op after a cudaStreamWaitEvent waits
 ///   for it when it is on another stream (Kineto records neither event nor stream ids, so the
 ///   pairing is by order);
 /// - cudaDeviceSynchronize, cudaStreamSynchronize and cudaEventSynchronize block the host until
-///   the GPU ops issued so far are done;
+///   the GPU ops issued so far are done; cudaMemcpy, and cudaMemcpyAsync to pageable host
+///   memory, until their copy is (CUDA Runtime API, "API synchronization behavior");
 /// - other calls are host time: the gap before them and their duration.
 /// A call that ran far longer than its kind's median (over 10x + 5 us) was blocked (a full
-/// launch queue, a pinned-memory wait): it counts as its kind's median, since the replay makes
-/// its own waits.
+/// launch queue, a wait for the GPU): it counts as 10x its kind's median + 5 us, since the replay
+/// makes its own waits (the executor's launch queue, the synchronizations above).
+/// A step is measured as ProfilerStep ranges are: from the host's reaching its start to its
+/// reaching its end (zero-duration sync nodes mark both).
 
 #include <optional>
 #include <string>
