@@ -91,14 +91,7 @@ class Runner final : public EventHandler {
         break;
       case kIssue: {
         const auto n = static_cast<NodeId>(e.data);
-        const std::uint32_t s = index_.stream_of[n];
-        if (queue_full(s)) {
-          streams_[s].blocked.push_back(n);  // the launch returns when the stream has room
-          break;
-        }
-        hosts_[host_of(n)].busy = false;
-        work_.push_back({Work::issue, n});
-        work_.push_back({Work::resume_host, host_of(n)});
+        if (!hold_launch(n)) launch_returns(n);
         break;
       }
       case kDone: {
@@ -268,19 +261,28 @@ class Runner final : public EventHandler {
         sim_.schedule_after(node.dispatch, self_, kIssue, n);
         return;
       }
-      if (queue_full(index_.stream_of[n])) {  // no dispatch time, but the launch waits for room
+      if (hold_launch(n)) {  // no dispatch time, but the launch waits for room
         H.busy = true;
-        streams_[index_.stream_of[n]].blocked.push_back(n);
         return;
       }
       work_.push_back({Work::issue, n});
     }
   }
 
-  /// Whether stream `s` holds launch_queue_depth issued, unfinished ops.
-  bool queue_full(std::uint32_t s) const {
-    const StreamState& st = streams_[s];
-    return options_.launch_queue_depth > 0 && st.queue.size() - st.head >= options_.launch_queue_depth;
+  /// When op `n`'s stream holds launch_queue_depth issued, unfinished ops, queues its launch
+  /// until one finishes (its host stays busy) and returns true.
+  bool hold_launch(NodeId n) {
+    StreamState& st = streams_[index_.stream_of[n]];
+    if (options_.launch_queue_depth == 0 || st.queue.size() - st.head < options_.launch_queue_depth) return false;
+    st.blocked.push_back(n);
+    return true;
+  }
+
+  /// Op `n`'s launch returns: it is issued to its stream and its host goes on.
+  void launch_returns(NodeId n) {
+    hosts_[host_of(n)].busy = false;
+    work_.push_back({Work::issue, n});
+    work_.push_back({Work::resume_host, host_of(n)});
   }
 
   void try_start(std::uint32_t s) {
@@ -464,11 +466,8 @@ class Runner final : public EventHandler {
       ++st.head;
       work_.push_back({Work::try_start, s});
       if (!st.blocked.empty()) {  // room for the launch that waited longest
-        const NodeId b = st.blocked.front();
+        launch_returns(st.blocked.front());
         st.blocked.pop_front();
-        hosts_[host_of(b)].busy = false;
-        work_.push_back({Work::issue, b});
-        work_.push_back({Work::resume_host, host_of(b)});
       }
     }
     for (std::uint32_t k = index_.dependents_offset[n]; k < index_.dependents_offset[n + 1]; ++k) {

@@ -142,12 +142,15 @@ Built build_rank(sim::ExecutionGraph& g, sim::RankId rank, const KinetoTrace& tr
     h.name = g.intern(name);
     g.add(h);
   };
-  auto marker = [&](const std::string& name) {  // where the host is when a step begins or ends
+  // Blocks the host until `deps` are done; with none, marks where the host is (a step's start
+  // or end).
+  auto host_sync = [&](const std::string& name, std::vector<sim::NodeId> deps) {
     sim::Node m;
     m.kind = sim::OpKind::sync;
     m.rank = rank;
     m.stream = sim::kHostStream;
     m.name = g.intern(name);
+    m.deps = std::move(deps);
     return g.add(m);
   };
   std::size_t next_step = 0;  // the next step whose start the host has not passed
@@ -158,7 +161,7 @@ Built build_rank(sim::ExecutionGraph& g, sim::RankId rank, const KinetoTrace& tr
         host("host work", s.ts_us - prev_end);
         prev_end = s.ts_us;
       }
-      const sim::NodeId m = marker(fmt::format("ProfilerStep#{}", s.number));
+      const sim::NodeId m = host_sync(fmt::format("ProfilerStep#{}", s.number), {});
       if (next_step + 1 == steps.size()) out.begin = m;
       if (!out.window.empty()) out.window.back().end = m;
       out.window.push_back({s.number, s.dur_us * 1e-6, m, kNone});
@@ -174,13 +177,9 @@ Built build_rank(sim::ExecutionGraph& g, sim::RankId rank, const KinetoTrace& tr
     const double cost = std::min(call.dur_us, 10.0 * median[call.name] + 5.0);
     if (blocks_host(call.name)) {
       host("host work", gap);
-      sim::Node sync;
-      sync.kind = sim::OpKind::sync;
-      sync.rank = rank;
-      sync.stream = sim::kHostStream;
-      sync.name = g.intern(call.name);
-      for (const auto& [s, node] : last_on) sync.deps.push_back(node);
-      g.add(sync);
+      std::vector<sim::NodeId> issued;
+      for (const auto& [s, node] : last_on) issued.push_back(node);
+      host_sync(call.name, std::move(issued));
       continue;
     }
     if (call.name == "cudaEventRecord") recorded = last_gpu;
@@ -210,20 +209,12 @@ Built build_rank(sim::ExecutionGraph& g, sim::RankId rank, const KinetoTrace& tr
       last_gpu = g.add(k);
       last_on[k.stream] = last_gpu;
       out.gpu_ops += in_measured ? 1 : 0;
-      if (host_waits_for_copy(call, op)) {
-        sim::Node sync;
-        sync.kind = sim::OpKind::sync;
-        sync.rank = rank;
-        sync.stream = sim::kHostStream;
-        sync.name = g.intern(call.name);
-        sync.deps.push_back(last_gpu);
-        g.add(sync);
-      }
+      if (host_waits_for_copy(call, op)) host_sync(call.name, {last_gpu});
     }
   }
   pass_steps(end);
   host("host work after the last CUDA call", end - prev_end);
-  out.end = marker("end of the step");
+  out.end = host_sync("end of the step", {});
   out.window.back().end = out.end;
   return out;
 }
