@@ -83,6 +83,21 @@ std::int64_t id_of(const json& v) {
   return 0;
 }
 
+/// The product of a kernel's "grid" or "block" dimensions ([x, y, z] of positive integers); 0
+/// when the trace did not record it. TraceError for one that is not such a list.
+std::int64_t dims_product(const json& args, const char* key, std::size_t index, const std::string& origin) {
+  const auto it = args.find(key);
+  if (it == args.end()) return 0;
+  std::int64_t product = 1;
+  bool ok = it->is_array() && !it->empty() && it->size() <= 3;
+  for (const json& d : ok ? *it : json::array()) {
+    ok = ok && d.is_number_integer() && d.get<std::int64_t>() > 0;
+    if (ok) product *= d.get<std::int64_t>();
+  }
+  if (!ok) fail(origin, fmt::format("/traceEvents/{}/args/{}: expected [x, y, z] of positive integers, found {}", index, key, it->dump()));
+  return product;
+}
+
 /// The collective of an NCCL kernel's name (ncclKernel_AllReduce_RING_LL_Sum_float,
 /// ncclDevKernel_SendRecv, ...), lower case; empty when it is not an NCCL kernel.
 std::string nccl_collective(const std::string& name) {
@@ -165,6 +180,10 @@ KinetoTrace parse_kineto(const std::string& text, const std::string& origin) {
         if (const auto n = args.find("In msg nelems"); n != args.end() && n->is_number()) op.message_elems = n->get<double>();
         if (const auto d = args.find("dtype"); d != args.end() && d->is_string()) op.dtype = d->get<std::string>();
         op.group_size = static_cast<int>(integer_or(args, "Group size", 0));
+        op.blocks = dims_product(args, "grid", i, origin);
+        op.threads_per_block = static_cast<int>(dims_product(args, "block", i, origin));
+        op.registers_per_thread = static_cast<int>(integer_or(args, "registers per thread", 0));
+        op.shared_bytes = integer_or(args, "shared memory", 0);
       }
       t.gpu_ops.push_back(std::move(op));
     } else if (cat == "cuda_runtime" || cat == "cuda_driver") {

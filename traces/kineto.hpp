@@ -34,6 +34,12 @@ struct KinetoGpuOp {
   double message_elems = -1.0;  ///< "In msg nelems" where recorded, else -1
   std::string dtype;
   int group_size = 0;
+  /// Kernels: the launch configuration where Kineto recorded it ("grid", "block", "registers per
+  /// thread", "shared memory" per block); 0 where not.
+  std::int64_t blocks = 0;  ///< grid x * y * z
+  int threads_per_block = 0;
+  int registers_per_thread = 0;
+  std::int64_t shared_bytes = 0;
   bool nccl() const { return !collective.empty(); }
 };
 

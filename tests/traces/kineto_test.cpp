@@ -74,6 +74,26 @@ TEST_CASE("malformed, truncated and incomplete traces are TraceErrors with the p
   std::filesystem::remove(cut);
 }
 
+TEST_CASE("a kernel's launch configuration: grid and block sizes, registers, shared memory", "[traces]") {
+  const auto event = [](const std::string& args) {
+    return R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 2, "args": {)" + args + "}}]}";
+  };
+  const auto t = trace::parse_kineto(
+      event(R"("stream": 7, "grid": [7, 16, 32], "block": [256, 1, 1], "registers per thread": 32, "shared memory": 4224)"),
+      "launch.json");
+  REQUIRE(t.gpu_ops.size() == 1);
+  REQUIRE(t.gpu_ops[0].blocks == 7 * 16 * 32);
+  REQUIRE(t.gpu_ops[0].threads_per_block == 256);
+  REQUIRE(t.gpu_ops[0].registers_per_thread == 32);
+  REQUIRE(t.gpu_ops[0].shared_bytes == 4224);
+  REQUIRE(trace::parse_kineto(event(R"("stream": 7)"), "none.json").gpu_ops[0].blocks == 0);  // not recorded
+  REQUIRE_THROWS_WITH(trace::parse_kineto(event(R"("grid": [7, 0, 1])"), "zero.json"),
+                      Contains("zero.json") && Contains("/traceEvents/0/args/grid: expected [x, y, z] of positive "
+                                                        "integers, found [7,0,1]"));
+  REQUIRE_THROWS_WITH(trace::parse_kineto(event(R"("block": "256")"), "text.json"),
+                      Contains("/traceEvents/0/args/block"));
+}
+
 TEST_CASE("the shared A100 ResNet-50 DDP trace: 3 steps and the NCCL kernels with their sizes", "[traces]") {
   const std::string path = test::shared_path("validation/traces/hta/nccl_parser_config/nccl_data.json.gz");
   if (path.empty()) {
