@@ -50,6 +50,10 @@ ComputeConstants compute_constants(const topo::GpuSpec& gpu) {
   return c;
 }
 
+sim::Bandwidth achievable_hbm_bandwidth(const topo::GpuSpec& gpu) {
+  return gpu.memory_bandwidth * compute_constants(gpu).hbm_fraction;
+}
+
 ComputeModel::ComputeModel(const topo::GpuSpec& gpu, const sim::ProfileDb* profiles)
     : gpu_(gpu), c_(compute_constants(gpu)), profiles_(profiles) {
   if (profiles_ != nullptr && profiles_->size() > 0 && !same_name(profiles_->gpu, gpu.name)) {
@@ -91,7 +95,7 @@ double ComputeModel::gemm_shape_efficiency(double m, double n, double k, double 
 }
 
 double ComputeModel::memory_seconds(double bytes) const {
-  return bytes / (gpu_.memory_bandwidth.bytes_per_second() * c_.hbm_fraction);
+  return bytes / (gpu_.memory_bandwidth * c_.hbm_fraction).bytes_per_second();
 }
 
 double ComputeModel::gemm_seconds(double m, double n, double k, double count, sim::DType dtype,

@@ -45,6 +45,9 @@ struct ComputeConstants {
 /// The constants for `gpu`'s architecture.
 ComputeConstants compute_constants(const topo::GpuSpec& gpu);
 
+/// The HBM bandwidth memory-bound kernels reach on `gpu`: peak x hbm_fraction.
+sim::Bandwidth achievable_hbm_bandwidth(const topo::GpuSpec& gpu);
+
 /// The relative throughput of the tile shapes cuBLAS chooses among, largest first: 256x128 and
 /// 128x256 1.0; 128x128, 256x64 and 64x256 0.92; 128x64 and 64x128 0.82; 64x64 0.62. An
 /// assumption from CUTLASS profiler results on A100 (smaller tiles reuse less data per SM).

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <utility>
 #include <cctype>
 
 #include "sim/error.hpp"
@@ -211,6 +212,29 @@ const GpuSpec& find_gpu_spec(std::string_view name) {
   if (const GpuSpec* spec = try_find_gpu_spec(name)) return *spec;
   throw sim::TopologyError(
       fmt::format("unknown GPU model \"{}\"; known models: {}", name, known_gpu_models()));
+}
+
+const GpuSpec* find_gpu_by_device_name(std::string_view device_name) noexcept {
+  if (device_name.empty()) return nullptr;
+  const auto contains = [&](std::string_view part) {
+    for (std::size_t at = 0; at + part.size() <= device_name.size(); ++at) {
+      if (iequals(device_name.substr(at, part.size()), part)) return true;
+    }
+    return false;
+  };
+  for (const auto& spec : kCatalog) {
+    if (contains(spec.name)) return &spec;
+  }
+  static constexpr std::array<std::pair<std::string_view, std::string_view>, 4> kBoards{{
+      {"V100-SXM2-16GB", "V100-SXM2-32GB"},
+      {"A100-PG509-200", "A100-SXM4-40GB"},
+      {"H100 80GB HBM3", "H100-SXM5-80GB"},
+      {"H200", "H200-SXM-141GB"},
+  }};
+  for (const auto& [board, model] : kBoards) {
+    if (contains(board)) return try_find_gpu_spec(model);
+  }
+  return nullptr;
 }
 
 std::string known_gpu_models() {

@@ -54,6 +54,14 @@ const GpuSpec& find_gpu_spec(std::string_view name);
 /// Like find_gpu_spec but returns nullptr instead of throwing.
 const GpuSpec* try_find_gpu_spec(std::string_view name) noexcept;
 
+/// The catalog model of a GPU as its driver names it (CUDA's deviceProperties name, which
+/// PyTorch-profiler traces record): the catalog name it contains, ignoring case ("Tesla
+/// V100-SXM2-32GB"), or a board the catalog holds under another name: "V100-SXM2-16GB" is the
+/// 32 GB V100 but for memory size (the same 80 SMs and 900 GB/s), "A100-PG509-200" the 40 GB
+/// A100 SXM4 board of Meta's servers, "H100 80GB HBM3" the H100 SXM5, "H200" the H200 SXM.
+/// nullptr when none matches.
+const GpuSpec* find_gpu_by_device_name(std::string_view device_name) noexcept;
+
 /// The known model names, comma-separated, for error messages and `foresight --list`.
 std::string known_gpu_models();
 

@@ -29,6 +29,23 @@ TEST_CASE("GPU lookup ignores case and names the known models when it fails", "[
                       Catch::Contains("B300") && Catch::Contains("H100-SXM5-80GB"));
 }
 
+TEST_CASE("a driver's device name resolves to its catalog model", "[topologies]") {
+  const auto named = [](std::string_view device) {
+    const topo::GpuSpec* g = topo::find_gpu_by_device_name(device);
+    return g == nullptr ? std::string("none") : std::string(g->name);
+  };
+  REQUIRE(named("Tesla V100-SXM2-32GB") == "V100-SXM2-32GB");
+  REQUIRE(named("NVIDIA A100-SXM4-80GB") == "A100-SXM4-80GB");
+  REQUIRE(named("nvidia a100-sxm4-40gb") == "A100-SXM4-40GB");
+  // Boards the catalog holds under another name.
+  REQUIRE(named("Tesla V100-SXM2-16GB") == "V100-SXM2-32GB");
+  REQUIRE(named("NVIDIA A100-PG509-200") == "A100-SXM4-40GB");
+  REQUIRE(named("NVIDIA H100 80GB HBM3") == "H100-SXM5-80GB");
+  REQUIRE(named("NVIDIA H200") == "H200-SXM-141GB");
+  REQUIRE(named("NVIDIA GeForce RTX 4090") == "none");
+  REQUIRE(named("") == "none");
+}
+
 TEST_CASE("PCIe line rates follow GT/s x lanes x 128/130 / 8", "[topologies]") {
   // Gen3: 8 x 16 x 128/130 / 8 = 15.754 GB/s; Gen4 twice that; Gen5 four times.
   REQUIRE(topo::pcie_line_rate(3, 16).gigabytes_per_second() == Approx(15.7538).epsilon(1e-4));
