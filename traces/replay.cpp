@@ -108,12 +108,14 @@ struct Built {
   sim::NodeId begin = kNone;  ///< the host's marker at the measured step's start
   sim::NodeId end = kNone;    ///< the host's marker at its end
   std::vector<ReplayedStep> window;  ///< every replayed step, oldest first
+  RetimeCounts retimed;              ///< the measured step's GPU ops by how they were retimed
 };
 
 /// Appends `steps` of `trace` (consecutive; the last is the measured one, those before it warm
 /// the GPU's queues up) as the ops of graph rank `rank` (see replay.hpp).
+/// With `retime`, GPU ops take their times on its target GPU.
 Built build_rank(sim::ExecutionGraph& g, sim::RankId rank, const KinetoTrace& trace,
-                 const std::vector<const KinetoStep*>& steps, const NcclHook& nccl) {
+                 const std::vector<const KinetoStep*>& steps, const NcclHook& nccl, const KernelRetimer* retime) {
   // Each call kind's median duration: what an unblocked call costs.
   std::map<std::string, std::vector<double>> durations;
   for (const KinetoRuntimeCall& c : trace.runtime) durations[c.name].push_back(c.dur_us);
@@ -197,6 +199,11 @@ Built build_rank(sim::ExecutionGraph& g, sim::RankId rank, const KinetoTrace& tr
       k.rank = rank;
       k.stream = si->second;
       k.duration = us(op.dur_us);
+      if (retime != nullptr) {
+        const KernelRetimer::Retimed t = retime->retime(op);
+        k.duration = us(t.dur_us);
+        if (in_measured) out.retimed.add(t.rule);
+      }
       if (op.nccl()) {
         nccl(op, nccl_seen++, k);
         out.nccl_ops += in_measured ? 1 : 0;
@@ -249,7 +256,8 @@ int kineto_dtype_bytes(const std::string& dtype) {
   return 0;
 }
 
-ReplayGraph replay_graph(const KinetoTrace& trace, int index, sim::GpuId gpu, int collective_gpus) {
+ReplayGraph replay_graph(const KinetoTrace& trace, int index, sim::GpuId gpu, int collective_gpus,
+                         const KernelRetimer* retime) {
   const KinetoStep& step = pick_step(trace, index);
   ReplayGraph out;
   out.measured_s = step.dur_us * 1e-6;
@@ -274,7 +282,8 @@ ReplayGraph replay_graph(const KinetoTrace& trace, int index, sim::GpuId gpu, in
     k.duration = sim::Time::zero();
   };
   const std::vector<const KinetoStep*> steps = with_warmup(trace, step);
-  const Built b = build_rank(g, rank, trace, steps, nccl);
+  const Built b = build_rank(g, rank, trace, steps, nccl, retime);
+  out.retimed = b.retimed;
   out.gpu_ops = b.gpu_ops;
   out.nccl_ops = b.nccl_ops;
   out.begin = b.begin;
@@ -344,7 +353,8 @@ std::vector<std::vector<const KinetoGpuOp*>> matched_nccl(const std::vector<cons
 
 }  // namespace
 
-JointReplayGraph joint_replay_graph(const std::vector<KinetoTrace>& traces, int index, int collective_gpus) {
+JointReplayGraph joint_replay_graph(const std::vector<KinetoTrace>& traces, int index, int collective_gpus,
+                                    const KernelRetimer* retime) {
   if (traces.empty()) throw sim::TraceError("joint replay: no trace given");
   std::vector<const KinetoTrace*> ranked;
   for (const std::size_t i : rank_order(traces)) ranked.push_back(&traces[i]);
@@ -433,7 +443,8 @@ JointReplayGraph joint_replay_graph(const std::vector<KinetoTrace>& traces, int 
       node.bytes = c.bytes;
       node.duration = c.duration;
     };
-    const Built b = build_rank(g, members[r], t, windows[r], hook);
+    const Built b = build_rank(g, members[r], t, windows[r], hook, retime);
+    info.retimed = b.retimed;
     info.gpu_ops = b.gpu_ops;
     info.nccl_ops = b.nccl_ops;
     info.unlaunched = count_unlaunched(t, step);

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "sim/execution_graph.hpp"
+#include "traces/gpu_retime.hpp"
 #include "traces/kineto.hpp"
 
 namespace foresight::trace {
@@ -51,6 +52,7 @@ struct ReplayGraph {
   std::size_t unlaunched = 0;
   std::size_t modelled_collectives = 0;  ///< NCCL kernels of the step replaced by collectives
   std::size_t warmup_steps = 0;          ///< steps replayed before it (see replay_graph)
+  RetimeCounts retimed;                  ///< the step's GPU ops by how they were retimed, if they were
   /// Host markers: where the rank's host thread is when the step begins and when it ends.
   sim::NodeId begin = 0;
   sim::NodeId end = 0;
@@ -63,9 +65,12 @@ struct ReplayGraph {
 /// With `collective_gpus` > 0 (replay on another cluster), an NCCL kernel whose collective and
 /// message size Kineto recorded becomes that collective over GPUs 0 .. collective_gpus - 1: the
 /// one simulated rank stands for all of them (a folded communicator, as the job's ranks ran the
-/// same program), and the target cluster's network times it. Other kernels keep their measured
-/// times (the same GPU model).
-ReplayGraph replay_graph(const KinetoTrace& trace, int index, sim::GpuId gpu = 0, int collective_gpus = 0);
+/// same program), and the target cluster's network times it.
+///
+/// With `retime` (the cluster's GPUs are another model), GPU ops take the times it gives them on
+/// its target (traces/gpu_retime.hpp); without, their measured times.
+ReplayGraph replay_graph(const KinetoTrace& trace, int index, sim::GpuId gpu = 0, int collective_gpus = 0,
+                         const KernelRetimer* retime = nullptr);
 
 /// One rank of a joint replay.
 struct ReplayRank {
@@ -78,6 +83,7 @@ struct ReplayRank {
   std::size_t nccl_ops = 0;
   std::size_t unlaunched = 0;
   std::size_t warmup_steps = 0;
+  RetimeCounts retimed;
   sim::NodeId begin = 0;  ///< host markers at the step's start and end, as in ReplayGraph
   sim::NodeId end = 0;
   std::vector<ReplayedStep> window;
@@ -105,10 +111,12 @@ struct JointReplayGraph {
 ///   (`collective_gpus` 0) it starts when the last rank arrives and takes the shortest of the
 ///   ranks' measured kernel times: the last to arrive waited least, so its kernel time is the
 ///   transfer's. With `collective_gpus` > 0 (another cluster), a collective whose size Kineto
-///   recorded is timed by that cluster's network instead (the largest rank's size).
+///   recorded is timed by that cluster's network instead (the largest rank's size). With `retime`,
+///   every rank's other GPU ops are retimed as in replay_graph.
 /// TraceError when a trace lacks the step, the traces' world sizes differ, two traces claim
 /// one rank, or the ranks' NCCL kernels do not match (count or kind), naming file and position.
-JointReplayGraph joint_replay_graph(const std::vector<KinetoTrace>& traces, int index, int collective_gpus = 0);
+JointReplayGraph joint_replay_graph(const std::vector<KinetoTrace>& traces, int index, int collective_gpus = 0,
+                                    const KernelRetimer* retime = nullptr);
 
 /// The replayed step (seconds): from the host's reaching the step's start to its reaching the
 /// step's end, as ProfilerStep ranges measure it (`node_end`: ExecutionResult::end).
