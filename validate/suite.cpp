@@ -17,6 +17,7 @@
 #include "validate/collective_fit.hpp"
 #include "validate/gemm_dataset.hpp"
 #include "validate/megatron_dataset.hpp"
+#include "validate/trace_retime.hpp"
 
 #ifndef FORESIGHT_SHARED_DIR
 #define FORESIGHT_SHARED_DIR "../shared"
@@ -389,9 +390,10 @@ std::vector<DatasetResult> run_suite(const Suite& suite, const Calibration& cali
     out.push_back(std::move(r));
   }
   if (!options.traces_dir.empty()) {
-    DatasetResult t = run_traces(options.traces_dir);
-    summarize(t);
-    out.push_back(std::move(t));
+    for (DatasetResult t : {run_traces(options.traces_dir), run_trace_retime(options.traces_dir)}) {
+      summarize(t);
+      out.push_back(std::move(t));
+    }
   }
   return out;
 }
