@@ -6,7 +6,6 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <cctype>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -22,6 +21,7 @@
 #include "traces/profile_db_json.hpp"
 #include "traces/profile_import.hpp"
 #include "traces/replay.hpp"
+#include "validate/trace_retime.hpp"
 
 namespace foresight::cli {
 namespace {
@@ -34,6 +34,7 @@ struct ReplayOptions {
   bool json = false;
   std::string output;
   std::string trace;  ///< the replayed timeline (Chrome trace JSON), when given
+  std::string trace_gpu;  ///< the catalog model the traces ran on, when their recorded name is not one
 };
 
 /// Writes the replayed timeline of `graph` to o.trace (Perfetto / chrome://tracing), if asked.
@@ -48,18 +49,35 @@ void write_timeline(const ReplayOptions& o, const sim::ExecutionGraph& graph, co
 
 double error_pct(double replayed, double measured) { return (replayed - measured) / measured * 100.0; }
 
-/// On another cluster whose GPUs are not the trace's, a line saying that kernels keep the times
-/// measured on the trace's GPU (replay models other networks, not other GPUs); else empty.
-std::string gpu_caveat(const trace::KinetoTrace& t, const topo::Cluster& cluster, bool other) {
-  if (!other) return "";
-  const std::string target(cluster.gpu_model(0).name);
-  std::string a = t.gpu_name, b = target;
-  for (char& c : a) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  for (char& c : b) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (!a.empty() && a.find(b) != std::string::npos) return "";
-  return fmt::format("note        kernels keep the times measured on {}; the cluster's GPUs are {} (replay times "
-                     "other networks, not other GPUs)\n",
-                     t.gpu_name.empty() ? "the trace's GPU" : t.gpu_name, target);
+/// On another cluster whose GPUs are another model than the traces', the retimer to it (every
+/// trace must have run on one model); else nullopt.
+std::optional<trace::KernelRetimer> retimer(const ReplayOptions& o, const std::vector<const trace::KinetoTrace*>& traces,
+                                            const topo::Cluster& cluster, bool other) {
+  if (!other) return std::nullopt;
+  const topo::GpuSpec& from = validate::trace_gpu(*traces.front(), o.trace_gpu);
+  for (const trace::KinetoTrace* t : traces) {
+    const topo::GpuSpec& g = validate::trace_gpu(*t, o.trace_gpu);
+    if (g.name != from.name) {
+      throw sim::ConfigError(fmt::format("{} ran on {} but {} on {}: retiming needs one GPU model", t->path, g.name,
+                                         traces.front()->path, from.name));
+    }
+  }
+  return validate::retimer_for(*traces.front(), o.trace_gpu, cluster.gpu_model(0));
+}
+
+/// The text line saying how kernels were retimed, or that they keep their measured times.
+std::string retime_line(const std::optional<trace::KernelRetimer>& r, const trace::RetimeCounts& n) {
+  if (!r) return "";
+  return fmt::format("gpu         kernels retimed from {} to {} (Habitat's wave scaling): {} scaled by its HBM bandwidth "
+                     "(x {:.3f}), {} under one wave kept, {} host copies kept\n",
+                     r->from().name, r->to().name, n.scaled, r->bandwidth_factor(), n.under_one_wave, n.host_copies);
+}
+
+nlohmann::json retime_json(const std::optional<trace::KernelRetimer>& r, const trace::RetimeCounts& n) {
+  if (!r) return nullptr;
+  return {{"from", r->from().name},        {"to", r->to().name},
+          {"bandwidth_factor", r->bandwidth_factor()}, {"scaled", n.scaled},
+          {"under_one_wave", n.under_one_wave},       {"host_copies", n.host_copies}};
 }
 
 int replay_one(const ReplayOptions& o, const trace::KinetoTrace& t) {
@@ -67,8 +85,9 @@ int replay_one(const ReplayOptions& o, const trace::KinetoTrace& t) {
   // Another cluster: the recorded NCCL collectives over its first --gpus GPUs, timed there.
   const int gpus = o.gpus > 0 ? o.gpus : std::max(2, t.world_size);
   const bool other = !o.cluster.empty();
-  const trace::ReplayGraph r = trace::replay_graph(t, o.step, 0, other ? gpus : 0);
   const topo::Cluster cluster = topo::resolve_cluster(other ? o.cluster : "dgx-a100", other ? gpus : 1);
+  const std::optional<trace::KernelRetimer> retime = retimer(o, {&t}, cluster, other);
+  const trace::ReplayGraph r = trace::replay_graph(t, o.step, 0, other ? gpus : 0, retime ? &*retime : nullptr);
   const sim::ExecutionResult result =
       sim::execute(r.graph, cluster, sim::CollectiveConfig{}, other ? sim::NetworkKind::flow : sim::NetworkKind::analytical);
   write_timeline(o, r.graph, result, cluster.name());
@@ -87,6 +106,7 @@ int replay_one(const ReplayOptions& o, const trace::KinetoTrace& t) {
                               {"gpu_ops", r.gpu_ops},   {"nccl_ops", r.nccl_ops},
                               {"cluster", other ? o.cluster : std::string()},
                               {"modelled_collectives", r.modelled_collectives},
+                              {"retimed", retime_json(retime, r.retimed)},
                               {"window", window},
                               {"steady_mean", {{"steps", mean.steps}, {"measured_s", mean.measured_s},
                                                {"replayed_s", mean.replayed_s},
@@ -115,7 +135,7 @@ int replay_one(const ReplayOptions& o, const trace::KinetoTrace& t) {
                              r.gpu_ops, r.nccl_ops,
                              other ? fmt::format("cluster     {} ({} GPUs): {} NCCL kernels timed as its collectives\n{}",
                                                  cluster.name(), gpus, r.modelled_collectives,
-                                                 gpu_caveat(t, cluster, other))
+                                                 retime_line(retime, r.retimed))
                                    : "",
                              steps, r.measured_s * 1e3, replayed * 1e3, error));
   return 0;
@@ -127,8 +147,18 @@ int replay_joint(const ReplayOptions& o, const std::vector<trace::KinetoTrace>& 
     throw sim::ConfigError(fmt::format("--gpus: a joint replay runs one GPU per trace, expected {}, found {}", n, o.gpus));
   }
   const bool other = !o.cluster.empty();
-  const trace::JointReplayGraph g = trace::joint_replay_graph(traces, o.step, other ? n : 0);
   const topo::Cluster cluster = topo::resolve_cluster(other ? o.cluster : "dgx-a100", n);
+  std::vector<const trace::KinetoTrace*> all;
+  for (const trace::KinetoTrace& t : traces) all.push_back(&t);
+  const std::optional<trace::KernelRetimer> retime = retimer(o, all, cluster, other);
+  const trace::JointReplayGraph g = trace::joint_replay_graph(traces, o.step, other ? n : 0, retime ? &*retime : nullptr);
+  trace::RetimeCounts counted;  // over every rank
+  for (const trace::ReplayRank& x : g.ranks) {
+    counted.scaled += x.retimed.scaled;
+    counted.under_one_wave += x.retimed.under_one_wave;
+    counted.host_copies += x.retimed.host_copies;
+    counted.nccl += x.retimed.nccl;
+  }
   const sim::ExecutionResult result =
       sim::execute(g.graph, cluster, sim::CollectiveConfig{}, other ? sim::NetworkKind::flow : sim::NetworkKind::analytical);
   write_timeline(o, g.graph, result, cluster.name());
@@ -154,6 +184,7 @@ int replay_joint(const ReplayOptions& o, const std::vector<trace::KinetoTrace>& 
                               {"matched_collectives", g.matched_collectives},
                               {"modelled_collectives", g.modelled_collectives},
                               {"cluster", other ? o.cluster : std::string()},
+                              {"retimed", retime_json(retime, counted)},
                               {"makespan_s", result.makespan.seconds()},
                               {"mape_pct", mape}};
     emit(o.output, j.dump(1) + "\n");
@@ -166,7 +197,7 @@ int replay_joint(const ReplayOptions& o, const std::vector<trace::KinetoTrace>& 
       g.ranks.front().step, g.matched_collectives,
       other ? fmt::format("; {} timed on {}", g.modelled_collectives, cluster.name()) : "",
       g.shared_clock ? "shared: each rank starts at its recorded step start" : "not shared: every rank starts at 0",
-      gpu_caveat(traces.front(), cluster, other), "rank",
+      retime_line(retime, counted), "rank",
       "offset ms", "measured ms", "replayed ms", "error", "trace");
   for (std::size_t r = 0; r < g.ranks.size(); ++r) {
     const trace::ReplayRank& x = g.ranks[r];
@@ -236,14 +267,18 @@ void add_replay_command(CLI::App& app, Runner& run) {
   cmd->add_option("--step", o->step,
                   "Which ProfilerStep to replay, 0-based in the (first) trace; negative counts from the end (default: the "
                   "last)");
-  cmd->add_option("--cluster", o->cluster, "Replay on this cluster (preset or topology file): recorded NCCL collectives are timed on its network");
+  cmd->add_option("--cluster", o->cluster, "Replay on this cluster (preset or topology file): recorded NCCL collectives are timed on its network, and kernels retimed for its GPU model");
   cmd->add_option("--gpus", o->gpus, "GPUs of the job on --cluster (default: the trace's world size; joint: one per trace)")
       ->check(at_least(2));
+  cmd->add_option("--trace-gpu", o->trace_gpu,
+                  "The catalog model the traces ran on (foresight --list), where their recorded GPU name is not one; "
+                  "kernels are retimed when --cluster's GPUs are another model");
   cmd->add_flag("--json", o->json,
                 "Print one rank's {trace, gpu, step, measured_s, replayed_s, error_pct, gpu_ops, nccl_ops, cluster, "
-                "modelled_collectives, window: [{step, measured_s, replayed_s, error_pct}], steady_mean: {steps, "
+                "modelled_collectives, retimed, window: [{step, measured_s, replayed_s, error_pct}], steady_mean: {steps, "
                 "measured_s, replayed_s, error_pct}}, or a joint replay's {ranks: [...], shared_clock, matched_collectives, "
-                "modelled_collectives, cluster, makespan_s, mape_pct}");
+                "modelled_collectives, cluster, retimed, makespan_s, mape_pct}; retimed is null or {from, to, "
+                "bandwidth_factor, scaled, under_one_wave, host_copies}");
   cmd->add_option("-o,--output", o->output, "Write to this file (atomically) instead of standard output");
   cmd->add_option("--trace", o->trace,
                   "Write the replayed timeline as a Perfetto/Chrome trace to this file (one process per rank, a thread per "

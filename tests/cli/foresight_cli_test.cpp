@@ -495,6 +495,34 @@ TEST_CASE("foresight replay: a Kineto trace's step rebuilt and simulated beside 
   REQUIRE(range.out.find("step index 5 is outside the trace's 2 steps") != std::string::npos);
 }
 
+TEST_CASE("foresight replay on a cluster of another GPU model retimes the trace's kernels", "[cli][replay]") {
+  const std::string t = foresight::test::data_path("traces/mini_kineto.json");  // an A100-SXM4-40GB
+  const auto same = nlohmann::json::parse(run_foresight("replay " + t + " --cluster dgx-a100 --json").out);
+  REQUIRE(same["retimed"].is_null());
+  const auto r = run_foresight("replay " + t + " --cluster dgx-h100 --json");
+  REQUIRE(r.status == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  REQUIRE(j["retimed"]["from"] == "A100-SXM4-40GB");
+  REQUIRE(j["retimed"]["to"] == "H100-SXM5-80GB");
+  // Achievable HBM: 1555 GB/s x 1.61 / 2.039 on the A100, 2.90 TB/s on the H100.
+  const double factor = 1555.0 * (1.61 / 2.039) / 2900.0;
+  REQUIRE(j["retimed"]["bandwidth_factor"].get<double>() == Approx(factor));
+  REQUIRE(j["retimed"]["scaled"] == 1);  // the GEMM; its copy to the host keeps its time
+  REQUIRE(j["retimed"]["host_copies"] == 1);
+  // The GEMM is the step's critical path: 400 us measured, 400 x factor on the H100; the
+  // all-reduce (timed on NVLink) and the copy follow it, so the GPU finishes sooner, and the
+  // host's measured work still ends the step at 1 ms.
+  REQUIRE(j["replayed_s"].get<double>() == Approx(1e-3));
+  const auto text = run_foresight("replay " + t + " --cluster dgx-h100");
+  REQUIRE(text.out.find("kernels retimed from A100-SXM4-40GB to H100-SXM5-80GB (Habitat's wave scaling): 1 scaled") !=
+          std::string::npos);
+  const auto named = run_foresight("replay " + t + " --cluster dgx-h100 --trace-gpu V100-SXM2-32GB --json");
+  REQUIRE(nlohmann::json::parse(named.out)["retimed"]["from"] == "V100-SXM2-32GB");
+  const auto bad = run_foresight("replay " + t + " --cluster dgx-h100 --trace-gpu V200");
+  REQUIRE(bad.status == 1);
+  REQUIRE(bad.out.find("--trace-gpu: expected a catalog GPU name") != std::string::npos);
+}
+
 TEST_CASE("foresight replay of several ranks' traces replays them jointly", "[cli][replay]") {
   const std::string archive = foresight::test::shared_path("validation/traces/param/dlrm_kineto.tar.gz");
   if (archive.empty()) {
