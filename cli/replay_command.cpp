@@ -69,15 +69,15 @@ std::optional<trace::KernelRetimer> retimer(const ReplayOptions& o, const std::v
 std::string retime_line(const std::optional<trace::KernelRetimer>& r, const trace::RetimeCounts& n) {
   if (!r) return "";
   return fmt::format("gpu         kernels retimed from {} to {} (Habitat's wave scaling): {} scaled by its HBM bandwidth "
-                     "(x {:.3f}), {} under one wave kept, {} host copies kept\n",
-                     r->from().name, r->to().name, n.scaled, r->bandwidth_factor(), n.under_one_wave, n.host_copies);
+                     "(x {:.3f}), {} under one wave kept, {} host and peer copies kept\n",
+                     r->from().name, r->to().name, n.scaled, r->bandwidth_factor(), n.under_one_wave, n.link_copies);
 }
 
 nlohmann::json retime_json(const std::optional<trace::KernelRetimer>& r, const trace::RetimeCounts& n) {
   if (!r) return nullptr;
   return {{"from", r->from().name},        {"to", r->to().name},
           {"bandwidth_factor", r->bandwidth_factor()}, {"scaled", n.scaled},
-          {"under_one_wave", n.under_one_wave},       {"host_copies", n.host_copies}};
+          {"under_one_wave", n.under_one_wave},       {"link_copies", n.link_copies}};
 }
 
 int replay_one(const ReplayOptions& o, const trace::KinetoTrace& t) {
@@ -156,7 +156,7 @@ int replay_joint(const ReplayOptions& o, const std::vector<trace::KinetoTrace>& 
   for (const trace::ReplayRank& x : g.ranks) {
     counted.scaled += x.retimed.scaled;
     counted.under_one_wave += x.retimed.under_one_wave;
-    counted.host_copies += x.retimed.host_copies;
+    counted.link_copies += x.retimed.link_copies;
     counted.nccl += x.retimed.nccl;
   }
   const sim::ExecutionResult result =
@@ -278,7 +278,7 @@ void add_replay_command(CLI::App& app, Runner& run) {
                 "modelled_collectives, retimed, window: [{step, measured_s, replayed_s, error_pct}], steady_mean: {steps, "
                 "measured_s, replayed_s, error_pct}}, or a joint replay's {ranks: [...], shared_clock, matched_collectives, "
                 "modelled_collectives, cluster, retimed, makespan_s, mape_pct}; retimed is null or {from, to, "
-                "bandwidth_factor, scaled, under_one_wave, host_copies}");
+                "bandwidth_factor, scaled, under_one_wave, link_copies}");
   cmd->add_option("-o,--output", o->output, "Write to this file (atomically) instead of standard output");
   cmd->add_option("--trace", o->trace,
                   "Write the replayed timeline as a Perfetto/Chrome trace to this file (one process per rank, a thread per "

@@ -10,10 +10,14 @@
 namespace foresight::trace {
 namespace {
 
-bool host_copy(const KinetoGpuOp& op) {
-  return op.kind == KinetoGpuOp::Kind::memcpy && (op.name.find("HtoD") != std::string::npos ||
-                                                  op.name.find("DtoH") != std::string::npos ||
-                                                  op.name.find("HtoH") != std::string::npos);
+/// A copy over a link rather than within HBM: to, from or between hosts, or to another GPU
+/// (Kineto: "Memcpy HtoD (Pageable -> Device)", "Memcpy PtoP (Device -> Device)").
+bool link_copy(const KinetoGpuOp& op) {
+  if (op.kind != KinetoGpuOp::Kind::memcpy) return false;
+  for (const char* kind : {"HtoD", "DtoH", "HtoH", "PtoP"}) {
+    if (op.name.find(kind) != std::string::npos) return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -61,7 +65,7 @@ KernelRetimer::KernelRetimer(RetimeGpu from, RetimeGpu to) : from_(std::move(fro
 
 KernelRetimer::Retimed KernelRetimer::retime(const KinetoGpuOp& op) const {
   if (op.nccl()) return {op.dur_us, RetimeRule::kept_nccl};
-  if (host_copy(op)) return {op.dur_us, RetimeRule::kept_host_copy};
+  if (link_copy(op)) return {op.dur_us, RetimeRule::kept_link_copy};
   if (op.kind == KinetoGpuOp::Kind::kernel) {
     const int on_from = resident_blocks(op, from_limits_);
     const int on_to = resident_blocks(op, to_limits_);
@@ -81,8 +85,8 @@ void RetimeCounts::add(RetimeRule r) {
     case RetimeRule::scaled_bandwidth:
       ++scaled;
       break;
-    case RetimeRule::kept_host_copy:
-      ++host_copies;
+    case RetimeRule::kept_link_copy:
+      ++link_copies;
       break;
     case RetimeRule::kept_nccl:
       ++nccl;

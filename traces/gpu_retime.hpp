@@ -9,9 +9,9 @@
 ///   scales by source / target achievable HBM bandwidth (peak x the measured copy fraction of
 ///   the compute model, strategy::achievable_hbm_bandwidth);
 /// - a kernel without a recorded launch configuration counts as bandwidth-bound;
-/// - copies between host and device keep their time (the host link is not modelled), and NCCL
-///   kernels are left to the replay (timed by the target's network where their size is known,
-///   else measured).
+/// - copies to, from or between hosts and to other GPUs (PtoP) keep their time (the links are
+///   not the GPU model), and NCCL kernels are left to the replay (timed by the target's network
+///   where their size is known, else measured).
 /// The blocks an SM holds follow the CUDA occupancy rules for the kernel's threads, registers
 /// and shared memory per block, with the per-compute-capability limits of the CUDA C++
 /// Programming Guide ("Technical Specifications per Compute Capability").
@@ -51,7 +51,7 @@ SmLimits sm_limits(int cc);
 int resident_blocks(const KinetoGpuOp& op, const SmLimits& limits);
 
 /// How a GPU op's time was carried over.
-enum class RetimeRule { kept_under_one_wave, scaled_bandwidth, kept_host_copy, kept_nccl };
+enum class RetimeRule { kept_under_one_wave, scaled_bandwidth, kept_link_copy, kept_nccl };
 
 /// Kernel times from one GPU model (the trace's) to another.
 class KernelRetimer {
@@ -83,7 +83,7 @@ class KernelRetimer {
 struct RetimeCounts {
   std::size_t under_one_wave = 0;
   std::size_t scaled = 0;
-  std::size_t host_copies = 0;
+  std::size_t link_copies = 0;  ///< host and peer copies
   std::size_t nccl = 0;
   void add(RetimeRule r);
 };

@@ -508,7 +508,7 @@ TEST_CASE("foresight replay on a cluster of another GPU model retimes the trace'
   const double factor = 1555.0 * (1.61 / 2.039) / 2900.0;
   REQUIRE(j["retimed"]["bandwidth_factor"].get<double>() == Approx(factor));
   REQUIRE(j["retimed"]["scaled"] == 1);  // the GEMM; its copy to the host keeps its time
-  REQUIRE(j["retimed"]["host_copies"] == 1);
+  REQUIRE(j["retimed"]["link_copies"] == 1);
   // The GEMM is the step's critical path: 400 us measured, 400 x factor on the H100; the
   // all-reduce (timed on NVLink) and the copy follow it, so the GPU finishes sooner, and the
   // host's measured work still ends the step at 1 ms.

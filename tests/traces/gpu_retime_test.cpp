@@ -77,8 +77,10 @@ TEST_CASE("a kernel under one wave on both GPUs keeps its time; the others scale
   copy.name = "Memcpy DtoD (Device -> Device)";
   REQUIRE(r.retime(copy).rule == RetimeRule::scaled_bandwidth);
   copy.name = "Memcpy HtoD (Pinned -> Device)";
-  REQUIRE(r.retime(copy).rule == RetimeRule::kept_host_copy);
+  REQUIRE(r.retime(copy).rule == RetimeRule::kept_link_copy);
   REQUIRE(r.retime(copy).dur_us == 100.0);
+  copy.name = "Memcpy PtoP (Device -> Device)";  // to another GPU: over NVLink or PCIe
+  REQUIRE(r.retime(copy).rule == RetimeRule::kept_link_copy);
   KinetoGpuOp nccl = kernel(1'000'000, 512, 32, 0);
   nccl.collective = "allreduce";
   REQUIRE(r.retime(nccl).rule == RetimeRule::kept_nccl);
@@ -95,7 +97,7 @@ TEST_CASE("a replay retimed for another GPU runs its kernels at their retimed du
   // The step's GEMM (400 us, no launch configuration recorded) scales; its copy to the host
   // and its NCCL kernel (left on its measured time without a target network) keep theirs.
   REQUIRE(g.retimed.scaled == 1);
-  REQUIRE(g.retimed.host_copies == 1);
+  REQUIRE(g.retimed.link_copies == 1);
   REQUIRE(g.retimed.nccl == 1);
   REQUIRE(g.retimed.under_one_wave == 0);
   const auto run = sim::execute(g.graph, topo::resolve_cluster("dgx-a100", 1), sim::CollectiveConfig{},
