@@ -73,6 +73,14 @@ void convert(const CUpti_Activity* a, RecordLog& out) {
       r.device = k->deviceId;
       r.stream = k->streamId;
       r.correlation = k->correlationId;
+      r.grid[0] = k->gridX;
+      r.grid[1] = k->gridY;
+      r.grid[2] = k->gridZ;
+      r.block[0] = k->blockX;
+      r.block[1] = k->blockY;
+      r.block[2] = k->blockZ;
+      r.registers_per_thread = k->registersPerThread;
+      r.shared_bytes = static_cast<std::uint32_t>(k->staticSharedMemory + k->dynamicSharedMemory);
       break;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY:

@@ -28,6 +28,12 @@ std::string kineto_json(const RecordLog& log) {
         e["tid"] = r.stream;
         e["args"] = {{"device", r.device}, {"stream", r.stream}, {"correlation", r.correlation}};
         if (r.kind != ActivityRecord::Kind::kernel) e["args"]["bytes"] = r.bytes;
+        if (r.kind == ActivityRecord::Kind::kernel && r.grid[0] > 0 && r.block[0] > 0) {
+          e["args"]["grid"] = {r.grid[0], r.grid[1], r.grid[2]};
+          e["args"]["block"] = {r.block[0], r.block[1], r.block[2]};
+          e["args"]["registers per thread"] = r.registers_per_thread;
+          e["args"]["shared memory"] = r.shared_bytes;
+        }
         break;
       case ActivityRecord::Kind::runtime:
         e["cat"] = "cuda_runtime";

@@ -26,6 +26,12 @@ struct ActivityRecord {
   std::uint32_t correlation = 0;  ///< joins a GPU activity to its runtime call
   std::uint64_t thread = 0;       ///< runtime calls and annotations: the CPU thread
   std::uint64_t bytes = 0;        ///< memcpy, memset
+  /// Kernels: the launch configuration (what retiming for another GPU model reads); zero when
+  /// not recorded.
+  std::int32_t grid[3] = {0, 0, 0};
+  std::int32_t block[3] = {0, 0, 0};
+  std::uint32_t registers_per_thread = 0;
+  std::uint32_t shared_bytes = 0;  ///< static + dynamic shared memory per block
 
   /// A kernel, copy or set: work on the GPU.
   bool on_gpu() const { return kind == Kind::kernel || kind == Kind::memcpy || kind == Kind::memset; }
@@ -42,7 +48,8 @@ struct RecordLog {
 
 /// The log as a Kineto-compatible Chrome trace (traceEvents with cat kernel, gpu_memcpy,
 /// gpu_memset, cuda_runtime and user_annotation, times in us from the earliest record, args with
-/// device, stream and correlation; deviceProperties; "foresightDroppedRecords" and
+/// device, stream and correlation, and for kernels with a recorded launch configuration grid,
+/// block, "registers per thread" and "shared memory" as Kineto writes them; deviceProperties; "foresightDroppedRecords" and
 /// "foresightUnmatchedMarkers"). An NVTX range named "ProfilerStep#N" is an iteration to the
 /// importer, as in a torch.profiler trace.
 std::string kineto_json(const RecordLog& log);

@@ -45,6 +45,12 @@ TEST_CASE("collected records written as a Kineto trace read back with their time
                  record(ActivityRecord::Kind::runtime, "cudaMemcpyAsync", 1'006'000, 1'009'000, 2),
                  record(ActivityRecord::Kind::memcpy, "Memcpy HtoD", 1'250'000, 1'260'000, 2, 9)};
   log.records[3].bytes = 4096;
+  // The GEMM's launch configuration as CUPTI reports it: 132 x 2 blocks of 384 threads.
+  ActivityRecord& k = log.records[1];
+  k.grid[0] = 132, k.grid[1] = 2, k.grid[2] = 1;
+  k.block[0] = 384, k.block[1] = 1, k.block[2] = 1;
+  k.registers_per_thread = 168;
+  k.shared_bytes = 232448;
   const std::string text = prof::kineto_json(log);
   REQUIRE(nlohmann::json::parse(text)["foresightDroppedRecords"] == 3);  // drops are reported
   const auto t = trace::parse_kineto(text, "collected.json");
@@ -57,6 +63,11 @@ TEST_CASE("collected records written as a Kineto trace read back with their time
   REQUIRE(gemm.ts_us == Approx(10.0));  // microseconds from the earliest record
   REQUIRE(gemm.dur_us == Approx(240.0));
   REQUIRE(gemm.stream == 7);
+  REQUIRE(gemm.blocks == 264);
+  REQUIRE(gemm.threads_per_block == 384);
+  REQUIRE(gemm.registers_per_thread == 168);
+  REQUIRE(gemm.shared_bytes == 232448);
+  REQUIRE(t.gpu_ops[1].blocks == 0);  // a copy has none
   REQUIRE(t.gpu_ops[1].kind == trace::KinetoGpuOp::Kind::memcpy);
   REQUIRE(t.gpu_ops[1].stream == 9);
   REQUIRE(t.runtime[0].correlation == gemm.correlation);
