@@ -1,0 +1,41 @@
+#pragma once
+// Running the foresight binary from the CLI tests: its output and exit status, and scratch paths.
+#include <catch2/catch.hpp>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <sys/wait.h>
+
+namespace foresight::test {
+
+struct Run {
+  int status = -1;
+  std::string out;  ///< stdout and stderr together
+};
+
+/// Runs `foresight <args>` through the shell and captures its output and exit status.
+inline Run run_foresight(const std::string& args) {
+  const char* exe = std::getenv("FORESIGHT_EXE");
+  REQUIRE(exe != nullptr);
+  Run r;
+  FILE* p = popen((std::string(exe) + " " + args + " 2>&1").c_str(), "r");
+  REQUIRE(p != nullptr);
+  std::array<char, 4096> buf{};
+  while (std::fgets(buf.data(), buf.size(), p) != nullptr) r.out += buf.data();
+  const int raw = pclose(p);
+  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  return r;
+}
+
+inline std::string scratch(const std::string& name) {
+  const auto dir = std::filesystem::temp_directory_path() / "foresight-cli-test";
+  std::filesystem::create_directories(dir);
+  const auto p = dir / name;
+  std::filesystem::remove(p);
+  return p.string();
+}
+
+}  // namespace foresight::test
