@@ -109,13 +109,17 @@ struct Built {
   sim::NodeId end = kNone;    ///< the host's marker at its end
   std::vector<ReplayedStep> window;  ///< every replayed step, oldest first
   RetimeCounts retimed;              ///< the measured step's GPU ops by how they were retimed
+  std::vector<GpuStall> stalls;      ///< the measured step's unexplained stalls
+  std::size_t inferred_waits = 0;    ///< the measured step's waits inferred from timing
 };
 
 /// Appends `steps` of `trace` (consecutive; the last is the measured one, those before it warm
 /// the GPU's queues up) as the ops of graph rank `rank` (see replay.hpp).
-/// With `retime`, GPU ops take their times on its target GPU.
+/// With `retime`, GPU ops take their times on its target GPU; with `keep_stalls`, unexplained
+/// stalls stay as GPU time.
 Built build_rank(sim::ExecutionGraph& g, sim::RankId rank, const KinetoTrace& trace,
-                 const std::vector<const KinetoStep*>& steps, const NcclHook& nccl, const KernelRetimer* retime) {
+                 const std::vector<const KinetoStep*>& steps, const NcclHook& nccl, const ReplayOptions& options) {
+  const KernelRetimer* retime = options.retime;
   // Each call kind's median duration: what an unblocked call costs.
   std::map<std::string, std::vector<double>> durations;
   for (const KinetoRuntimeCall& c : trace.runtime) durations[c.name].push_back(c.dur_us);
@@ -125,6 +129,9 @@ Built build_rank(sim::ExecutionGraph& g, sim::RankId rank, const KinetoTrace& tr
     median[name] = list[list.size() / 2];
   }
   Built out;
+  const GpuTimeline timeline = read_timeline(trace);
+  std::vector<sim::NodeId> node_of(trace.gpu_ops.size(), kNone);  // trace op -> its node, once added
+  std::map<std::int64_t, bool> waits;  // host thread -> whether its next GPU op follows a cudaStreamWaitEvent
   std::map<std::int64_t, sim::StreamId> streams;  // trace stream -> graph stream
   std::map<sim::StreamId, sim::NodeId> last_on;    // graph stream -> this rank's last GPU op
   sim::NodeId last_gpu = kNone;
@@ -185,7 +192,10 @@ Built build_rank(sim::ExecutionGraph& g, sim::RankId rank, const KinetoTrace& tr
       continue;
     }
     if (call.name == "cudaEventRecord") recorded = last_gpu;
-    if (call.name == "cudaStreamWaitEvent") wait_for = recorded;
+    if (call.name == "cudaStreamWaitEvent") {
+      wait_for = recorded;
+      waits[call.tid] = true;
+    }
     if (c.ops.empty()) {
       host(call.name, gap + cost);
       continue;
@@ -210,16 +220,42 @@ Built build_rank(sim::ExecutionGraph& g, sim::RankId rank, const KinetoTrace& tr
       }
       k.dispatch = i == 0 ? us(gap + cost) : sim::Time::zero();
       k.name = g.intern(op.name);
-      if (wait_for != kNone && g.nodes[wait_for].stream != k.stream) k.deps.push_back(wait_for);
+      const auto index = static_cast<std::size_t>(&op - trace.gpu_ops.data());
+      if (wait_for != kNone && g.nodes[wait_for].stream != k.stream) {
+        k.deps.push_back(wait_for);
+      } else if (waits[call.tid] && timeline.waited_on[index] != GpuTimeline::kNone) {
+        // No recorded event to pair with: the op on another stream that ended as this one began.
+        const sim::NodeId source = node_of[static_cast<std::size_t>(timeline.waited_on[index])];
+        if (source != kNone && g.nodes[source].stream != k.stream) {
+          k.deps.push_back(source);
+          out.inferred_waits += in_measured ? 1 : 0;
+        }
+      }
+      waits[call.tid] = false;
+      if (options.keep_stalls && timeline.held(index, trace) && timeline.waited_on[index] == GpuTimeline::kNone) {
+        sim::Node stall;  // the unrecorded work the op waited for, before it on its stream
+        stall.kind = sim::OpKind::compute;
+        stall.rank = rank;
+        stall.stream = k.stream;
+        stall.duration = us(op.ts_us - timeline.ready_us[index]);
+        stall.dispatch = k.dispatch;
+        stall.name = g.intern("unexplained stall (kept)");
+        stall.deps = std::move(k.deps);
+        k.deps.clear();
+        k.dispatch = sim::Time::zero();
+        g.add(stall);
+      }
       if (i > 0 && k.stream != g.nodes[last_gpu].stream) k.deps.push_back(last_gpu);  // the graph's order
       wait_for = kNone;
       last_gpu = g.add(k);
+      node_of[index] = last_gpu;
       last_on[k.stream] = last_gpu;
       out.gpu_ops += in_measured ? 1 : 0;
       if (host_waits_for_copy(call, op)) host_sync(call.name, {last_gpu});
     }
   }
   pass_steps(end);
+  out.stalls = unexplained_stalls(trace, timeline, measured);
   host("host work after the last CUDA call", end - prev_end);
   out.end = host_sync("end of the step", {});
   out.window.back().end = out.end;
@@ -256,14 +292,14 @@ int kineto_dtype_bytes(const std::string& dtype) {
   return 0;
 }
 
-ReplayGraph replay_graph(const KinetoTrace& trace, int index, sim::GpuId gpu, int collective_gpus,
-                         const KernelRetimer* retime) {
+ReplayGraph replay_graph(const KinetoTrace& trace, int index, const ReplayOptions& options) {
+  const int collective_gpus = options.collective_gpus;
   const KinetoStep& step = pick_step(trace, index);
   ReplayGraph out;
   out.measured_s = step.dur_us * 1e-6;
   out.step = step.number;
   sim::ExecutionGraph& g = out.graph;
-  const sim::RankId rank = g.add_rank(gpu, 0);
+  const sim::RankId rank = g.add_rank(0, 0);
   std::uint32_t job = 0;  // the folded communicator of the whole job
   if (collective_gpus > 0) {
     std::vector<sim::GpuId> all;
@@ -282,8 +318,10 @@ ReplayGraph replay_graph(const KinetoTrace& trace, int index, sim::GpuId gpu, in
     k.duration = sim::Time::zero();
   };
   const std::vector<const KinetoStep*> steps = with_warmup(trace, step);
-  const Built b = build_rank(g, rank, trace, steps, nccl, retime);
+  const Built b = build_rank(g, rank, trace, steps, nccl, options);
   out.retimed = b.retimed;
+  out.stalls = b.stalls;
+  out.inferred_waits = b.inferred_waits;
   out.gpu_ops = b.gpu_ops;
   out.nccl_ops = b.nccl_ops;
   out.begin = b.begin;
@@ -353,8 +391,8 @@ std::vector<std::vector<const KinetoGpuOp*>> matched_nccl(const std::vector<cons
 
 }  // namespace
 
-JointReplayGraph joint_replay_graph(const std::vector<KinetoTrace>& traces, int index, int collective_gpus,
-                                    const KernelRetimer* retime) {
+JointReplayGraph joint_replay_graph(const std::vector<KinetoTrace>& traces, int index, const ReplayOptions& options) {
+  const int collective_gpus = options.collective_gpus;
   if (traces.empty()) throw sim::TraceError("joint replay: no trace given");
   std::vector<const KinetoTrace*> ranked;
   for (const std::size_t i : rank_order(traces)) ranked.push_back(&traces[i]);
@@ -443,8 +481,10 @@ JointReplayGraph joint_replay_graph(const std::vector<KinetoTrace>& traces, int 
       node.bytes = c.bytes;
       node.duration = c.duration;
     };
-    const Built b = build_rank(g, members[r], t, windows[r], hook, retime);
+    const Built b = build_rank(g, members[r], t, windows[r], hook, options);
     info.retimed = b.retimed;
+    info.stalls = b.stalls;
+    info.inferred_waits = b.inferred_waits;
     info.gpu_ops = b.gpu_ops;
     info.nccl_ops = b.nccl_ops;
     info.unlaunched = count_unlaunched(t, step);

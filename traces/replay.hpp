@@ -12,7 +12,9 @@
 ///   trace's own cluster their time is what was measured);
 /// - cudaEventRecord marks the last GPU op issued; the GPU op after a cudaStreamWaitEvent waits
 ///   for it when it is on another stream (Kineto records neither event nor stream ids, so the
-///   pairing is by order);
+///   pairing is by order). Where no recorded event pairs with it, the next GPU op that the
+///   waiting thread launches waits for the op the measured timeline shows it waited for: the op
+///   on another stream that ended as it began, after it was held (traces/gpu_timeline.hpp);
 /// - cudaDeviceSynchronize, cudaStreamSynchronize and cudaEventSynchronize block the host until
 ///   the GPU ops issued so far are done; cudaMemcpy, and cudaMemcpyAsync to pageable host
 ///   memory, until their copy is (CUDA Runtime API, "API synchronization behavior");
@@ -29,6 +31,7 @@
 
 #include "sim/execution_graph.hpp"
 #include "traces/gpu_retime.hpp"
+#include "traces/gpu_timeline.hpp"
 #include "traces/kineto.hpp"
 
 namespace foresight::trace {
@@ -53,24 +56,35 @@ struct ReplayGraph {
   std::size_t modelled_collectives = 0;  ///< NCCL kernels of the step replaced by collectives
   std::size_t warmup_steps = 0;          ///< steps replayed before it (see replay_graph)
   RetimeCounts retimed;                  ///< the step's GPU ops by how they were retimed, if they were
+  /// The measured step's unexplained GPU stalls, longest first (traces/gpu_timeline.hpp).
+  std::vector<GpuStall> stalls;
+  std::size_t inferred_waits = 0;  ///< the step's cross-stream waits inferred from timing
   /// Host markers: where the rank's host thread is when the step begins and when it ends.
   sim::NodeId begin = 0;
   sim::NodeId end = 0;
   std::vector<ReplayedStep> window;  ///< the warm-up steps and the step, oldest first
 };
 
-/// The graph of step `index` (0-based among the trace's steps; -1: the last) on GPU `gpu`.
+/// How to replay.
+struct ReplayOptions {
+  /// > 0 (replay on another cluster): an NCCL kernel whose collective and message size Kineto
+  /// recorded becomes that collective over GPUs 0 .. collective_gpus - 1 (see replay_graph and
+  /// joint_replay_graph), timed by the target cluster's network.
+  int collective_gpus = 0;
+  /// The cluster's GPUs are another model: GPU ops take the times it gives them on its target
+  /// (traces/gpu_retime.hpp); without, their measured times.
+  const KernelRetimer* retime = nullptr;
+  /// Keep each unexplained stall (traces/gpu_timeline.hpp) as GPU time of its measured length on
+  /// its stream before the op it held: the work the trace lacks is assumed to take what it took.
+  bool keep_stalls = false;
+};
+
+/// The graph of step `index` (0-based among the trace's steps; -1: the last) on GPU 0.
 /// TraceError when the trace has no ProfilerStep or the index is out of range.
 ///
-/// With `collective_gpus` > 0 (replay on another cluster), an NCCL kernel whose collective and
-/// message size Kineto recorded becomes that collective over GPUs 0 .. collective_gpus - 1: the
-/// one simulated rank stands for all of them (a folded communicator, as the job's ranks ran the
-/// same program), and the target cluster's network times it.
-///
-/// With `retime` (the cluster's GPUs are another model), GPU ops take the times it gives them on
-/// its target (traces/gpu_retime.hpp); without, their measured times.
-ReplayGraph replay_graph(const KinetoTrace& trace, int index, sim::GpuId gpu = 0, int collective_gpus = 0,
-                         const KernelRetimer* retime = nullptr);
+/// With `collective_gpus` > 0 (replay on another cluster), the one simulated rank stands for all
+/// GPUs of its collectives (a folded communicator, as the job's ranks ran the same program).
+ReplayGraph replay_graph(const KinetoTrace& trace, int index, const ReplayOptions& options = {});
 
 /// One rank of a joint replay.
 struct ReplayRank {
@@ -84,6 +98,8 @@ struct ReplayRank {
   std::size_t unlaunched = 0;
   std::size_t warmup_steps = 0;
   RetimeCounts retimed;
+  std::vector<GpuStall> stalls;  ///< as in ReplayGraph
+  std::size_t inferred_waits = 0;
   sim::NodeId begin = 0;  ///< host markers at the step's start and end, as in ReplayGraph
   sim::NodeId end = 0;
   std::vector<ReplayedStep> window;
@@ -115,8 +131,8 @@ struct JointReplayGraph {
 ///   every rank's other GPU ops are retimed as in replay_graph.
 /// TraceError when a trace lacks the step, the traces' world sizes differ, two traces claim
 /// one rank, or the ranks' NCCL kernels do not match (count or kind), naming file and position.
-JointReplayGraph joint_replay_graph(const std::vector<KinetoTrace>& traces, int index, int collective_gpus = 0,
-                                    const KernelRetimer* retime = nullptr);
+JointReplayGraph joint_replay_graph(const std::vector<KinetoTrace>& traces, int index,
+                                    const ReplayOptions& options = {});
 
 /// The replayed step (seconds): from the host's reaching the step's start to its reaching the
 /// step's end, as ProfilerStep ranges measure it (`node_end`: ExecutionResult::end).

@@ -93,7 +93,7 @@ TEST_CASE("a kernel under one wave on both GPUs keeps its time; the others scale
 TEST_CASE("a replay retimed for another GPU runs its kernels at their retimed durations", "[traces]") {
   const auto t = trace::load_kineto(test::data_path("traces/mini_kineto.json"));
   const trace::KernelRetimer r(kA100, kH100);
-  const auto g = trace::replay_graph(t, -1, 0, 0, &r);
+  const auto g = trace::replay_graph(t, -1, {0, &r});
   // The step's GEMM (400 us, no launch configuration recorded) scales; its copy to the host
   // and its NCCL kernel (left on its measured time without a target network) keep theirs.
   REQUIRE(g.retimed.scaled == 1);

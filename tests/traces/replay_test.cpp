@@ -8,6 +8,7 @@
 #include "sim/error.hpp"
 #include "sim/executor.hpp"
 #include "tests/test_paths.hpp"
+#include "tests/traces/made_trace.hpp"
 #include "topologies/cluster_builders.hpp"
 #include "traces/kineto.hpp"
 #include "traces/replay.hpp"
@@ -15,47 +16,11 @@
 using namespace foresight;
 using trace::KinetoGpuOp;
 
-namespace {
-
-sim::ExecutionResult run(const trace::ReplayGraph& g) {
-  static const topo::Cluster one = topo::resolve_cluster("dgx-a100", 1);
-  return sim::execute(g.graph, one, sim::CollectiveConfig{}, sim::NetworkKind::analytical);
-}
-
-double us(sim::Time t) { return t.seconds() * 1e6; }
-
-/// The start (us) of the replay's last GPU op.
-double last_gpu_start(const trace::ReplayGraph& g) {
-  const auto r = run(g);
-  double start = -1.0;
-  for (sim::NodeId n = 0; n < g.graph.nodes.size(); ++n) {
-    if (g.graph.nodes[n].kind == sim::OpKind::compute) start = us(r.start[n]);
-  }
-  return start;
-}
-
-/// A step of 1000 us: calls `calls` on one thread, GPU ops by correlation.
-trace::KinetoTrace made(std::vector<trace::KinetoRuntimeCall> calls, std::vector<KinetoGpuOp> ops) {
-  trace::KinetoTrace t;
-  t.path = "made.json";
-  t.steps.push_back({1, 0.0, 1000.0});
-  t.runtime = std::move(calls);
-  t.gpu_ops = std::move(ops);
-  return t;
-}
-
-KinetoGpuOp op(std::int64_t stream, double ts, double dur, std::int64_t correlation) {
-  KinetoGpuOp o;
-  o.name = "kernel ";
-  o.name.append(std::to_string(correlation));
-  o.stream = stream;
-  o.ts_us = ts;
-  o.dur_us = dur;
-  o.correlation = correlation;
-  return o;
-}
-
-}  // namespace
+using test::last_gpu_start;
+using test::made;
+using test::op;
+using test::run;
+using test::us;
 
 TEST_CASE("a replayed step issues each GPU op after its measured host time, in stream order", "[traces]") {
   const auto t = trace::load_kineto(test::data_path("traces/mini_kineto.json"));
@@ -213,7 +178,7 @@ TEST_CASE("replay on another cluster times the recorded NCCL collectives on its 
   const auto t = trace::load_kineto(test::data_path("traces/mini_kineto.json"));
   // The trace's all-reduce of 1,048,576 floats, over the job's 2 GPUs (its world size) or 16.
   auto nccl_time = [&](const char* preset, int gpus) {
-    const auto g = trace::replay_graph(t, -1, 0, gpus);
+    const auto g = trace::replay_graph(t, -1, {gpus});
     REQUIRE(g.modelled_collectives == 1);
     const topo::Cluster c = topo::resolve_cluster(preset, gpus);
     const auto r = sim::execute(g.graph, c, sim::CollectiveConfig{}, sim::NetworkKind::flow);
