@@ -35,6 +35,7 @@ struct ReplayOptions {
   std::string output;
   std::string trace;  ///< the replayed timeline (Chrome trace JSON), when given
   std::string trace_gpu;  ///< the catalog model the traces ran on, when their recorded name is not one
+  bool keep_stalls = false;
 };
 
 /// Writes the replayed timeline of `graph` to o.trace (Perfetto / chrome://tracing), if asked.
@@ -80,6 +81,39 @@ nlohmann::json retime_json(const std::optional<trace::KernelRetimer>& r, const t
           {"under_one_wave", n.under_one_wave},       {"link_copies", n.link_copies}};
 }
 
+/// Where step `number` of `t` began (us on the trace's clock).
+double step_start_us(const trace::KinetoTrace& t, int number) {
+  for (const trace::KinetoStep& s : t.steps) {
+    if (s.number == number) return s.ts_us;
+  }
+  return 0.0;
+}
+
+/// The unexplained stalls of a rank's step: total, count and the three longest.
+nlohmann::json stalls_json(const trace::KinetoTrace& t, int step, const std::vector<trace::GpuStall>& stalls) {
+  nlohmann::json largest = nlohmann::json::array();
+  for (std::size_t i = 0; i < std::min<std::size_t>(3, stalls.size()); ++i) {
+    const trace::KinetoGpuOp& op = t.gpu_ops[stalls[i].op];
+    largest.push_back({{"stream", op.stream},
+                       {"begin_s", (stalls[i].begin_us - step_start_us(t, step)) * 1e-6},
+                       {"dur_s", stalls[i].dur_us * 1e-6},
+                       {"before", op.name}});
+  }
+  return {{"total_s", trace::total_us(stalls) * 1e-6}, {"count", stalls.size()}, {"largest", largest}};
+}
+
+/// The text line on a rank's unexplained stalls, or "" when it has none.
+std::string stalls_line(const trace::KinetoTrace& t, int step, const std::vector<trace::GpuStall>& stalls, bool kept) {
+  if (stalls.empty()) return "";
+  const trace::KinetoGpuOp& op = t.gpu_ops[stalls.front().op];
+  return fmt::format("stalls      {:.3f} ms of GPU idle with work queued and nothing recorded to wait for ({} stall{}; the "
+                     "longest {:.3f} ms on stream {} at {:.3f} ms, before {:.60}): the trace lacks what the GPU waited "
+                     "for{}\n",
+                     trace::total_us(stalls) * 1e-3, stalls.size(), stalls.size() == 1 ? "" : "s", stalls.front().dur_us * 1e-3, op.stream,
+                     (stalls.front().begin_us - step_start_us(t, step)) * 1e-3, op.name,
+                     kept ? "; kept as GPU time (--keep-stalls)" : "; --keep-stalls keeps them as GPU time");
+}
+
 int replay_one(const ReplayOptions& o, const trace::KinetoTrace& t) {
   // Own cluster: every op at its measured time, on one GPU (the fabric only hosts the rank).
   // Another cluster: the recorded NCCL collectives over its first --gpus GPUs, timed there.
@@ -87,7 +121,7 @@ int replay_one(const ReplayOptions& o, const trace::KinetoTrace& t) {
   const bool other = !o.cluster.empty();
   const topo::Cluster cluster = topo::resolve_cluster(other ? o.cluster : "dgx-a100", other ? gpus : 1);
   const std::optional<trace::KernelRetimer> retime = retimer(o, {&t}, cluster, other);
-  const trace::ReplayGraph r = trace::replay_graph(t, o.step, 0, other ? gpus : 0, retime ? &*retime : nullptr);
+  const trace::ReplayGraph r = trace::replay_graph(t, o.step, {other ? gpus : 0, retime ? &*retime : nullptr, o.keep_stalls});
   const sim::ExecutionResult result =
       sim::execute(r.graph, cluster, sim::CollectiveConfig{}, other ? sim::NetworkKind::flow : sim::NetworkKind::analytical);
   write_timeline(o, r.graph, result, cluster.name());
@@ -107,6 +141,9 @@ int replay_one(const ReplayOptions& o, const trace::KinetoTrace& t) {
                               {"cluster", other ? o.cluster : std::string()},
                               {"modelled_collectives", r.modelled_collectives},
                               {"retimed", retime_json(retime, r.retimed)},
+                              {"inferred_waits", r.inferred_waits},
+                              {"unexplained_stalls", stalls_json(t, r.step, r.stalls)},
+                              {"stalls_kept", o.keep_stalls},
                               {"window", window},
                               {"steady_mean", {{"steps", mean.steps}, {"measured_s", mean.measured_s},
                                                {"replayed_s", mean.replayed_s},
@@ -129,7 +166,7 @@ int replay_one(const ReplayOptions& o, const trace::KinetoTrace& t) {
                          mean.steps);
   }
   emit(o.output, fmt::format("trace       {} ({}{})\nstep        ProfilerStep#{}: {} GPU ops, {} of them NCCL\n"
-                             "{}{}measured    {:.3f} ms\nreplayed    {:.3f} ms ({:+.1f}%)\n",
+                             "{}{}{}measured    {:.3f} ms\nreplayed    {:.3f} ms ({:+.1f}%)\n",
                              t.path, t.gpu_name.empty() ? "GPU not recorded" : t.gpu_name,
                              t.world_size > 0 ? fmt::format(", rank {} of {}", t.rank, t.world_size) : "", r.step,
                              r.gpu_ops, r.nccl_ops,
@@ -137,7 +174,8 @@ int replay_one(const ReplayOptions& o, const trace::KinetoTrace& t) {
                                                  cluster.name(), gpus, r.modelled_collectives,
                                                  retime_line(retime, r.retimed))
                                    : "",
-                             steps, r.measured_s * 1e3, replayed * 1e3, error));
+                             stalls_line(t, r.step, r.stalls, o.keep_stalls), steps, r.measured_s * 1e3,
+                             replayed * 1e3, error));
   return 0;
 }
 
@@ -151,7 +189,7 @@ int replay_joint(const ReplayOptions& o, const std::vector<trace::KinetoTrace>& 
   std::vector<const trace::KinetoTrace*> all;
   for (const trace::KinetoTrace& t : traces) all.push_back(&t);
   const std::optional<trace::KernelRetimer> retime = retimer(o, all, cluster, other);
-  const trace::JointReplayGraph g = trace::joint_replay_graph(traces, o.step, other ? n : 0, retime ? &*retime : nullptr);
+  const trace::JointReplayGraph g = trace::joint_replay_graph(traces, o.step, {other ? n : 0, retime ? &*retime : nullptr, o.keep_stalls});
   trace::RetimeCounts counted;  // over every rank
   for (const trace::ReplayRank& x : g.ranks) {
     counted.scaled += x.retimed.scaled;
@@ -163,6 +201,10 @@ int replay_joint(const ReplayOptions& o, const std::vector<trace::KinetoTrace>& 
       sim::execute(g.graph, cluster, sim::CollectiveConfig{}, other ? sim::NetworkKind::flow : sim::NetworkKind::analytical);
   write_timeline(o, g.graph, result, cluster.name());
   const std::vector<double> replayed = trace::rank_step_seconds(g, result.end);
+  std::vector<const trace::KinetoTrace*> ranked;  // the traces in the graph's rank order
+  for (const trace::ReplayRank& x : g.ranks) {
+    ranked.push_back(&*std::find_if(traces.begin(), traces.end(), [&](const auto& t) { return t.path == x.path; }));
+  }
   double abs_sum = 0.0, worst = 0.0;
   for (std::size_t r = 0; r < g.ranks.size(); ++r) {
     const double e = error_pct(replayed[r], g.ranks[r].measured_s);
@@ -177,7 +219,8 @@ int replay_joint(const ReplayOptions& o, const std::vector<trace::KinetoTrace>& 
       ranks.push_back({{"trace", x.path}, {"rank", x.rank}, {"step", x.step}, {"offset_s", x.offset_s},
                        {"measured_s", x.measured_s}, {"replayed_s", replayed[r]},
                        {"error_pct", error_pct(replayed[r], x.measured_s)}, {"gpu_ops", x.gpu_ops},
-                       {"nccl_ops", x.nccl_ops}});
+                       {"nccl_ops", x.nccl_ops}, {"inferred_waits", x.inferred_waits},
+                       {"unexplained_stalls", stalls_json(*ranked[r], x.step, x.stalls)}});
     }
     const nlohmann::json j = {{"ranks", ranks},
                               {"shared_clock", g.shared_clock},
@@ -185,6 +228,7 @@ int replay_joint(const ReplayOptions& o, const std::vector<trace::KinetoTrace>& 
                               {"modelled_collectives", g.modelled_collectives},
                               {"cluster", other ? o.cluster : std::string()},
                               {"retimed", retime_json(retime, counted)},
+                              {"stalls_kept", o.keep_stalls},
                               {"makespan_s", result.makespan.seconds()},
                               {"mape_pct", mape}};
     emit(o.output, j.dump(1) + "\n");
@@ -203,6 +247,10 @@ int replay_joint(const ReplayOptions& o, const std::vector<trace::KinetoTrace>& 
     const trace::ReplayRank& x = g.ranks[r];
     text += fmt::format("{:>4}  {:>10.3f}  {:>11.3f}  {:>11.3f}  {:>+6.1f}%  {}\n", x.rank, x.offset_s * 1e3,
                         x.measured_s * 1e3, replayed[r] * 1e3, error_pct(replayed[r], x.measured_s), x.path);
+  }
+  for (std::size_t r = 0; r < g.ranks.size(); ++r) {
+    const std::string line = stalls_line(*ranked[r], g.ranks[r].step, g.ranks[r].stalls, o.keep_stalls);
+    if (!line.empty()) text += fmt::format("rank {:<6} {}", g.ranks[r].rank, line.substr(12));
   }
   text += fmt::format("\nmean |error| {:.1f}%, worst {:.1f}%\n", mape, worst);
   emit(o.output, text);
@@ -273,12 +321,17 @@ void add_replay_command(CLI::App& app, Runner& run) {
   cmd->add_option("--trace-gpu", o->trace_gpu,
                   "The catalog model the traces ran on (foresight --list), where their recorded GPU name is not one; "
                   "kernels are retimed when --cluster's GPUs are another model");
+  cmd->add_flag("--keep-stalls", o->keep_stalls,
+                "Keep the GPU's unexplained stalls (queued work held with nothing recorded to wait for: work the trace "
+                "lacks) as GPU time of their measured length");
   cmd->add_flag("--json", o->json,
                 "Print one rank's {trace, gpu, step, measured_s, replayed_s, error_pct, gpu_ops, nccl_ops, cluster, "
-                "modelled_collectives, retimed, window: [{step, measured_s, replayed_s, error_pct}], steady_mean: {steps, "
-                "measured_s, replayed_s, error_pct}}, or a joint replay's {ranks: [...], shared_clock, matched_collectives, "
-                "modelled_collectives, cluster, retimed, makespan_s, mape_pct}; retimed is null or {from, to, "
-                "bandwidth_factor, scaled, under_one_wave, link_copies}");
+                "modelled_collectives, retimed, inferred_waits, unexplained_stalls, stalls_kept, window: [{step, measured_s, "
+                "replayed_s, error_pct}], steady_mean: {steps, measured_s, replayed_s, error_pct}}, or a joint replay's "
+                "{ranks: [{..., inferred_waits, unexplained_stalls}], shared_clock, matched_collectives, "
+                "modelled_collectives, cluster, retimed, stalls_kept, makespan_s, mape_pct}; retimed is null or {from, to, "
+                "bandwidth_factor, scaled, under_one_wave, link_copies}; unexplained_stalls is {total_s, count, largest: "
+                "[{stream, begin_s, dur_s, before}]}");
   cmd->add_option("-o,--output", o->output, "Write to this file (atomically) instead of standard output");
   cmd->add_option("--trace", o->trace,
                   "Write the replayed timeline as a Perfetto/Chrome trace to this file (one process per rank, a thread per "

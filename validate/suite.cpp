@@ -232,6 +232,17 @@ DatasetResult run_traces(const std::string& dir) {
                        : fmt::format("ProfilerStep#{}", g.step);
     c.note = fmt::format("{}, {}; ProfilerStep#{}: {} GPU ops ({} NCCL)", t.gpu_name.empty() ? "GPU not recorded" : t.gpu_name,
                          which, g.step, g.gpu_ops, g.nccl_ops);
+    const double stalled_us = trace::total_us(g.stalls);
+    if (stalled_us > 0.01 * g.measured_s * 1e6) {
+      // What the trace lacks (traces/gpu_timeline.hpp), and the replay that keeps it as GPU time:
+      // said beside the error, not counted in it.
+      const trace::ReplayGraph kept = trace::replay_graph(t, -1, {0, nullptr, true});
+      const auto k = sim::execute(kept.graph, one_gpu, sim::CollectiveConfig{}, sim::NetworkKind::analytical);
+      const double with = trace::steady_means(kept.window, k.end).replayed_s;
+      c.note += fmt::format("; its GPU held queued work {:.1f} ms with nothing recorded to wait for (unexplained stalls; "
+                            "kept as GPU time: {:.4g} s, {:+.1f}%)",
+                            stalled_us * 1e-3, with, (with - c.measured) / c.measured * 100.0);
+    }
     out.cases.push_back(std::move(c));
     ++replayed;
   }

@@ -124,3 +124,24 @@ TEST_CASE("foresight import-profile: a trace's GEMMs become a profile database t
   REQUIRE(bad.out.find("--gpu: expected a catalog GPU name") != std::string::npos);
   REQUIRE_FALSE(std::ifstream(scratch("never.json")).good());
 }
+
+TEST_CASE("foresight replay reports the GPU's unexplained stalls and --keep-stalls keeps them", "[cli][replay]") {
+  // Kernel A runs 5-105 on stream 7; kernel C, launched at 10-15 on the same stream, began only at
+  // 400 with nothing recorded to wait for; the host synchronizes, then works until 1000. Replayed,
+  // C follows A (105-155) and the step is 155 + the 550 us of host work after the sync.
+  const std::string t = foresight::test::data_path("traces/stall_kineto.json");
+  const auto text = run_foresight("replay " + t);
+  REQUIRE(text.status == 0);
+  REQUIRE(text.out.find("stalls      0.295 ms of GPU idle with work queued and nothing recorded to wait for (1 stall; "
+                        "the longest 0.295 ms on stream 7 at 0.105 ms, before kernel C)") != std::string::npos);
+  const auto plain = nlohmann::json::parse(run_foresight("replay " + t + " --json").out);
+  REQUIRE(plain["replayed_s"].get<double>() == Approx(705e-6));
+  REQUIRE(plain["stalls_kept"] == false);
+  REQUIRE(plain["unexplained_stalls"]["count"] == 1);
+  REQUIRE(plain["unexplained_stalls"]["total_s"].get<double>() == Approx(295e-6));
+  REQUIRE(plain["unexplained_stalls"]["largest"][0]["before"] == "kernel C");
+  // Kept as GPU time, C begins at 400 as measured and the step is the measured 1000 us.
+  const auto kept = nlohmann::json::parse(run_foresight("replay " + t + " --keep-stalls --json").out);
+  REQUIRE(kept["stalls_kept"] == true);
+  REQUIRE(kept["replayed_s"].get<double>() == Approx(1000e-6));
+}
