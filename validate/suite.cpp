@@ -239,9 +239,9 @@ DatasetResult run_traces(const std::string& dir) {
       const trace::ReplayGraph kept = trace::replay_graph(t, -1, {0, nullptr, true});
       const auto k = sim::execute(kept.graph, one_gpu, sim::CollectiveConfig{}, sim::NetworkKind::analytical);
       const double with = trace::steady_means(kept.window, k.end).replayed_s;
-      c.note += fmt::format("; its GPU held queued work {:.1f} ms with nothing recorded to wait for (unexplained stalls; "
-                            "kept as GPU time: {:.4g} s, {:+.1f}%)",
-                            stalled_us * 1e-3, with, (with - c.measured) / c.measured * 100.0);
+      c.note += fmt::format("; in ProfilerStep#{} its GPU held queued work {:.1f} ms with nothing recorded to wait for "
+                            "(unexplained stalls; kept as GPU time, the steps' mean: {:.4g} s, {:+.1f}%)",
+                            g.step, stalled_us * 1e-3, with, (with - c.measured) / c.measured * 100.0);
     }
     out.cases.push_back(std::move(c));
     ++replayed;
