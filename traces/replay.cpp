@@ -102,22 +102,11 @@ std::size_t count_unlaunched(const KinetoTrace& trace, const KinetoStep& step) {
 /// measured duration until the hook says otherwise).
 using NcclHook = std::function<void(const KinetoGpuOp& op, std::size_t ordinal, sim::Node& node)>;
 
-struct Built {
-  std::size_t gpu_ops = 0;   ///< of the measured (last) step
-  std::size_t nccl_ops = 0;  ///< of the measured step
-  sim::NodeId begin = kNone;  ///< the host's marker at the measured step's start
-  sim::NodeId end = kNone;    ///< the host's marker at its end
-  std::vector<ReplayedStep> window;  ///< every replayed step, oldest first
-  RetimeCounts retimed;              ///< the measured step's GPU ops by how they were retimed
-  std::vector<GpuStall> stalls;      ///< the measured step's unexplained stalls
-  std::size_t inferred_waits = 0;    ///< the measured step's waits inferred from timing
-};
-
 /// Appends `steps` of `trace` (consecutive; the last is the measured one, those before it warm
 /// the GPU's queues up) as the ops of graph rank `rank` (see replay.hpp).
 /// With `retime`, GPU ops take their times on its target GPU; with `keep_stalls`, unexplained
-/// stalls stay as GPU time.
-Built build_rank(sim::ExecutionGraph& g, sim::RankId rank, const KinetoTrace& trace,
+/// stalls stay as GPU time. What it returns counts the measured step.
+RankSteps build_rank(sim::ExecutionGraph& g, sim::RankId rank, const KinetoTrace& trace,
                  const std::vector<const KinetoStep*>& steps, const NcclHook& nccl, const ReplayOptions& options) {
   const KernelRetimer* retime = options.retime;
   // Each call kind's median duration: what an unblocked call costs.
@@ -128,7 +117,13 @@ Built build_rank(sim::ExecutionGraph& g, sim::RankId rank, const KinetoTrace& tr
     std::nth_element(list.begin(), list.begin() + static_cast<std::ptrdiff_t>(list.size() / 2), list.end());
     median[name] = list[list.size() / 2];
   }
-  Built out;
+  const KinetoStep& measured = *steps.back();
+  RankSteps out;
+  out.step = measured.number;
+  out.measured_s = measured.dur_us * 1e-6;
+  out.warmup_steps = steps.size() - 1;
+  out.unlaunched = count_unlaunched(trace, measured);
+  out.begin = out.end = kNone;
   const GpuTimeline timeline = read_timeline(trace);
   std::vector<sim::NodeId> node_of(trace.gpu_ops.size(), kNone);  // trace op -> its node, once added
   std::map<std::int64_t, bool> waits;  // host thread -> whether its next GPU op follows a cudaStreamWaitEvent
@@ -137,7 +132,6 @@ Built build_rank(sim::ExecutionGraph& g, sim::RankId rank, const KinetoTrace& tr
   sim::NodeId last_gpu = kNone;
   sim::NodeId recorded = kNone;
   sim::NodeId wait_for = kNone;
-  const KinetoStep& measured = *steps.back();
   double prev_end = steps.front()->ts_us;
   const double end = measured.ts_us + measured.dur_us;
   std::size_t nccl_seen = 0;
@@ -296,8 +290,6 @@ ReplayGraph replay_graph(const KinetoTrace& trace, int index, const ReplayOption
   const int collective_gpus = options.collective_gpus;
   const KinetoStep& step = pick_step(trace, index);
   ReplayGraph out;
-  out.measured_s = step.dur_us * 1e-6;
-  out.step = step.number;
   sim::ExecutionGraph& g = out.graph;
   const sim::RankId rank = g.add_rank(0, 0);
   std::uint32_t job = 0;  // the folded communicator of the whole job
@@ -318,18 +310,8 @@ ReplayGraph replay_graph(const KinetoTrace& trace, int index, const ReplayOption
     k.duration = sim::Time::zero();
   };
   const std::vector<const KinetoStep*> steps = with_warmup(trace, step);
-  const Built b = build_rank(g, rank, trace, steps, nccl, options);
-  out.retimed = b.retimed;
-  out.stalls = b.stalls;
-  out.inferred_waits = b.inferred_waits;
-  out.gpu_ops = b.gpu_ops;
-  out.nccl_ops = b.nccl_ops;
-  out.begin = b.begin;
-  out.end = b.end;
-  out.window = b.window;
-  out.warmup_steps = steps.size() - 1;
-  out.unlaunched = count_unlaunched(trace, step);
-  for (sim::NodeId n = b.begin; n < b.end; ++n) out.modelled_collectives += g.nodes[n].kind == sim::OpKind::collective ? 1 : 0;
+  static_cast<RankSteps&>(out) = build_rank(g, rank, trace, steps, nccl, options);
+  for (sim::NodeId n = out.begin; n < out.end; ++n) out.modelled_collectives += g.nodes[n].kind == sim::OpKind::collective ? 1 : 0;
   return out;
 }
 
@@ -457,12 +439,9 @@ JointReplayGraph joint_replay_graph(const std::vector<KinetoTrace>& traces, int 
   }
   for (std::size_t r = 0; r < n; ++r) {
     const KinetoTrace& t = *ranked[r];
-    const KinetoStep& step = *steps[r];
     ReplayRank info;
     info.path = t.path;
     info.rank = t.rank;
-    info.step = step.number;
-    info.measured_s = step.dur_us * 1e-6;
     info.offset_s = out.shared_clock ? (windows[r].front()->ts_us - origin) * 1e-6 : 0.0;
     if (info.offset_s > 0.0) {
       sim::Node wait;
@@ -481,17 +460,7 @@ JointReplayGraph joint_replay_graph(const std::vector<KinetoTrace>& traces, int 
       node.bytes = c.bytes;
       node.duration = c.duration;
     };
-    const Built b = build_rank(g, members[r], t, windows[r], hook, options);
-    info.retimed = b.retimed;
-    info.stalls = b.stalls;
-    info.inferred_waits = b.inferred_waits;
-    info.gpu_ops = b.gpu_ops;
-    info.nccl_ops = b.nccl_ops;
-    info.unlaunched = count_unlaunched(t, step);
-    info.warmup_steps = windows[r].size() - 1;
-    info.begin = b.begin;
-    info.end = b.end;
-    info.window = b.window;
+    static_cast<RankSteps&>(info) = build_rank(g, members[r], t, windows[r], hook, options);
     out.ranks.push_back(std::move(info));
   }
   // The measured step's collectives: the last nccl_ops of the matched ones.

@@ -44,25 +44,29 @@ struct ReplayedStep {
   sim::NodeId end = 0;
 };
 
-struct ReplayGraph {
-  sim::ExecutionGraph graph;
-  double measured_s = 0.0;  ///< the step's measured duration
+/// One rank's replayed steps: what was built for the measured step, and counted in it.
+struct RankSteps {
   int step = 0;             ///< its ProfilerStep number
+  double measured_s = 0.0;  ///< the step's measured duration
   std::size_t gpu_ops = 0;
   std::size_t nccl_ops = 0;
   /// GPU ops starting in the step whose launching call is not in the trace (a sampled or
   /// filtered trace): they cannot be replayed.
   std::size_t unlaunched = 0;
-  std::size_t modelled_collectives = 0;  ///< NCCL kernels of the step replaced by collectives
-  std::size_t warmup_steps = 0;          ///< steps replayed before it (see replay_graph)
-  RetimeCounts retimed;                  ///< the step's GPU ops by how they were retimed, if they were
-  /// The measured step's unexplained GPU stalls, longest first (traces/gpu_timeline.hpp).
+  std::size_t warmup_steps = 0;  ///< steps replayed before it (see replay_graph)
+  RetimeCounts retimed;          ///< the step's GPU ops by how they were retimed, if they were
+  /// The step's unexplained GPU stalls, longest first (traces/gpu_timeline.hpp).
   std::vector<GpuStall> stalls;
   std::size_t inferred_waits = 0;  ///< the step's cross-stream waits inferred from timing
   /// Host markers: where the rank's host thread is when the step begins and when it ends.
   sim::NodeId begin = 0;
   sim::NodeId end = 0;
   std::vector<ReplayedStep> window;  ///< the warm-up steps and the step, oldest first
+};
+
+struct ReplayGraph : RankSteps {
+  sim::ExecutionGraph graph;
+  std::size_t modelled_collectives = 0;  ///< NCCL kernels of the step replaced by collectives
 };
 
 /// How to replay.
@@ -87,22 +91,10 @@ struct ReplayOptions {
 ReplayGraph replay_graph(const KinetoTrace& trace, int index, const ReplayOptions& options = {});
 
 /// One rank of a joint replay.
-struct ReplayRank {
+struct ReplayRank : RankSteps {
   std::string path;
-  int rank = -1;             ///< the trace's distributedInfo.rank, or -1
-  int step = 0;              ///< its ProfilerStep number
-  double measured_s = 0.0;   ///< the step's measured duration on this rank
-  double offset_s = 0.0;     ///< when the rank's step began after the first rank's (shared clock)
-  std::size_t gpu_ops = 0;
-  std::size_t nccl_ops = 0;
-  std::size_t unlaunched = 0;
-  std::size_t warmup_steps = 0;
-  RetimeCounts retimed;
-  std::vector<GpuStall> stalls;  ///< as in ReplayGraph
-  std::size_t inferred_waits = 0;
-  sim::NodeId begin = 0;  ///< host markers at the step's start and end, as in ReplayGraph
-  sim::NodeId end = 0;
-  std::vector<ReplayedStep> window;
+  int rank = -1;          ///< the trace's distributedInfo.rank, or -1
+  double offset_s = 0.0;  ///< when the rank's step began after the first rank's (shared clock)
 };
 
 /// Several ranks' steps in one graph (graph rank i is ranks[i], on GPU i), their NCCL kernels
