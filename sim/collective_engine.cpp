@@ -7,7 +7,9 @@
 namespace foresight::sim {
 
 struct CollectiveEngine::Instance {
-  CollectivePlan plan;
+  std::shared_ptr<const CollectivePlan> owned;
+  const CollectivePlan& plan;
+  explicit Instance(std::shared_ptr<const CollectivePlan> p) : owned(std::move(p)), plan(*owned) {}
   FlowNotify done;
   std::size_t phase = 0;
   // Ring phase state, per ring r and position p at [r * n + p].
@@ -25,6 +27,10 @@ CollectiveEngine::CollectiveEngine(Simulator& sim, NetworkModel& network)
 CollectiveEngine::~CollectiveEngine() = default;
 
 void CollectiveEngine::start(CollectivePlan plan, FlowNotify done) {
+  start(std::make_shared<const CollectivePlan>(std::move(plan)), done);
+}
+
+std::uint32_t CollectiveEngine::new_instance(std::shared_ptr<const CollectivePlan> plan, FlowNotify done) {
   std::uint32_t id = 0;
   if (!free_.empty()) {
     id = free_.back();
@@ -33,10 +39,37 @@ void CollectiveEngine::start(CollectivePlan plan, FlowNotify done) {
     id = static_cast<std::uint32_t>(instances_.size());
     instances_.emplace_back();
   }
-  instances_[id] = std::make_unique<Instance>();
-  instances_[id]->plan = std::move(plan);
+  instances_[id] = std::make_unique<Instance>(std::move(plan));
   instances_[id]->done = done;
   ++running_;
+  return id;
+}
+
+std::vector<CollectiveEngine::Progress> CollectiveEngine::running_progress() const {
+  std::vector<Progress> out;
+  for (std::uint32_t id = 0; id < instances_.size(); ++id) {
+    if (!instances_[id]) continue;
+    const Instance& in = *instances_[id];
+    out.push_back(Progress{id, in.done, in.phase, in.n, in.sent, in.received, in.busy, in.arrivals, in.expected});
+  }
+  return out;
+}
+
+std::uint32_t CollectiveEngine::resume(std::shared_ptr<const CollectivePlan> plan, const Progress& progress) {
+  const std::uint32_t id = new_instance(std::move(plan), progress.done);
+  Instance& in = *instances_[id];
+  in.phase = progress.phase;
+  in.n = progress.n;
+  in.sent = progress.sent;
+  in.received = progress.received;
+  in.busy = progress.busy;
+  in.arrivals = progress.arrivals;
+  in.expected = progress.expected;
+  return id;
+}
+
+void CollectiveEngine::start(std::shared_ptr<const CollectivePlan> plan, FlowNotify done) {
+  const std::uint32_t id = new_instance(std::move(plan), done);
   if (instances_[id]->plan.phases.empty()) {
     end_phase(id);
     return;

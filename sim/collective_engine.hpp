@@ -26,6 +26,31 @@ class CollectiveEngine final : private EventHandler {
 
   /// Starts `plan` now; `done` is scheduled when it completes.
   void start(CollectivePlan plan, FlowNotify done);
+  void start(std::shared_ptr<const CollectivePlan> plan, FlowNotify done);
+
+  /// A running collective's progress, for moving it to another engine (CommJobs): its phase,
+  /// and in a ring phase each (ring, position)'s steps sent and received and whether a send is
+  /// under way, and the arrivals counted so far.
+  struct Progress {
+    std::uint32_t id = 0;  ///< its instance here; events and flow notifications carry it
+    FlowNotify done;
+    std::size_t phase = 0;
+    std::uint32_t n = 0;
+    std::vector<std::uint32_t> sent;
+    std::vector<std::uint32_t> received;
+    std::vector<std::uint8_t> busy;
+    std::uint64_t arrivals = 0;
+    std::uint64_t expected = 0;
+  };
+  std::vector<Progress> running_progress() const;
+  /// Resumes `plan` at `progress` (its id is ignored) and returns its instance here. Its pending
+  /// events and flows are the caller's to re-create, with this instance in their data
+  /// (event_data).
+  std::uint32_t resume(std::shared_ptr<const CollectivePlan> plan, const Progress& progress);
+  HandlerId handler() const noexcept { return self_; }
+  /// The data of this engine's events and flow notifications: the instance in the high word.
+  static std::uint64_t event_data(std::uint32_t instance, std::uint32_t local) { return pack(instance, local); }
+  static std::uint32_t event_instance(std::uint64_t data) { return static_cast<std::uint32_t>(data >> 32); }
 
   std::size_t running() const noexcept { return running_; }
   std::uint64_t flows_started() const noexcept { return flows_started_; }
@@ -38,6 +63,7 @@ class CollectiveEngine final : private EventHandler {
   void begin_phase(std::uint32_t id);
   void end_phase(std::uint32_t id);
   void try_send(std::uint32_t id, std::uint32_t ring, std::uint32_t pos);
+  std::uint32_t new_instance(std::shared_ptr<const CollectivePlan> plan, FlowNotify done);
   static std::uint64_t pack(std::uint32_t id, std::uint32_t local) {
     return (static_cast<std::uint64_t>(id) << 32) | local;
   }

@@ -9,7 +9,7 @@
 #include <memory>
 #include <tuple>
 
-#include "sim/collective_engine.hpp"
+#include "sim/comm_jobs.hpp"
 #include "sim/collective_plan.hpp"
 #include "sim/error.hpp"
 #include "sim/graph_check.hpp"
@@ -32,8 +32,8 @@ class Runner final : public EventHandler {
         config_(config),
         options_(options),
         self_(sim_.add_handler(*this, "executor")),
-        network_(make_network(network, sim_, fabric, config.links)),
-        engine_(sim_, *network_) {
+        jobs_(sim_, network, fabric, config.links,
+              options.closed_form && !(!options.sample_links.empty() && options.sample_interval > Time::zero())) {
     const std::size_t n = g.nodes.size();
     deps_left_.resize(n);
     for (NodeId i = 0; i < n; ++i) deps_left_[i] = static_cast<std::uint32_t>(g.nodes[i].deps.size());
@@ -58,10 +58,6 @@ class Runner final : public EventHandler {
     p2p_arrived_.assign(index.transfers.size(), 0);
     coll_pending_.assign(index.collectives.size(), 0);
     p2p_pending_.assign(index.transfers.size(), 0);
-    // Without contention a collective's time depends only on what it is; sampled link bytes
-    // need every flow.
-    memoize_ = options.memoize && network == NetworkKind::analytical &&
-               !(!options.sample_links.empty() && options.sample_interval > Time::zero());
   }
 
   ExecutionResult run() {
@@ -79,6 +75,9 @@ class Runner final : public EventHandler {
     }
     report_deadlock();
     result_.events = sim_.events_processed();
+    result_.jobs_closed_form = jobs_.stats().closed_form;
+    result_.jobs_flow_by_flow = jobs_.stats().flow_by_flow;
+    result_.jobs_rebuilt = jobs_.stats().rebuilt;
     result_.fingerprint = sim_.fingerprint();
     for (const Time t : result_.end) result_.makespan = std::max(result_.makespan, t);
     return std::move(result_);
@@ -112,23 +111,20 @@ class Runner final : public EventHandler {
       }
       case kCollectiveDone: {
         const auto c = static_cast<std::uint32_t>(e.data);
-        if (--coll_pending_[c] > 0) break;  // another group of a folded collective still runs
-        const auto& members = index_.collectives[c].members;
-        remember(collective_key(c), sim_.now() - result_.start[members.front()]);
-        for (const NodeId m : members) work_.push_back({Work::complete, m});
+        if (--coll_pending_[c] > 0) break;
+        for (const NodeId m : index_.collectives[c].members) work_.push_back({Work::complete, m});
         break;
       }
       case kTransferDone: {
         const auto t = static_cast<std::uint32_t>(e.data);
-        if (--p2p_pending_[t] > 0) break;  // a mirror of a folded transfer still runs
-        remember(transfer_key(t), sim_.now() - result_.start[index_.transfers[t].send]);
+        if (--p2p_pending_[t] > 0) break;
         work_.push_back({Work::complete, index_.transfers[t].send});
         work_.push_back({Work::complete, index_.transfers[t].recv});
         break;
       }
       case kSample:
         for (std::size_t i = 0; i < options_.sample_links.size(); ++i) {
-          result_.link_bytes[i].emplace_back(sim_.now(), network_->link_bytes(options_.sample_links[i]));
+          result_.link_bytes[i].emplace_back(sim_.now(), jobs_.link_bytes(options_.sample_links[i]));
         }
         // Keep sampling while anything else is pending; the last sample closes the run.
         if (sim_.pending() > 0) sim_.schedule_after(options_.sample_interval, self_, kSample, 0, priority::settle + 1);
@@ -348,39 +344,20 @@ class Runner final : public EventHandler {
     }
   }
 
-  /// The plan of `r` on `communicator`, cached; `matrix` is the graph's index of r.send_matrix.
-  const CollectivePlan& plan_for(const CollectiveRequest& r, std::uint32_t communicator,
-                                 std::uint32_t matrix = kNoMatrix) {
-    const auto key = std::make_tuple(communicator, static_cast<int>(r.op), r.bytes, r.root,
-                                     r.algorithm ? static_cast<int>(*r.algorithm) : -1, r.ranks, matrix);
-    auto it = plans_.find(key);
-    if (it == plans_.end()) it = plans_.emplace(key, plan_collective(fabric_, config_, r)).first;
-    return it->second;
-  }
-
-  /// Memoized runs: a collective (communicator, op, bytes, root, algorithm) or a transfer
-  /// (sender, receiver, bytes) whose duration is already known.
-  using MemoKey = std::tuple<bool, std::uint32_t, std::uint32_t, int, double, int, int>;
-  MemoKey collective_key(std::uint32_t c) const {
+  /// Jobs (sim/comm_jobs.hpp) are numbered by what they are: a collective by (communicator, send
+  /// matrix, op, bytes, root, algorithm); a transfer by (sender, receiver, bytes).
+  using JobKey = std::tuple<bool, std::uint32_t, std::uint32_t, int, double, int, int>;
+  JobKey collective_key(std::uint32_t c) const {
     const Node& n = g_.nodes[index_.collectives[c].members.front()];
     return {true, n.communicator, n.matrix, static_cast<int>(n.op), n.bytes, n.root,
             n.algorithm ? static_cast<int>(*n.algorithm) : -1};
   }
-  MemoKey transfer_key(std::uint32_t t) const {
+  JobKey transfer_key(std::uint32_t t) const {
     const Node& n = g_.nodes[index_.transfers[t].send];
     return {false, n.rank, n.peer, 0, n.bytes, 0, 0};
   }
-  void remember(const MemoKey& key, Time duration) {
-    if (memoize_) memo_.emplace(key, duration);
-  }
-  /// With a memoized duration: schedules `kind`'s completion after it and returns true.
-  bool replay(const MemoKey& key, std::uint32_t kind, std::uint32_t id, std::uint32_t& pending) {
-    if (!memoize_) return false;
-    const auto it = memo_.find(key);
-    if (it == memo_.end()) return false;
-    pending = 1;
-    sim_.schedule_after(it->second, self_, kind, id);
-    return true;
+  std::uint32_t job_id(const JobKey& key) {
+    return job_ids_.emplace(key, static_cast<std::uint32_t>(job_ids_.size())).first->second;
   }
 
   void start_collective(std::uint32_t c) {
@@ -395,26 +372,27 @@ class Runner final : public EventHandler {
       sim_.schedule_after(first.duration, self_, kCollectiveDone, c);
       return;
     }
-    if (replay(collective_key(c), kCollectiveDone, c, coll_pending_[c])) return;
-    CollectiveRequest r;
-    r.op = first.op;
-    r.bytes = first.bytes;
-    r.root = first.root;
-    r.algorithm = first.algorithm;
-    if (first.matrix != kNoMatrix) r.send_matrix = g_.send_matrices[first.matrix];
-    const Communicator& comm = g_.communicators[first.communicator];
-    if (comm.groups.empty()) {
-      for (const RankId rank : comm.ranks) r.ranks.push_back(g_.rank_gpu[rank]);
-      coll_pending_[c] = 1;
-      engine_.start(plan_for(r, first.communicator, first.matrix), FlowNotify{self_, kCollectiveDone, c});
-      return;
-    }
     // Folded: every group it stands for runs it now.
-    coll_pending_[c] = static_cast<std::uint32_t>(comm.groups.size());
-    for (const auto& group : comm.groups) {
-      r.ranks = group;
-      engine_.start(plan_for(r, first.communicator, first.matrix), FlowNotify{self_, kCollectiveDone, c});
-    }
+    coll_pending_[c] = 1;
+    jobs_.start(job_id(collective_key(c)), [&] {
+      CollectiveRequest r;
+      r.op = first.op;
+      r.bytes = first.bytes;
+      r.root = first.root;
+      r.algorithm = first.algorithm;
+      if (first.matrix != kNoMatrix) r.send_matrix = g_.send_matrices[first.matrix];
+      const Communicator& comm = g_.communicators[first.communicator];
+      std::vector<CollectivePlan> plans;
+      if (comm.groups.empty()) {
+        for (const RankId rank : comm.ranks) r.ranks.push_back(g_.rank_gpu[rank]);
+        plans.push_back(plan_collective(fabric_, config_, r));
+      }
+      for (const auto& group : comm.groups) {
+        r.ranks = group;
+        plans.push_back(plan_collective(fabric_, config_, r));
+      }
+      return plans;
+    }, FlowNotify{self_, kCollectiveDone, c});
   }
 
   void start_transfer(std::uint32_t t) {
@@ -430,18 +408,20 @@ class Runner final : public EventHandler {
       sim_.schedule_at(sim_.now(), self_, kTransferDone, t);
       return;
     }
-    if (replay(transfer_key(t), kTransferDone, t, p2p_pending_[t])) return;
-    CollectiveRequest r;
-    r.op = CollectiveOp::send_recv;
-    r.bytes = s.bytes;
-    r.ranks = {src, dst};
-    const std::size_t mirrors = g_.represents(s.rank) - 1;
-    p2p_pending_[t] = static_cast<std::uint32_t>(1 + mirrors);
-    engine_.start(plan_for(r, 0xffffffffu), FlowNotify{self_, kTransferDone, t});
-    for (std::size_t k = 0; k < mirrors; ++k) {  // folded: the mirrors' copies of it
-      r.ranks = {g_.rank_mirrors[s.rank][k], g_.rank_mirrors[s.peer][k]};
-      engine_.start(plan_for(r, 0xffffffffu), FlowNotify{self_, kTransferDone, t});
-    }
+    p2p_pending_[t] = 1;
+    jobs_.start(job_id(transfer_key(t)), [&] {
+      CollectiveRequest r;
+      r.op = CollectiveOp::send_recv;
+      r.bytes = s.bytes;
+      r.ranks = {src, dst};
+      std::vector<CollectivePlan> plans{plan_collective(fabric_, config_, r)};
+      const std::size_t mirrors = g_.represents(s.rank) - 1;
+      for (std::size_t k = 0; k < mirrors; ++k) {  // folded: the mirrors' copies of it
+        r.ranks = {g_.rank_mirrors[s.rank][k], g_.rank_mirrors[s.peer][k]};
+        plans.push_back(plan_collective(fabric_, config_, r));
+      }
+      return plans;
+    }, FlowNotify{self_, kTransferDone, t});
   }
 
   void complete(NodeId n) {
@@ -519,8 +499,7 @@ class Runner final : public EventHandler {
   ExecutorOptions options_;
   Simulator sim_;
   HandlerId self_;
-  std::unique_ptr<NetworkModel> network_;
-  CollectiveEngine engine_;
+  CommJobs jobs_;
   std::deque<Work> work_;
   std::vector<std::uint32_t> deps_left_;
   std::vector<std::uint8_t> issued_;
@@ -535,9 +514,7 @@ class Runner final : public EventHandler {
   std::vector<std::uint32_t> p2p_arrived_;
   std::vector<std::uint32_t> coll_pending_;  ///< per collective: groups still running
   std::vector<std::uint32_t> p2p_pending_;   ///< per transfer: copies still running
-  bool memoize_ = false;
-  std::map<MemoKey, Time> memo_;
-  std::map<std::tuple<std::uint32_t, int, double, int, int, std::vector<GpuId>, std::uint32_t>, CollectivePlan> plans_;
+  std::map<JobKey, std::uint32_t> job_ids_;
   bool sampling_ = false;
   ExecutionResult result_;
 };

@@ -25,11 +25,11 @@ struct ExecutorOptions {
   /// timelines); none when empty or the interval is zero.
   std::vector<LinkId> sample_links;
   Time sample_interval;
-  /// With the analytical network (no contention), a collective of the same communicator, op,
-  /// size, root and algorithm, or a transfer between the same ranks of the same size, always
-  /// takes the same time: the first one runs flow by flow and the others reuse its duration.
-  /// Same answer, far fewer events. Off while links are sampled (their bytes need every flow).
-  bool memoize = true;
+  /// A collective or transfer that starts alone on its links takes its closed-form time alone
+  /// instead of running flow by flow, and continues flow by flow from where it stands if another
+  /// later needs its links (sim/comm_jobs.hpp): the same answer, with far fewer events. Off
+  /// while links are sampled (their bytes need every flow).
+  bool closed_form = true;
   /// How many GPU ops a stream holds issued but unfinished before the launch that would add one
   /// more blocks its host thread until one finishes (CUDA's launch queue; 0: unbounded). About
   /// 1000 per stream: launches of short kernels slow to the kernels' pace after ~1000 (NVIDIA
@@ -64,6 +64,12 @@ struct ExecutionResult {
   std::vector<std::vector<std::pair<Time, double>>> link_bytes;
   std::uint64_t events = 0;
   std::uint64_t fingerprint = 0;
+  /// Collectives and transfers (each with every group or mirror it stands for) that started
+  /// alone and ran in closed form, that started among others and ran flow by flow, and that
+  /// started alone and went on flow by flow when another needed their links.
+  std::uint64_t jobs_closed_form = 0;
+  std::uint64_t jobs_flow_by_flow = 0;
+  std::uint64_t jobs_rebuilt = 0;
 };
 
 /// Validates `graph` against `fabric` (GraphError naming the node and what is wrong: a dangling

@@ -84,14 +84,7 @@ FlowId FlowNetwork::start_flow(const FlowRequest& request) {
     sim_.schedule_at(now + t, request.notify.target, request.notify.kind, request.notify.data);
     return static_cast<FlowId>(-1);
   }
-  std::uint32_t slot = 0;
-  if (!free_slots_.empty()) {
-    slot = free_slots_.back();
-    free_slots_.pop_back();
-  } else {
-    slot = static_cast<std::uint32_t>(flows_.size());
-    flows_.emplace_back();
-  }
+  const std::uint32_t slot = new_slot();
   Flow& f = flows_[slot];
   f.path = request.path;
   f.remaining = request.bytes;
@@ -104,6 +97,50 @@ FlowId FlowNetwork::start_flow(const FlowRequest& request) {
   ++active_;
   attach(slot);
   return (static_cast<FlowId>(f.generation) << 32) | slot;
+}
+
+std::uint32_t FlowNetwork::new_slot() {
+  if (!free_slots_.empty()) {
+    const std::uint32_t slot = free_slots_.back();
+    free_slots_.pop_back();
+    return slot;
+  }
+  flows_.emplace_back();
+  return static_cast<std::uint32_t>(flows_.size() - 1);
+}
+
+std::vector<FlowNetwork::FlowState> FlowNetwork::active_flow_states() const {
+  std::vector<FlowState> out;
+  for (const Flow& f : flows_) {
+    if (f.active) out.push_back(FlowState{f.path, f.remaining, f.rate, f.max_rate, f.updated, f.notify});
+  }
+  return out;
+}
+
+void FlowNetwork::adopt(const FlowState& state) {
+  check_request(FlowRequest{state.path, state.remaining, state.max_rate, state.notify}, links_.size());
+  if (state.path.empty() || state.updated > sim_.now()) {
+    throw InternalError("FlowNetwork::adopt: a flow needs links and a past update time");
+  }
+  const std::uint32_t slot = new_slot();
+  Flow& f = flows_[slot];
+  f.path = state.path;
+  f.remaining = state.remaining;
+  f.rate = state.rate;
+  f.max_rate = state.max_rate;
+  f.updated = state.updated;
+  f.notify = state.notify;
+  f.active = true;
+  ++f.generation;
+  ++active_;
+  attach(slot, false);
+  // Its completion where its own network had it: `updated` plus the rest at its rate.
+  if (f.rate > 0.0) {
+    ++f.generation;
+    const Time at = f.updated + (f.remaining > 0.0 ? transfer_time(f.remaining, Bandwidth::bytes_per_second(f.rate))
+                                                   : Time::zero());
+    sim_.schedule_at(at, self_, kFlowDone, (static_cast<std::uint64_t>(f.generation) << 32) | slot);
+  }
 }
 
 double FlowNetwork::rate(FlowId id) const {
@@ -123,14 +160,14 @@ double FlowNetwork::link_bytes(LinkId id) const {
   return bytes;
 }
 
-void FlowNetwork::attach(std::uint32_t slot) {
+void FlowNetwork::attach(std::uint32_t slot, bool dirty) {
   Flow& f = flows_[slot];
   f.slot_in_link.resize(f.path.size());
   for (std::size_t i = 0; i < f.path.size(); ++i) {
     Link& l = links_[f.path[i]];
     f.slot_in_link[i] = static_cast<std::uint32_t>(l.flows.size());
     l.flows.push_back(slot);
-    mark_dirty(f.path[i]);
+    if (dirty) mark_dirty(f.path[i]);
   }
 }
 

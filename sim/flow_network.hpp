@@ -29,6 +29,27 @@ class FlowNetwork final : public NetworkModel, private EventHandler {
 
   /// Current rate of an active flow in bytes/s (tests and diagnostics).
   double rate(FlowId id) const;
+  /// An active flow as it stands, for moving a run from one network to another (CommJobs: a
+  /// collective that ran alone continues among others): its links, bytes left as of `updated`,
+  /// current rate (0 before its first re-solve), cap and notification.
+  struct FlowState {
+    std::vector<LinkId> path;
+    double remaining = 0.0;
+    double rate = 0.0;
+    double max_rate = 0.0;
+    Time updated;
+    FlowNotify notify;
+  };
+  /// The active flows, in slot order.
+  std::vector<FlowState> active_flow_states() const;
+  /// Links whose flows changed at the current instant and await its re-solve.
+  const std::vector<LinkId>& pending_links() const { return dirty_; }
+  /// Adds a flow in the state `f` (updated <= now), without marking its links for a re-solve;
+  /// its completion is scheduled when its rate says (none while it is 0).
+  void adopt(const FlowState& f);
+  /// Marks link `l` for the current instant's re-solve.
+  void touch(LinkId l) { mark_dirty(l); }
+
   /// Number of rate re-solves so far, and flows re-solved in total (benchmarks).
   std::uint64_t solves() const noexcept { return solves_; }
   std::uint64_t flows_resolved() const noexcept { return flows_resolved_; }
@@ -75,7 +96,8 @@ class FlowNetwork final : public NetworkModel, private EventHandler {
   void advance(Flow& f);
   void schedule_done(std::uint32_t slot);
   void finish(std::uint32_t slot);
-  void attach(std::uint32_t slot);
+  void attach(std::uint32_t slot, bool dirty = true);
+  std::uint32_t new_slot();
   void detach(std::uint32_t slot);
 
   Simulator& sim_;

@@ -67,6 +67,14 @@ std::unique_ptr<NetworkModel> make_network(NetworkKind kind, Simulator& sim,
 std::unique_ptr<NetworkModel> make_network(NetworkKind kind, Simulator& sim, const Fabric& fabric,
                                            const LinkEfficiency& efficiency);
 
+/// The rate of a flow alone on `path` (links indexing `capacity`, bytes/s) with a cap of
+/// `max_rate`: the smaller of the cap and the slowest link. The analytical model runs every flow
+/// at it; the flow-level model does whenever the flow's links have room for it.
+double standalone_rate(const std::vector<LinkId>& path, double max_rate, const std::vector<double>& capacity);
+/// How long `bytes` take at `rate` in both models: zero for no bytes or an unlimited rate, else
+/// transfer_time.
+Time standalone_time(double bytes, double rate);
+
 /// AnalyticalNetwork: latency-free flow time = bytes / min(max_rate, min over path of capacity).
 class AnalyticalNetwork final : public NetworkModel {
  public:

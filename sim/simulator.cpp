@@ -60,4 +60,20 @@ bool Simulator::run_until(Time limit) {
   return !queue_.empty();
 }
 
+void Simulator::run_before(Time limit, std::int32_t prio) {
+  stopped_ = false;
+  while (!queue_.empty() && !stopped_) {
+    const Event& top = queue_.top();
+    if (top.time > limit || (top.time == limit && top.priority >= prio)) break;
+    dispatch(queue_.pop());
+  }
+}
+
+std::vector<Event> Simulator::drain() {
+  std::vector<Event> out;
+  out.reserve(queue_.size());
+  while (!queue_.empty()) out.push_back(queue_.pop());
+  return out;
+}
+
 }  // namespace foresight::sim

@@ -44,6 +44,11 @@ class Simulator {
   void run();
   /// Runs events with time <= `limit`; returns true when events remain after it.
   bool run_until(Time limit);
+  /// Runs events before (`limit`, `prio`): earlier ones, and those at `limit` of a lower
+  /// priority, including any they schedule there.
+  void run_before(Time limit, std::int32_t prio);
+  /// Removes every pending event and returns them in the order they would have run.
+  std::vector<Event> drain();
   /// Makes run() return after the current event.
   void stop() noexcept { stopped_ = true; }
 

@@ -178,6 +178,7 @@ SimulationOutput simulate_scenario(const Scenario& scenario, const SimulationInp
 
   sim::ExecutorOptions options;
   options.comm_compute_slowdown = plan.comm_compute_slowdown;
+  options.closed_form = inputs.closed_form;
   if (inputs.link_sample_interval > sim::Time::zero()) {
     out.sampled_links = links_to_sample(cluster, ranks);
     options.sample_links = out.sampled_links;

@@ -22,6 +22,9 @@ struct SimulationInputs {
   const sim::ProfileDb* profiles = nullptr;  ///< measured kernels, may be null
   /// Sample the used GPUs' NVLink and NIC links every this long (timelines); zero: off.
   sim::Time link_sample_interval;
+  /// Collectives and transfers alone on their links take their closed-form time
+  /// (sim::ExecutorOptions::closed_form); false runs every one flow by flow.
+  bool closed_form = true;
 };
 
 struct SimulationOutput {

@@ -1,4 +1,4 @@
-// Folded graphs (one simulated rank standing for identical ones) and memoized collectives give
+// Folded graphs (one simulated rank standing for identical ones) and collectives in closed form give
 // the same times as the full runs they stand for.
 #include <catch2/catch.hpp>
 
@@ -126,24 +126,35 @@ TEST_CASE("a folded transfer's mirrors contend as the full run's transfers do", 
   REQUIRE(single.makespan < folded.makespan);
 }
 
-TEST_CASE("memoized collectives reproduce the unmemoized run with fewer events", "[collectives]") {
+TEST_CASE("collectives in closed form reproduce the flow-by-flow run with fewer events", "[collectives]") {
   sim::ExecutorOptions off;
-  off.memoize = false;
-  const auto g = dp_job(false, 8e6, 50_us);
-  const auto plain = sim::execute(g, two_nodes(), config(), sim::NetworkKind::analytical, off);
-  const auto memo = sim::execute(g, two_nodes(), config(), sim::NetworkKind::analytical);
-  REQUIRE(memo.makespan == plain.makespan);
-  for (std::size_t n = 0; n < g.nodes.size(); ++n) {
-    CAPTURE(n);
-    REQUIRE(memo.start[n] == plain.start[n]);
-    REQUIRE(memo.end[n] == plain.end[n]);
+  off.closed_form = false;
+  for (const auto network : {sim::NetworkKind::analytical, sim::NetworkKind::flow}) {
+    for (const bool folded : {false, true}) {
+      CAPTURE(sim::to_string(network), folded);
+      const auto g = dp_job(folded, 8e6, 50_us);
+      const auto plain = sim::execute(g, two_nodes(), config(), network, off);
+      const auto fast = sim::execute(g, two_nodes(), config(), network);
+      REQUIRE(fast.makespan == plain.makespan);
+      for (std::size_t n = 0; n < g.nodes.size(); ++n) {
+        CAPTURE(n);
+        REQUIRE(fast.start[n] == plain.start[n]);
+        REQUIRE(fast.end[n] == plain.end[n]);
+      }
+      REQUIRE(plain.jobs_closed_form == 0);
+      if (folded || network == sim::NetworkKind::analytical) {
+        // Each all-reduce (with the four groups it stands for) starts alone: none of its flows
+        // is simulated.
+        REQUIRE(fast.jobs_flow_by_flow == 0);
+        REQUIRE(fast.events * 10 < plain.events);
+      } else {
+        // Unfolded on the flow network, the four groups' all-reduces start together and share
+        // the NICs: the first starts alone and is rebuilt when the second needs its links.
+        REQUIRE(fast.jobs_rebuilt > 0);
+        REQUIRE(fast.jobs_flow_by_flow > 0);
+      }
+    }
   }
-  // The second step's four all-reduces replay the first step's durations instead of their flows.
-  REQUIRE(memo.events < plain.events);
-  // The flow network never memoizes: contention can change a collective's time.
-  const auto flow_on = sim::execute(g, two_nodes(), config(), sim::NetworkKind::flow);
-  const auto flow_off = sim::execute(g, two_nodes(), config(), sim::NetworkKind::flow, off);
-  REQUIRE(flow_on.events == flow_off.events);
 }
 
 TEST_CASE("inconsistent folding is a clear graph error", "[collectives]") {

@@ -1,0 +1,35 @@
+#pragma once
+/// Closed-form timing of planned collectives (sim/collective_plan.hpp) running alone: what
+/// CollectiveEngine would take, event for event, when every flow moves at its standalone rate
+/// (sim/network_model.hpp), computed without simulating each flow.
+///
+/// A flow phase ends when its slowest flow has drained and its latency has passed. A ring phase
+/// is a max-plus recurrence: position p sends step k when it has sent step k-1 and received step
+/// k-1 from p-1, so with t_p its step's transfer time and l_p its hop latency,
+///   S(k, p) = max(S(k-1, p) + t_p, S(k-1, p-1) + t_{p-1} + l_{p-1}),   S(0, p) = 0,
+/// and the phase ends at max_p S(steps-1, p) + t_p + l_p. Two facts make it cheap for rings of
+/// thousands of GPUs, and keep it exact (integer picoseconds throughout):
+/// - a ring whose (t_p, l_p) repeat with period P (the GPUs of a node, say) keeps S(k, .) of
+///   period P, so only P positions are computed;
+/// - the recurrence is max-plus linear, so once S(k, .) - S(k-1, .) is the same for every
+///   position it stays so (F(x + c) = F(x) + c), and the remaining steps are extrapolated.
+
+#include <vector>
+
+#include "sim/collective_plan.hpp"
+
+namespace foresight::sim {
+
+/// How long `plan` (paths over links indexing `capacity`, bytes/s) takes from its start to its
+/// completion when every flow runs at its standalone rate: always on the analytical network.
+Time standalone_duration(const CollectivePlan& plan, const std::vector<double>& capacity);
+
+/// Whether the flow-level network runs every flow of `plans`, started together and alone on the
+/// network, at its standalone rate, so that standalone_duration is exactly its time there too.
+/// True when each link carries at most one of their flows at a time (a ring hop's successive
+/// steps and a plan's successive phases never overlap), or flows whose standalone rates add up
+/// to less than the link's capacity (with a relative margin of 1e-9, so that no fair share
+/// computed in floating point falls below a flow's own rate).
+bool keeps_standalone_rates(const std::vector<const CollectivePlan*>& plans, const std::vector<double>& capacity);
+
+}  // namespace foresight::sim
