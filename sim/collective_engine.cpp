@@ -93,6 +93,7 @@ void CollectiveEngine::begin_phase(std::uint32_t id) {
       r.path = pf.path;
       r.bytes = pf.bytes;
       r.max_rate = pf.cap;
+      r.weight = pf.weight;
       r.notify = FlowNotify{self_, kFlowSent, pack(id, static_cast<std::uint32_t>(f))};
       network_.start_flow(r);
       ++flows_started_;
@@ -128,6 +129,7 @@ void CollectiveEngine::try_send(std::uint32_t id, std::uint32_t ring, std::uint3
   r.path = ph.rings[ring].hops[pos];
   r.bytes = ph.step_bytes;
   r.max_rate = ph.step_cap;
+  r.weight = ph.rings[ring].weight;
   r.notify = FlowNotify{self_, kRingSent, pack(id, static_cast<std::uint32_t>(k))};
   network_.start_flow(r);
   ++flows_started_;

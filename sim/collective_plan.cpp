@@ -438,6 +438,7 @@ CollectivePlan plan_collective(const Fabric& fabric, const CollectiveConfig& con
         // Pipelined chain from (broadcast) or to (reduce) the root along each channel's ring.
         std::vector<PlannedFlow> flows;
         const auto rings = build_rings(fabric, ctx.nodes, rails);
+        const auto pos = detail::node_positions(ctx.nodes);
         const GpuId root = request.ranks[static_cast<std::size_t>(request.root)];
         for (std::size_t c = 0; c < rings.size(); ++c) {
           const auto& order = rings[c].order;
@@ -446,7 +447,7 @@ CollectivePlan plan_collective(const Fabric& fabric, const CollectiveConfig& con
             const GpuId a = order[(rp + k) % order.size()];
             const GpuId b = order[(rp + k + 1) % order.size()];
             const bool bcast = request.op == CollectiveOp::broadcast;
-            flows.push_back(flow(fabric, ctx.nodes, bcast ? a : b, bcast ? b : a,
+            flows.push_back(flow(fabric, ctx.nodes, pos, bcast ? a : b, bcast ? b : a,
                                  s / static_cast<double>(rings.size()), static_cast<int>(c)));
           }
         }

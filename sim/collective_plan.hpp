@@ -38,6 +38,7 @@ struct PlannedFlow {
   double bytes = 0.0;  ///< bytes on the wire (protocol overhead included)
   double cap = 0.0;    ///< rate cap, bytes/s (+inf for none)
   Time latency;        ///< added after the flow drains
+  std::uint32_t weight = 1;  ///< identical flows it stands for (FlowRequest::weight)
 };
 
 /// A ring of a ring phase: the GPUs in ring order, and for hop pos -> pos+1 its path and latency.
@@ -45,6 +46,10 @@ struct PlannedRing {
   std::vector<GpuId> order;
   std::vector<std::vector<LinkId>> hops;
   std::vector<Time> hop_latency;
+  /// Identical rings it stands for: channels over the same links with the same latencies move
+  /// in lock step, so one ring whose flows each stand for `weight` (FlowRequest::weight) runs
+  /// them all.
+  std::uint32_t weight = 1;
 };
 
 struct PlannedPhase {

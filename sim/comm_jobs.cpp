@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <iterator>
 
 #include "sim/error.hpp"
 #include "sim/flow_network.hpp"
@@ -32,6 +33,26 @@ CollectivePlan remap(const CollectivePlan& plan, const Map& map) {
     }
   }
   return out;
+}
+
+/// Rings of a phase over the same links with the same latencies (the channels of a communicator
+/// with one GPU per node all use its NIC; under adaptive routing their spine links pool) move in
+/// lock step: one ring standing for all of them runs them with a fraction of the flows.
+void merge_identical_rings(CollectivePlan& plan) {
+  for (PlannedPhase& ph : plan.phases) {
+    std::vector<PlannedRing> merged;
+    for (PlannedRing& r : ph.rings) {
+      const auto same = std::find_if(merged.begin(), merged.end(), [&](const PlannedRing& m) {
+        return m.hops == r.hops && m.hop_latency == r.hop_latency;
+      });
+      if (same != merged.end()) {
+        same->weight += r.weight;
+      } else {
+        merged.push_back(std::move(r));
+      }
+    }
+    ph.rings = std::move(merged);
+  }
 }
 
 }  // namespace
@@ -70,15 +91,21 @@ CommJobs::Job& CommJobs::build(std::uint32_t job, const PlanSource& plans) {
   if (j.built) return j;
   std::vector<LinkId> footprint;
   for (const CollectivePlan& p : plans()) {
-    auto pooled = std::make_shared<const CollectivePlan>(remap(p, [&](const std::vector<LinkId>& path) {
+    CollectivePlan pooled = remap(p, [&](const std::vector<LinkId>& path) {
       auto out = pools_.translate(path);
       footprint.insert(footprint.end(), out.begin(), out.end());
       return out;
-    }));
-    j.plans.push_back(std::move(pooled));
+    });
+    merge_identical_rings(pooled);
+    j.plans.push_back(std::make_shared<const CollectivePlan>(std::move(pooled)));
   }
   std::sort(footprint.begin(), footprint.end());
   footprint.erase(std::unique(footprint.begin(), footprint.end()), footprint.end());
+  if (kind_ == NetworkKind::flow) {
+    std::vector<const CollectivePlan*> raw;
+    for (const auto& p : j.plans) raw.push_back(p.get());
+    j.load = standalone_load(raw, pools_.capacity);
+  }
   const auto [it, added] = footprint_ids_.emplace(footprint, static_cast<std::uint32_t>(footprints_.size()));
   if (added) footprints_.push_back(std::move(footprint));
   j.footprint = it->second;
@@ -111,9 +138,11 @@ Time CommJobs::alone(std::uint32_t job) {
   if (j.alone) return *j.alone;
   std::vector<const CollectivePlan*> plans;
   for (const auto& p : j.plans) plans.push_back(p.get());
-  if (kind_ == NetworkKind::analytical || keeps_standalone_rates(plans, pools_.capacity)) {
+  if (kind_ == NetworkKind::analytical || keeps_standalone_rates(j.load, pools_.capacity)) {
     Time longest;
-    for (const CollectivePlan* p : plans) longest = std::max(longest, standalone_duration(*p, pools_.capacity));
+    for (const CollectivePlan* p : plans) {
+      longest = std::max(longest, standalone_duration(*p, pools_.capacity, kind_ == NetworkKind::flow));
+    }
     j.alone = longest;
   } else {
     auto run = own_run(j);
@@ -126,25 +155,52 @@ Time CommJobs::alone(std::uint32_t job) {
   return *j.alone;
 }
 
-bool CommJobs::conflict(std::uint32_t a, std::uint32_t b) {
+const std::vector<LinkId>& CommJobs::shared(std::uint32_t a, std::uint32_t b) {
   if (a > b) std::swap(a, b);
   const std::uint64_t key = (static_cast<std::uint64_t>(a) << 32) | b;
-  const auto it = conflicts_.find(key);
-  if (it != conflicts_.end()) return it->second;
-  const auto& x = footprints_[a];
-  const auto& y = footprints_[b];
-  bool shared = false;
-  for (std::size_t i = 0, k = 0; i < x.size() && k < y.size() && !shared;) {
-    if (x[i] < y[k]) {
-      ++i;
-    } else if (y[k] < x[i]) {
-      ++k;
-    } else {
-      shared = true;
+  const auto it = shared_.find(key);
+  if (it != shared_.end()) return it->second;
+  std::vector<LinkId> both;
+  std::set_intersection(footprints_[a].begin(), footprints_[a].end(), footprints_[b].begin(), footprints_[b].end(),
+                        std::back_inserter(both));
+  return shared_.emplace(key, std::move(both)).first->second;
+}
+
+std::vector<std::uint32_t> CommJobs::contended(const Job& job, bool& crowded) {
+  const auto load_at = [](const Job& j, LinkId l) {
+    const auto it = std::lower_bound(j.load.begin(), j.load.end(), l,
+                                     [](const LinkLoad& x, LinkId v) { return x.link < v; });
+    return *it;  // every shared pool is in both loads
+  };
+  // Per pool shared with running jobs: the flows and standalone rates of all of them.
+  std::map<LinkId, LinkLoad> total;
+  std::vector<std::pair<std::uint32_t, const std::vector<LinkId>*>> sharers;
+  for (const std::uint32_t other : running_) {
+    const Active& o = actives_[other];
+    if (o.closed && o.end <= sim_.now()) continue;  // its last flow has drained
+    const Job& oj = jobs_[o.job];
+    const std::vector<LinkId>& both = shared(job.footprint, oj.footprint);
+    if (both.empty()) continue;
+    sharers.emplace_back(other, &both);
+    for (const LinkId l : both) {
+      auto [it, added] = total.try_emplace(l, load_at(job, l));
+      const LinkLoad add = load_at(oj, l);
+      it->second.flows += add.flows;
+      it->second.peak += add.peak;
     }
   }
-  conflicts_.emplace(key, shared);
-  return shared;
+  std::vector<std::uint32_t> out;
+  crowded = false;
+  for (const auto& [other, both] : sharers) {
+    const bool tight = std::any_of(both->begin(), both->end(), [&](LinkId l) {
+      const LinkLoad& t = total.at(l);
+      return !leaves_room(t.flows, t.peak, pools_.capacity[l]);
+    });
+    if (!tight) continue;
+    crowded = true;
+    out.push_back(other);
+  }
+  return out;
 }
 
 void CommJobs::start(std::uint32_t job, const PlanSource& plans, FlowNotify done) {
@@ -166,14 +222,10 @@ void CommJobs::start(std::uint32_t job, const PlanSource& plans, FlowNotify done
   ++a.generation;
   bool crowded = !closed_form_;
   if (kind_ == NetworkKind::flow && closed_form_) {
-    // Jobs in closed form that need a link of this one continue flow by flow from now on; it
-    // runs flow by flow if anything running shares a link with it.
-    for (const std::uint32_t other : std::vector<std::uint32_t>(running_)) {
-      const Active& o = actives_[other];
-      if (o.closed && o.end <= sim_.now()) continue;  // its last flow has drained
-      if (!conflict(j.footprint, jobs_[o.job].footprint)) continue;
-      crowded = true;
-      if (o.closed) rebuild(other);
+    // Jobs in closed form whose links this one crowds continue flow by flow from now on; it
+    // runs flow by flow if it crowds any running job's links.
+    for (const std::uint32_t other : contended(j, crowded)) {
+      if (actives_[other].closed) rebuild(other);
     }
   }
   running_.push_back(slot);

@@ -3,19 +3,21 @@
 /// communicator stands for, or a point-to-point transfer together with its mirrors
 /// (sim/execution_graph.hpp): its plans start together and it ends when the last one has.
 ///
-/// A job that shares no link with any job running when it starts runs in closed form: its
-/// duration alone, computed once per job, says when it ends, and none of its flows enters the
-/// network. On the analytical network that is always so (flows never interact), and the duration
-/// alone is the closed form of sim/plan_timing.hpp. On the flow-level network the duration alone
-/// is that closed form when the job's flows never crowd a link (keeps_standalone_rates), else the
-/// time of a run of its plans on a network of their own; and when a later job needs one of its
-/// links, the job is rebuilt where it stands: its plans run on their own network from its start
-/// to now (nothing else touched its links meanwhile, so that run is what happened), and their
-/// flows, progress and pending events move into the shared network, where the job goes on flow
-/// by flow among the others. A job that shares a link with a running one when it starts runs
-/// flow by flow from its start. So every job that meets contention is simulated flow by flow
-/// exactly from the moment it does, and one that never does costs a few events, whatever the
-/// number of GPUs, steps and groups.
+/// A job that meets no contention when it starts runs in closed form: its duration alone,
+/// computed once per job, says when it ends, and none of its flows enters the network. On the
+/// analytical network that is always so (flows never interact), and the duration alone is the
+/// closed form of sim/plan_timing.hpp. On the flow-level network a job meets contention when a
+/// link it shares with running jobs lacks room for all of their flows at their standalone rates
+/// (leaves_room; a link with room never limits a flow, so jobs that share only such links run as
+/// if alone). Its duration alone is the closed form when its own flows never crowd a link
+/// (keeps_standalone_rates), else the time of a run of its plans on a network of their own. When
+/// a later job crowds one of its links, the job is rebuilt where it stands: its plans run on
+/// their own network from its start to now (nothing crowded its links meanwhile, so that run is
+/// what happened), and their flows, progress and pending events move into the shared network,
+/// where the job goes on flow by flow among the others; a job crowded when it starts runs flow
+/// by flow from its start. So every job that meets contention is simulated flow by flow from the
+/// moment it does, and one that never does costs a few events, whatever the number of GPUs,
+/// steps and groups.
 
 #include <cstdint>
 #include <functional>
@@ -30,6 +32,7 @@
 #include "sim/link_efficiency.hpp"
 #include "sim/link_pools.hpp"
 #include "sim/network_model.hpp"
+#include "sim/plan_timing.hpp"
 #include "sim/simulator.hpp"
 
 namespace foresight::sim {
@@ -69,6 +72,7 @@ class CommJobs final : private EventHandler {
     bool built = false;
     std::vector<std::shared_ptr<const CollectivePlan>> plans;  ///< over pools
     std::uint32_t footprint = 0;                               ///< its pools, interned
+    std::vector<LinkLoad> load;                                ///< flow-level: per pool, by pool
     std::optional<Time> alone;                                 ///< duration alone, once known
   };
   struct Active {
@@ -86,7 +90,11 @@ class CommJobs final : private EventHandler {
   void handle(Simulator& sim, const Event& event) override;
   Job& build(std::uint32_t job, const PlanSource& plans);
   Time alone(std::uint32_t job);
-  bool conflict(std::uint32_t footprint_a, std::uint32_t footprint_b);
+  /// Pools two footprints share (cached).
+  const std::vector<LinkId>& shared(std::uint32_t footprint_a, std::uint32_t footprint_b);
+  /// Slots of the running jobs that a job starting now must not leave in closed form; sets
+  /// `crowded` when the job itself must run flow by flow.
+  std::vector<std::uint32_t> contended(const Job& job, bool& crowded);
   void run_flow_by_flow(std::uint32_t slot);
   void rebuild(std::uint32_t slot);
   void finish(std::uint32_t slot);
@@ -103,7 +111,7 @@ class CommJobs final : private EventHandler {
   std::vector<Job> jobs_;
   std::vector<std::vector<LinkId>> footprints_;  ///< sorted pools, by footprint id
   std::map<std::vector<LinkId>, std::uint32_t> footprint_ids_;
-  std::unordered_map<std::uint64_t, bool> conflicts_;
+  std::unordered_map<std::uint64_t, std::vector<LinkId>> shared_;
   std::vector<Active> actives_;
   std::vector<std::uint32_t> free_slots_;
   std::vector<std::uint32_t> running_;  ///< slots of started, unfinished jobs, in start order

@@ -19,6 +19,15 @@ bool changed(double a, double b) {
   return std::abs(a - b) > kChangeTolerance * std::max({std::abs(a), std::abs(b), 1.0});
 }
 
+/// Relative difference within which a re-solved rate is the flow's current rate computed in
+/// another order: floating-point sums of the same rates differ in their last bits depending on
+/// which flows a re-solve holds and in what order it freezes them. Such a flow keeps its rate
+/// (and its scheduled completion), so that flows elsewhere, or a re-solve that moves nothing,
+/// never shift a completion by a rounding error.
+constexpr double kRoundingTolerance = 1e-12;
+
+bool rounding(double a, double b) { return std::abs(a - b) <= kRoundingTolerance * std::max(std::abs(a), std::abs(b)); }
+
 /// A candidate level in progressive filling: a link's fair share or a flow's own cap.
 struct Level {
   double value;
@@ -52,6 +61,7 @@ void check_request(const FlowRequest& r, std::size_t links) {
   if (!(r.max_rate > 0.0)) {
     throw InternalError(fmt::format("network: flow rate cap {} B/s must be positive", r.max_rate));
   }
+  if (r.weight < 1) throw InternalError("network: a flow stands for at least one");
   for (std::size_t i = 0; i < r.path.size(); ++i) {
     if (r.path[i] >= links) {
       throw InternalError(fmt::format("network: path names link {} of {}", r.path[i], links));
@@ -90,6 +100,7 @@ FlowId FlowNetwork::start_flow(const FlowRequest& request) {
   f.remaining = request.bytes;
   f.rate = 0.0;
   f.max_rate = request.max_rate;
+  f.weight = static_cast<double>(request.weight);
   f.updated = now;
   f.notify = request.notify;
   f.active = true;
@@ -112,13 +123,16 @@ std::uint32_t FlowNetwork::new_slot() {
 std::vector<FlowNetwork::FlowState> FlowNetwork::active_flow_states() const {
   std::vector<FlowState> out;
   for (const Flow& f : flows_) {
-    if (f.active) out.push_back(FlowState{f.path, f.remaining, f.rate, f.max_rate, f.updated, f.notify});
+    if (f.active) {
+      out.push_back(FlowState{f.path, f.remaining, f.rate, f.max_rate, f.updated, f.notify,
+                              static_cast<std::uint32_t>(f.weight)});
+    }
   }
   return out;
 }
 
 void FlowNetwork::adopt(const FlowState& state) {
-  check_request(FlowRequest{state.path, state.remaining, state.max_rate, state.notify}, links_.size());
+  check_request(FlowRequest{state.path, state.remaining, state.max_rate, state.notify, state.weight}, links_.size());
   if (state.path.empty() || state.updated > sim_.now()) {
     throw InternalError("FlowNetwork::adopt: a flow needs links and a past update time");
   }
@@ -128,6 +142,7 @@ void FlowNetwork::adopt(const FlowState& state) {
   f.remaining = state.remaining;
   f.rate = state.rate;
   f.max_rate = state.max_rate;
+  f.weight = static_cast<double>(state.weight);
   f.updated = state.updated;
   f.notify = state.notify;
   f.active = true;
@@ -155,7 +170,7 @@ double FlowNetwork::link_bytes(LinkId id) const {
   const Link& l = links_.at(id);
   double bytes = l.carried;
   for (const std::uint32_t s : l.flows) {
-    bytes += flows_[s].rate * (sim_.now() - flows_[s].updated).seconds();
+    bytes += flows_[s].rate * flows_[s].weight * (sim_.now() - flows_[s].updated).seconds();
   }
   return bytes;
 }
@@ -226,7 +241,7 @@ void FlowNetwork::advance(Flow& f) {
   const double moved = f.rate * (sim_.now() - f.updated).seconds();
   if (moved > 0.0) {
     f.remaining -= moved;
-    for (const LinkId l : f.path) links_[l].carried += moved;
+    for (const LinkId l : f.path) links_[l].carried += moved * f.weight;
   }
   f.updated = sim_.now();
 }
@@ -300,7 +315,7 @@ void FlowNetwork::settle() {
   flows_resolved_ += set.size();
   for (const std::uint32_t s : set) {
     Flow& f = flows_[s];
-    if (f.new_rate == f.rate) continue;
+    if (f.new_rate == f.rate || (f.rate > 0.0 && rounding(f.new_rate, f.rate))) continue;
     advance(f);
     f.rate = f.new_rate;
     schedule_done(s);
@@ -321,13 +336,13 @@ void FlowNetwork::solve(const std::vector<std::uint32_t>& set) {
       if (l.mark != epoch_) {
         l.mark = epoch_;
         l.residual = l.capacity;
-        l.count = 0;
+        l.count = 0.0;
         for (const std::uint32_t g : l.flows) {
-          if (flows_[g].mark != settle_) l.residual -= flows_[g].rate;  // held at its rate
+          if (flows_[g].mark != settle_) l.residual -= flows_[g].rate * flows_[g].weight;  // held at its rate
         }
         touched.push_back(lid);
       }
-      ++l.count;
+      l.count += f.weight;
     }
   }
   LevelHeap heap;
@@ -346,10 +361,10 @@ void FlowNetwork::solve(const std::vector<std::uint32_t>& set) {
     --unfrozen;
     for (const LinkId lid : f.path) {
       Link& l = links_[lid];
-      l.residual -= rate;
-      --l.count;
+      l.residual -= rate * f.weight;
+      l.count -= f.weight;
       ++l.version;
-      if (l.count > 0) heap.push(Level{std::max(0.0, l.residual) / l.count, 0, lid, l.version});
+      if (l.count > 0.0) heap.push(Level{std::max(0.0, l.residual) / l.count, 0, lid, l.version});
     }
   };
   while (unfrozen > 0 && !heap.empty()) {
@@ -361,7 +376,7 @@ void FlowNetwork::solve(const std::vector<std::uint32_t>& set) {
       continue;
     }
     const Link& l = links_[top.id];
-    if (top.version != l.version || l.count == 0) continue;
+    if (top.version != l.version || l.count == 0.0) continue;
     // Freeze every unfrozen re-solved flow on this link at its fair share. Copy the list: it
     // is stable during the loop (only scratch fields change), but keep the order explicit.
     for (const std::uint32_t s : l.flows) {

@@ -39,6 +39,7 @@ class FlowNetwork final : public NetworkModel, private EventHandler {
     double max_rate = 0.0;
     Time updated;
     FlowNotify notify;
+    std::uint32_t weight = 1;
   };
   /// The active flows, in slot order.
   std::vector<FlowState> active_flow_states() const;
@@ -58,6 +59,7 @@ class FlowNetwork final : public NetworkModel, private EventHandler {
   struct Flow {
     std::vector<LinkId> path;
     std::vector<std::uint32_t> slot_in_link;  ///< position of this flow in each link's list
+    double weight = 1.0;                      ///< identical flows it stands for
     double remaining = 0.0;                   ///< bytes left as of `updated`
     double rate = 0.0;                        ///< bytes/s
     double max_rate = 0.0;
@@ -81,7 +83,7 @@ class FlowNetwork final : public NetworkModel, private EventHandler {
     std::uint64_t dirty_mark = 0;  ///< == settle_ when the link is in the dirty set
     std::uint64_t mark = 0;        ///< == epoch_ when residual/count are valid
     double residual = 0.0;
-    std::uint32_t count = 0;
+    double count = 0.0;  ///< weight of the re-solved flows not yet frozen
     std::uint32_t version = 0;
   };
 

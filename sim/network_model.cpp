@@ -73,6 +73,19 @@ double standalone_rate(const std::vector<LinkId>& path, double max_rate, const s
   return rate;
 }
 
+double standalone_rate(const std::vector<LinkId>& path, double max_rate, const std::vector<double>& capacity,
+                       std::uint32_t weight) {
+  if (weight <= 1) return standalone_rate(path, max_rate, capacity);
+  double rate = max_rate;
+  for (const LinkId l : path) {
+    if (l >= capacity.size()) {
+      throw InternalError(fmt::format("network: path names link {} of {}", l, capacity.size()));
+    }
+    rate = std::min(rate, capacity[l] / static_cast<double>(weight));
+  }
+  return rate;
+}
+
 Time standalone_time(double bytes, double rate) {
   return (bytes == 0.0 || !std::isfinite(rate)) ? Time::zero()
                                                  : transfer_time(bytes, Bandwidth::bytes_per_second(rate));
@@ -94,7 +107,7 @@ FlowId AnalyticalNetwork::start_flow(const FlowRequest& request) {
                                     request.max_rate));
   }
   const double rate = standalone_rate(request.path, request.max_rate, capacity_);
-  for (const LinkId l : request.path) carried_[l] += request.bytes;
+  for (const LinkId l : request.path) carried_[l] += request.bytes * request.weight;
   const Time t = standalone_time(request.bytes, rate);
   sim_.schedule_after(t, request.notify.target, request.notify.kind, request.notify.data);
   return next_id_++;

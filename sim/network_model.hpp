@@ -37,6 +37,10 @@ struct FlowRequest {
   /// Cap on this flow's rate in bytes/s (a protocol or per-channel limit); +inf for none.
   double max_rate = std::numeric_limits<double>::infinity();
   FlowNotify notify;
+  /// How many identical flows this one stands for (channels with the same links, moving in lock
+  /// step): each moves `bytes` at the rate the model gives this one, and every link counts them
+  /// all. >= 1.
+  std::uint32_t weight = 1;
 };
 
 class NetworkModel {
@@ -71,6 +75,11 @@ std::unique_ptr<NetworkModel> make_network(NetworkKind kind, Simulator& sim, con
 /// `max_rate`: the smaller of the cap and the slowest link. The analytical model runs every flow
 /// at it; the flow-level model does whenever the flow's links have room for it.
 double standalone_rate(const std::vector<LinkId>& path, double max_rate, const std::vector<double>& capacity);
+/// The same on the flow-level model for a flow of `weight` > 1: alone on its links with the
+/// identical flows it stands for, each gets the smaller of its cap and the slowest link's
+/// capacity / weight.
+double standalone_rate(const std::vector<LinkId>& path, double max_rate, const std::vector<double>& capacity,
+                       std::uint32_t weight);
 /// How long `bytes` take at `rate` in both models: zero for no bytes or an unlimited rate, else
 /// transfer_time.
 Time standalone_time(double bytes, double rate);

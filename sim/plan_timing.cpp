@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <map>
+#include <iterator>
+#include <limits>
+#include <unordered_map>
 
 #include "sim/network_model.hpp"
 
@@ -33,11 +35,13 @@ struct Hop {
 };
 
 /// Time from a ring phase's start to its last step's arrival on one ring.
-std::int64_t ring_time(const PlannedPhase& ph, const PlannedRing& ring, const std::vector<double>& capacity) {
+std::int64_t ring_time(const PlannedPhase& ph, const PlannedRing& ring, const std::vector<double>& capacity,
+                       bool flow_level) {
   const std::size_t n = ring.order.size();
   std::vector<Hop> hops(n);
+  const std::uint32_t weight = flow_level ? ring.weight : 1;
   for (std::size_t p = 0; p < n; ++p) {
-    hops[p].t = standalone_time(ph.step_bytes, standalone_rate(ring.hops[p], ph.step_cap, capacity)).ps();
+    hops[p].t = standalone_time(ph.step_bytes, standalone_rate(ring.hops[p], ph.step_cap, capacity, weight)).ps();
     hops[p].l = ring.hop_latency[p].ps();
   }
   const std::size_t period = cyclic_period(hops);
@@ -64,70 +68,120 @@ std::int64_t ring_time(const PlannedPhase& ph, const PlannedRing& ring, const st
   return end;
 }
 
-Time phase_time(const PlannedPhase& ph, const std::vector<double>& capacity) {
+Time phase_time(const PlannedPhase& ph, const std::vector<double>& capacity, bool flow_level) {
   std::int64_t end = 0;
   if (ph.kind == PlannedPhase::Kind::flows) {
     for (const PlannedFlow& f : ph.flows) {
-      end = std::max(end, (standalone_time(f.bytes, standalone_rate(f.path, f.cap, capacity)) + f.latency).ps());
+      const double rate = standalone_rate(f.path, f.cap, capacity, flow_level ? f.weight : 1);
+      end = std::max(end, (standalone_time(f.bytes, rate) + f.latency).ps());
     }
     return Time::from_ps(end);
   }
   if (ph.steps <= 0) return Time::zero();
-  for (const PlannedRing& ring : ph.rings) end = std::max(end, ring_time(ph, ring, capacity));
+  for (const PlannedRing& ring : ph.rings) end = std::max(end, ring_time(ph, ring, capacity, flow_level));
   return Time::from_ps(end);
 }
 
 }  // namespace
 
-Time standalone_duration(const CollectivePlan& plan, const std::vector<double>& capacity) {
+Time standalone_duration(const CollectivePlan& plan, const std::vector<double>& capacity, bool flow_level) {
   Time t;
-  for (const PlannedPhase& ph : plan.phases) t += ph.start_delay + phase_time(ph, capacity);
+  for (const PlannedPhase& ph : plan.phases) t += ph.start_delay + phase_time(ph, capacity, flow_level);
   return t;
 }
 
-bool keeps_standalone_rates(const std::vector<const CollectivePlan*>& plans, const std::vector<double>& capacity) {
-  struct Load {
-    int flows = 0;
-    double rate = 0.0;
+std::vector<LinkLoad> standalone_load(const std::vector<const CollectivePlan*>& plans,
+                                      const std::vector<double>& capacity) {
+  std::unordered_map<LinkId, LinkLoad> total;  // over the plans: each plan's busiest phase per link
+  std::unordered_map<LinkId, LinkLoad> plan_load;
+  std::unordered_map<LinkId, LinkLoad> phase_load;
+  // A phase's flows by the first link of their paths: the links all of them cross, and per link
+  // the sum of their rates there.
+  struct Group {
+    std::vector<LinkId> common;  ///< sorted
+    std::vector<std::pair<LinkId, double>> rate;
   };
-  std::map<LinkId, Load> total;  // over the plans: each plan's busiest phase per link
-  std::map<LinkId, Load> plan_load;
-  std::map<LinkId, Load> phase_load;
-  auto add = [&](const std::vector<LinkId>& path, double rate) {
+  std::unordered_map<LinkId, Group> groups;
+  std::vector<LinkId> sorted;
+  auto add = [&](const std::vector<LinkId>& path, double rate, std::uint32_t weight) {
+    if (path.empty()) return;
+    rate *= weight;
+    sorted.assign(path.begin(), path.end());
+    std::sort(sorted.begin(), sorted.end());
+    auto [it, added] = groups.try_emplace(path.front());
+    Group& g = it->second;
+    if (added) {
+      g.common = sorted;
+    } else if (g.common != sorted) {
+      std::vector<LinkId> both;
+      std::set_intersection(g.common.begin(), g.common.end(), sorted.begin(), sorted.end(), std::back_inserter(both));
+      g.common.swap(both);
+    }
     for (const LinkId l : path) {
-      Load& p = phase_load[l];
-      ++p.flows;
+      LinkLoad& p = phase_load[l];
+      p.flows += 1;
       p.rate += rate;
+      const auto at = std::find_if(g.rate.begin(), g.rate.end(), [l](const auto& x) { return x.first == l; });
+      if (at == g.rate.end()) {
+        g.rate.emplace_back(l, rate);
+      } else {
+        at->second += rate;
+      }
     }
   };
   for (const CollectivePlan* plan : plans) {
     plan_load.clear();
     for (const PlannedPhase& ph : plan->phases) {
       phase_load.clear();
+      groups.clear();
       if (ph.kind == PlannedPhase::Kind::flows) {
-        for (const PlannedFlow& f : ph.flows) add(f.path, standalone_rate(f.path, f.cap, capacity));
+        for (const PlannedFlow& f : ph.flows) add(f.path, standalone_rate(f.path, f.cap, capacity, f.weight), f.weight);
       } else if (ph.steps > 0) {
         for (const PlannedRing& ring : ph.rings) {
-          for (const auto& hop : ring.hops) add(hop, standalone_rate(hop, ph.step_cap, capacity));
+          for (const auto& hop : ring.hops) add(hop, standalone_rate(hop, ph.step_cap, capacity, ring.weight), ring.weight);
         }
       }
+      for (const auto& [first, g] : groups) {
+        double cap = std::numeric_limits<double>::infinity();
+        for (const LinkId l : g.common) cap = std::min(cap, capacity[l]);
+        for (const auto& [l, rate] : g.rate) phase_load[l].peak += std::min(rate, cap);
+      }
       for (const auto& [l, load] : phase_load) {
-        Load& p = plan_load[l];
+        LinkLoad& p = plan_load[l];
         p.flows = std::max(p.flows, load.flows);
         p.rate = std::max(p.rate, load.rate);
+        p.peak = std::max(p.peak, load.peak);
       }
     }
     for (const auto& [l, load] : plan_load) {
-      Load& t = total[l];
+      LinkLoad& t = total[l];
       t.flows += load.flows;
       t.rate += load.rate;
+      t.peak += load.peak;
     }
   }
-  constexpr double kMargin = 1e-9;
-  for (const auto& [l, load] : total) {
-    if (load.flows > 1 && !(load.rate < capacity[l] * (1.0 - kMargin))) return false;
+  std::vector<LinkLoad> out;
+  out.reserve(total.size());
+  for (auto& [l, load] : total) {
+    load.link = l;
+    out.push_back(load);
   }
-  return true;
+  std::sort(out.begin(), out.end(), [](const LinkLoad& a, const LinkLoad& b) { return a.link < b.link; });
+  return out;
+}
+
+bool leaves_room(int flows, double rate, double capacity) {
+  constexpr double kMargin = 1e-9;
+  return flows <= 1 || rate < capacity * (1.0 - kMargin);
+}
+
+bool keeps_standalone_rates(const std::vector<LinkLoad>& load, const std::vector<double>& capacity) {
+  return std::all_of(load.begin(), load.end(),
+                     [&](const LinkLoad& l) { return leaves_room(l.flows, l.rate, capacity[l.link]); });
+}
+
+bool keeps_standalone_rates(const std::vector<const CollectivePlan*>& plans, const std::vector<double>& capacity) {
+  return keeps_standalone_rates(standalone_load(plans, capacity), capacity);
 }
 
 }  // namespace foresight::sim

@@ -21,15 +21,39 @@
 namespace foresight::sim {
 
 /// How long `plan` (paths over links indexing `capacity`, bytes/s) takes from its start to its
-/// completion when every flow runs at its standalone rate: always on the analytical network.
-Time standalone_duration(const CollectivePlan& plan, const std::vector<double>& capacity);
+/// completion when every flow runs at its standalone rate: always on the analytical network;
+/// with `flow_level`, flows standing for several (weight > 1) share their links among them as
+/// the flow-level model has them (standalone_rate with a weight).
+Time standalone_duration(const CollectivePlan& plan, const std::vector<double>& capacity, bool flow_level = false);
+
+/// What plans started together put on a link at most at once (a ring hop's successive steps
+/// count once, and of a plan's successive phases the busiest) on the flow-level model: how many
+/// flows (a weighted flow counting once), the sum of their standalone rates (a weighted flow's
+/// times its weight), and a bound on the bytes/s they can ever move through it together. The
+/// bound takes the flows leaving one link of the source side together (a GPU's link into its
+/// PCIe or NVLink switch, say): they cannot jointly exceed the slowest link all of them cross, so
+/// eight channels sharing a NIC count as one NIC's rate, not eight.
+struct LinkLoad {
+  LinkId link = 0;
+  int flows = 0;
+  double rate = 0.0;
+  double peak = 0.0;
+};
+/// The load of `plans` on each link they cross, by link.
+std::vector<LinkLoad> standalone_load(const std::vector<const CollectivePlan*>& plans,
+                                      const std::vector<double>& capacity);
+/// Whether a link of `capacity` carrying `flows` flows whose standalone rates add up to `rate`
+/// lets every one of them keep its standalone rate on the flow-level network: one flow (which
+/// may stand for several), or a total below the capacity with a relative margin of 1e-9, so that no fair share computed in
+/// floating point falls below a flow's own rate. Then the link never limits them, whatever else
+/// they meet elsewhere (Bertsekas & Gallager's max-min conditions: only saturated links bind).
+bool leaves_room(int flows, double rate, double capacity);
 
 /// Whether the flow-level network runs every flow of `plans`, started together and alone on the
-/// network, at its standalone rate, so that standalone_duration is exactly its time there too.
-/// True when each link carries at most one of their flows at a time (a ring hop's successive
-/// steps and a plan's successive phases never overlap), or flows whose standalone rates add up
-/// to less than the link's capacity (with a relative margin of 1e-9, so that no fair share
-/// computed in floating point falls below a flow's own rate).
+/// network, at its standalone rate, so that standalone_duration is exactly its time there too:
+/// every link of theirs leaves room.
 bool keeps_standalone_rates(const std::vector<const CollectivePlan*>& plans, const std::vector<double>& capacity);
+/// The same from their standalone_load.
+bool keeps_standalone_rates(const std::vector<LinkLoad>& load, const std::vector<double>& capacity);
 
 }  // namespace foresight::sim

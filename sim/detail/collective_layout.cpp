@@ -83,8 +83,7 @@ std::vector<NodeGroup> group_by_node(const Fabric& fabric, const std::vector<Gpu
 /// rail c ("same NIC in and out", nccl-model.md sec. 5).
 std::vector<PlannedRing> build_rings(const Fabric& fabric, const std::vector<NodeGroup>& nodes,
                                      int channels) {
-  std::map<int, std::size_t> node_pos;
-  for (std::size_t i = 0; i < nodes.size(); ++i) node_pos[nodes[i].node] = i;
+  const NodePositions node_pos = node_positions(nodes);
   std::vector<PlannedRing> rings;
   const int count = nodes.size() == 1 ? 1 : channels;
   for (int c = 0; c < count; ++c) {
@@ -126,13 +125,16 @@ std::vector<PlannedRing> build_rings(const Fabric& fabric, const std::vector<Nod
   return rings;
 }
 
-/// A flow from `a` to `b` of `bytes` (payload), on the channel's rails.
-PlannedFlow flow(const Fabric& fabric, const std::vector<NodeGroup>& nodes, GpuId a, GpuId b,
-                 double bytes, int channel) {
-  std::map<int, std::size_t> node_pos;
-  for (std::size_t i = 0; i < nodes.size(); ++i) node_pos[nodes[i].node] = i;
+NodePositions node_positions(const std::vector<NodeGroup>& nodes) {
+  NodePositions pos;
+  for (std::size_t i = 0; i < nodes.size(); ++i) pos[nodes[i].node] = i;
+  return pos;
+}
+
+PlannedFlow flow(const Fabric& fabric, const std::vector<NodeGroup>& nodes, const NodePositions& pos, GpuId a,
+                 GpuId b, double bytes, int channel) {
   PlannedFlow f;
-  f.path = hop_path(fabric, nodes, node_pos, a, b, channel);
+  f.path = hop_path(fabric, nodes, pos, a, b, channel);
   f.bytes = bytes;
   return f;
 }
@@ -145,6 +147,7 @@ void add_tree_flows(const Fabric& fabric, const std::vector<NodeGroup>& nodes, i
   const int n_nodes = static_cast<int>(nodes.size());
   const int count = n_nodes == 1 ? 1 : channels;
   const double share = bytes / count;
+  const NodePositions pos = node_positions(nodes);
   for (int c = 0; c < count; ++c) {
     if (intra_chain) {
       for (const NodeGroup& ng : nodes) {
@@ -153,8 +156,8 @@ void add_tree_flows(const Fabric& fabric, const std::vector<NodeGroup>& nodes, i
           if (m.gpu != chain.front()) chain.push_back(m.gpu);
         }
         for (std::size_t k = 0; k + 1 < chain.size(); ++k) {
-          out.push_back(flow(fabric, nodes, chain[k + 1], chain[k], share, c));
-          out.push_back(flow(fabric, nodes, chain[k], chain[k + 1], share, c));
+          out.push_back(flow(fabric, nodes, pos, chain[k + 1], chain[k], share, c));
+          out.push_back(flow(fabric, nodes, pos, chain[k], chain[k + 1], share, c));
         }
       }
     }
@@ -163,8 +166,8 @@ void add_tree_flows(const Fabric& fabric, const std::vector<NodeGroup>& nodes, i
       if (parent < 0) continue;
       const GpuId child_head = head(nodes[static_cast<std::size_t>(i)], c).gpu;
       const GpuId parent_head = head(nodes[static_cast<std::size_t>(parent)], c).gpu;
-      out.push_back(flow(fabric, nodes, child_head, parent_head, share, c));
-      out.push_back(flow(fabric, nodes, parent_head, child_head, share, c));
+      out.push_back(flow(fabric, nodes, pos, child_head, parent_head, share, c));
+      out.push_back(flow(fabric, nodes, pos, parent_head, child_head, share, c));
     }
   }
 }

@@ -4,6 +4,7 @@
 /// Internal to sim/collective_plan.cpp.
 
 #include <cstdint>
+#include <map>
 #include <vector>
 
 #include "sim/collective_plan.hpp"
@@ -33,9 +34,13 @@ Time wire_latency(const Fabric& fabric, const std::vector<LinkId>& path);
 /// on rail c and leaves from the member nearest to that same NIC, so the inter-node hop stays on
 /// rail c ("same NIC in and out", nccl-model.md sec. 5).
 std::vector<PlannedRing> build_rings(const Fabric& fabric, const std::vector<NodeGroup>& nodes, int channels);
-/// A flow from `a` to `b` of `bytes` (payload), on the channel's rails.
-PlannedFlow flow(const Fabric& fabric, const std::vector<NodeGroup>& nodes, GpuId a, GpuId b, double bytes,
-                 int channel);
+/// Each node's place in a list of NodeGroups, by node index.
+using NodePositions = std::map<int, std::size_t>;
+NodePositions node_positions(const std::vector<NodeGroup>& nodes);
+/// A flow from `a` to `b` of `bytes` (payload), on the channel's rails; `pos` is
+/// node_positions(nodes).
+PlannedFlow flow(const Fabric& fabric, const std::vector<NodeGroup>& nodes, const NodePositions& pos, GpuId a,
+                 GpuId b, double bytes, int channel);
 /// Pipelined double-binary-tree all-reduce flows: per channel (tree `channel % 2`), a chain
 /// inside each node from the channel's head (when `intra_chain`), and the tree across nodes
 /// between heads; every edge carries the channel's share up (reduce) and down (broadcast) at once.

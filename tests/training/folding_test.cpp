@@ -77,6 +77,18 @@ TEST_CASE("folding data-parallel replicas and TP ranks gives the unfolded answer
                             {"network", network}}),
                   1);
     }
+    SECTION(std::string("dp 16, ZeRO-2, ") + network) {
+      same_answer(scenario({{"dp", 16}, {"zero", 2}, {"global_batch", 32}, {"network", network}}), 1);
+    }
+    SECTION(std::string("dp 16, ZeRO-3 (FSDP full shard), ") + network) {
+      same_answer(scenario({{"dp", 16}, {"zero", 3}, {"global_batch", 32}, {"network", network}}), 1);
+    }
+    SECTION(std::string("dp 16, FSDP hybrid shard in groups of 8, ") + network) {
+      same_answer(scenario({{"dp", 16}, {"zero", 3}, {"shard_group", 8}, {"global_batch", 32}, {"network", network}}), 1);
+    }
+    SECTION(std::string("dp 8 x tp 2, ZeRO-3, ") + network) {
+      same_answer(scenario({{"dp", 8}, {"tp", 2}, {"zero", 3}, {"global_batch", 16}, {"network", network}}), 1);
+    }
     SECTION(std::string("dp 2 x pp 2 x tp 4, 1F1B, ") + network) {
       same_answer(scenario({{"dp", 2}, {"pp", 2}, {"tp", 4}, {"global_batch", 16}, {"schedule", "1f1b"},
                             {"partition", "uniform"}, {"network", network}}),

@@ -1,0 +1,263 @@
+// Collectives and transfers in closed form (sim/plan_timing.hpp, sim/comm_jobs.hpp): the closed
+// form is the engine's own run, event for event; jobs that meet contention are rebuilt and run
+// flow by flow to the same answer as a run that never took the shortcut; and a job's cost does
+// not grow with the groups it stands for.
+#include <catch2/catch.hpp>
+
+#include <random>
+
+#include "sim/collective_engine.hpp"
+#include "sim/executor.hpp"
+#include "sim/flow_network.hpp"
+#include "sim/plan_timing.hpp"
+#include "tests/collectives/fixture.hpp"
+#include "topologies/cluster_builders.hpp"
+
+using namespace foresight;
+using namespace foresight::sim::literals;
+using sim::Node;
+using sim::OpKind;
+
+namespace {
+
+/// When a plan started at 0 on a network of `kind` over `capacity` reports completion.
+sim::Time engine_time(const sim::CollectivePlan& plan, const std::vector<double>& capacity, sim::NetworkKind kind,
+                      std::uint64_t* events = nullptr) {
+  sim::Simulator s;
+  const auto net = sim::make_network(kind, s, capacity);
+  sim::CollectiveEngine engine(s, *net);
+  struct Done final : sim::EventHandler {
+    sim::Time at = sim::Time::max();
+    void handle(sim::Simulator& sim, const sim::Event&) override { at = sim.now(); }
+  } done;
+  engine.start(plan, {s.add_handler(done, "done"), 0, 0});
+  s.run();
+  if (events != nullptr) *events = s.events_processed();
+  return done.at;
+}
+
+/// A ring phase over `n` positions, hop p on its own link p (plus, with `shared`, a link every
+/// hop crosses), with per-hop capacities and latencies drawn from `rng` (or repeating with
+/// period `period` when it is > 0).
+sim::PlannedPhase random_ring(std::mt19937_64& rng, int n, int steps, int period, std::vector<double>& capacity,
+                              sim::LinkId shared = 0xffffffffu) {
+  std::uniform_real_distribution<double> gbps(10.0, 300.0);
+  std::uniform_int_distribution<int> latency_ns(0, 20'000);
+  sim::PlannedPhase ph;
+  ph.kind = sim::PlannedPhase::Kind::ring;
+  ph.steps = steps;
+  ph.step_bytes = std::uniform_real_distribution<double>(1e3, 4e6)(rng);
+  ph.step_cap = std::bernoulli_distribution(0.5)(rng) ? std::numeric_limits<double>::infinity() : gbps(rng) * 1e9;
+  ph.start_delay = sim::Time::from_ps(latency_ns(rng) * 1000);
+  sim::PlannedRing ring;
+  std::vector<double> caps;
+  std::vector<sim::Time> lats;
+  const int distinct = period > 0 ? period : n;
+  for (int p = 0; p < distinct; ++p) {
+    caps.push_back(gbps(rng) * 1e9);
+    lats.push_back(sim::Time::from_ps(latency_ns(rng) * 1000));
+  }
+  for (int p = 0; p < n; ++p) {
+    ring.order.push_back(static_cast<sim::GpuId>(p));
+    const auto link = static_cast<sim::LinkId>(capacity.size());
+    capacity.push_back(caps[static_cast<std::size_t>(p % distinct)]);
+    ring.hops.push_back({link});
+    if (shared != 0xffffffffu) ring.hops.back().push_back(shared);
+    ring.hop_latency.push_back(lats[static_cast<std::size_t>(p % distinct)]);
+  }
+  ph.rings.push_back(std::move(ring));
+  return ph;
+}
+
+}  // namespace
+
+TEST_CASE("the closed form of ring and flow phases is the engine's own run", "[collectives]") {
+  std::mt19937_64 rng(17);
+  for (int trial = 0; trial < 200; ++trial) {
+    CAPTURE(trial);
+    std::vector<double> capacity;
+    sim::CollectivePlan plan;
+    const int n = std::uniform_int_distribution<int>(2, 24)(rng);
+    const int steps = std::uniform_int_distribution<int>(1, 2 * n)(rng);
+    // Heterogeneous rings, two rings in one phase (rings of a phase have the same positions),
+    // then a flow phase with per-flow latencies.
+    plan.phases.push_back(random_ring(rng, n, steps, 0, capacity));
+    auto second = random_ring(rng, n, steps, 0, capacity);
+    plan.phases.back().rings.push_back(second.rings.front());
+    sim::PlannedPhase flows;
+    flows.start_delay = 3_us;
+    for (int f = 0; f < 5; ++f) {
+      const auto link = static_cast<sim::LinkId>(capacity.size());
+      capacity.push_back(std::uniform_real_distribution<double>(5e9, 50e9)(rng));
+      flows.flows.push_back(sim::PlannedFlow{{link}, std::uniform_real_distribution<double>(0.0, 1e7)(rng),
+                                             f == 2 ? 8e9 : std::numeric_limits<double>::infinity(),
+                                             sim::Time::from_ps(f * 1'234'567)});
+    }
+    plan.phases.push_back(flows);
+    const sim::Time closed = sim::standalone_duration(plan, capacity);
+    REQUIRE(closed == engine_time(plan, capacity, sim::NetworkKind::analytical));
+    // Every hop on a link of its own: the flow-level model runs each flow at its standalone
+    // rate too.
+    REQUIRE(sim::keeps_standalone_rates({&plan}, capacity));
+    REQUIRE(closed == engine_time(plan, capacity, sim::NetworkKind::flow));
+  }
+}
+
+TEST_CASE("long periodic rings are computed on one period and extrapolated, exactly", "[collectives]") {
+  std::mt19937_64 rng(5);
+  for (const int period : {1, 3, 8}) {
+    for (const int n : {period * 40, period * 64 + 0}) {
+      CAPTURE(period, n);
+      std::vector<double> capacity;
+      sim::CollectivePlan plan;
+      plan.phases.push_back(random_ring(rng, n, 2 * (n - 1), period, capacity));
+      std::uint64_t events = 0;
+      REQUIRE(sim::standalone_duration(plan, capacity) ==
+              engine_time(plan, capacity, sim::NetworkKind::analytical, &events));
+      // The engine ran every step of every position.
+      REQUIRE(events >= static_cast<std::uint64_t>(n) * 2 * (n - 1));
+    }
+  }
+}
+
+TEST_CASE("flows that crowd a link do not keep their standalone rates", "[collectives]") {
+  std::mt19937_64 rng(3);
+  std::vector<double> capacity{40e9};  // link 0: every hop also crosses it
+  sim::CollectivePlan plan;
+  plan.phases.push_back(random_ring(rng, 6, 10, 0, capacity, 0));
+  plan.phases.front().step_cap = std::numeric_limits<double>::infinity();
+  REQUIRE_FALSE(sim::keeps_standalone_rates({&plan}, capacity));
+  // The flow-level model shares link 0 among the hops sending at once: slower than alone.
+  REQUIRE(engine_time(plan, capacity, sim::NetworkKind::flow) > sim::standalone_duration(plan, capacity));
+  // Capped well below a sixth of link 0, they keep their rates after all.
+  plan.phases.front().step_cap = 40e9 / 6 * 0.99;
+  REQUIRE(sim::keeps_standalone_rates({&plan}, capacity));
+  REQUIRE(engine_time(plan, capacity, sim::NetworkKind::flow) == sim::standalone_duration(plan, capacity));
+}
+
+namespace {
+
+const topo::Cluster& two_nodes() {
+  static const topo::Cluster c = topo::resolve_cluster("dgx-a100", 16);
+  return c;
+}
+
+Node op(OpKind kind, sim::RankId rank, sim::StreamId stream, std::vector<sim::NodeId> deps = {}) {
+  Node n;
+  n.kind = kind;
+  n.rank = rank;
+  n.stream = stream;
+  n.deps = std::move(deps);
+  return n;
+}
+
+/// Ranks on GPUs 0 and 8 (one per node): an all-reduce of `a_bytes` on stream 2 at once, and,
+/// after `delay` of compute, an all-reduce of `b_bytes` on stream 3 over `b_gpus` (the same two
+/// GPUs, or others).
+sim::ExecutionGraph two_collectives(double a_bytes, double b_bytes, sim::Time delay, std::vector<sim::GpuId> b_gpus) {
+  sim::ExecutionGraph g;
+  g.add_rank(0, 0);
+  g.add_rank(8, 1);
+  const bool same = b_gpus == std::vector<sim::GpuId>{0, 8};
+  if (!same) {
+    g.add_rank(b_gpus[0], 2);
+    g.add_rank(b_gpus[1], 3);
+  }
+  const auto a = g.add_communicator({0, 1});
+  const auto b = same ? g.add_communicator({0, 1}) : g.add_communicator({2, 3});
+  for (sim::RankId r = 0; r < 2; ++r) {
+    Node ar = op(OpKind::collective, r, 2);
+    ar.communicator = a;
+    ar.bytes = a_bytes;
+    g.add(ar);
+  }
+  for (sim::RankId r = 0; r < 2; ++r) {
+    const sim::RankId rank = same ? r : r + 2;
+    Node work = op(OpKind::compute, rank, 1);
+    work.duration = delay;
+    const auto w = g.add(work);
+    Node ar = op(OpKind::collective, rank, 3, {w});
+    ar.communicator = b;
+    ar.bytes = b_bytes;
+    g.add(ar);
+  }
+  return g;
+}
+
+void same_times(const sim::ExecutionGraph& g, const sim::ExecutionResult& a, const sim::ExecutionResult& b) {
+  REQUIRE(a.makespan == b.makespan);
+  for (std::size_t n = 0; n < g.nodes.size(); ++n) {
+    CAPTURE(n);
+    REQUIRE(a.start[n] == b.start[n]);
+    REQUIRE(a.end[n] == b.end[n]);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("a job alone runs in closed form and is rebuilt flow by flow when another needs its links", "[collectives]") {
+  const auto config = test::executor_config();
+  sim::ExecutorOptions off;
+  off.closed_form = false;
+  // 256 MB over two nodes takes milliseconds; the second all-reduce starts 300 us in, mid-ring.
+  for (const sim::Time delay : {0_us, 300_us, 1234567_ps}) {
+    CAPTURE(delay.ps());
+    const auto g = two_collectives(256e6, 64e6, delay, {0, 8});
+    const auto plain = sim::execute(g, two_nodes(), config, sim::NetworkKind::flow, off);
+    const auto fast = sim::execute(g, two_nodes(), config, sim::NetworkKind::flow);
+    same_times(g, plain, fast);
+    REQUIRE(fast.jobs_closed_form == 1);
+    REQUIRE(fast.jobs_rebuilt == 1);
+    REQUIRE(fast.jobs_flow_by_flow == 1);
+    // They did contend: the first all-reduce ends later than it would alone.
+    const auto alone = sim::execute(two_collectives(256e6, 64e6, delay, {1, 9}), two_nodes(), config,
+                                    sim::NetworkKind::flow);
+    REQUIRE(fast.end[0] > alone.end[0]);
+  }
+  SECTION("jobs on other links never leave closed form") {
+    const auto g = two_collectives(256e6, 64e6, 300_us, {1, 9});
+    const auto plain = sim::execute(g, two_nodes(), config, sim::NetworkKind::flow, off);
+    const auto fast = sim::execute(g, two_nodes(), config, sim::NetworkKind::flow);
+    same_times(g, plain, fast);
+    REQUIRE(fast.jobs_closed_form == 2);
+    REQUIRE(fast.jobs_rebuilt == 0);
+    REQUIRE(fast.events * 2 < plain.events);
+  }
+  SECTION("the analytical network never rebuilds: its flows never interact") {
+    const auto g = two_collectives(256e6, 64e6, 300_us, {0, 8});
+    const auto plain = sim::execute(g, two_nodes(), config, sim::NetworkKind::analytical, off);
+    const auto fast = sim::execute(g, two_nodes(), config, sim::NetworkKind::analytical);
+    same_times(g, plain, fast);
+    REQUIRE(fast.jobs_closed_form == 2);
+    REQUIRE(fast.jobs_rebuilt == 0);
+  }
+}
+
+TEST_CASE("a folded collective costs the same events whatever the groups it stands for", "[collectives]") {
+  const auto config = test::executor_config();
+  // One simulated rank per node-local slot: the data-parallel all-reduce of replica groups
+  // {j, j + 8, j + 16, ...} over `nodes` DGX nodes, standing for all 8 groups.
+  auto events = [&](int nodes) {
+    const topo::Cluster c = topo::resolve_cluster("dgx-a100", 8 * nodes);
+    sim::ExecutionGraph g;
+    g.add_rank(0, 0);
+    std::vector<std::vector<sim::GpuId>> groups(8);
+    for (int j = 0; j < 8; ++j) {
+      for (int d = 0; d < nodes; ++d) groups[static_cast<std::size_t>(j)].push_back(static_cast<sim::GpuId>(d * 8 + j));
+    }
+    const auto comm = g.add_communicator({0}, groups);
+    for (int step = 0; step < 4; ++step) {
+      Node ar = op(OpKind::collective, 0, 2);
+      ar.communicator = comm;
+      ar.bytes = 100e6;
+      g.add(ar);
+    }
+    std::vector<std::uint64_t> out;
+    for (const auto network : {sim::NetworkKind::analytical, sim::NetworkKind::flow}) {
+      out.push_back(sim::execute(g, c, config, network).events);
+    }
+    return out;
+  };
+  REQUIRE(events(2) == events(16));
+  REQUIRE(events(2) == events(64));
+}
