@@ -12,6 +12,7 @@
 
 #include "sim/collective_types.hpp"
 #include "sim/fabric.hpp"
+#include "sim/large_vector.hpp"
 #include "sim/op_signature.hpp"
 #include "sim/units.hpp"
 
@@ -75,7 +76,7 @@ struct Node {
   std::uint32_t tag = 0;
   /// Nodes earlier in the graph that must finish first: of the same rank, or of a rank whose
   /// host thread belongs to the same process (ExecutionGraph::host_process).
-  std::vector<NodeId> deps;
+  DepList deps;
   // Labels for reports and the timeline.
   std::uint32_t name = 0;  ///< index into ExecutionGraph::names
   int layer = -1;
@@ -118,7 +119,7 @@ struct ExecutionGraph {
   std::map<StreamId, std::string> stream_names{{kHostStream, "host"}};
   /// Distinct kernels of compute nodes, referenced by Node::signature.
   std::vector<OpSignature> signatures;
-  std::vector<Node> nodes;  ///< program order: a rank's nodes in the order they appear
+  LargeVector<Node> nodes;  ///< program order: a rank's nodes in the order they appear
   std::vector<std::string> names{""};
   std::map<std::string, std::uint32_t, std::less<>> name_index{{"", 0}};
 

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <tuple>
+#include <unordered_map>
 
 #include "sim/comm_jobs.hpp"
 #include "sim/collective_plan.hpp"
@@ -43,7 +44,6 @@ class Runner final : public EventHandler {
     result_.start.assign(n, Time::zero());
     result_.end.assign(n, Time::zero());
     result_.ranks.assign(g.ranks(), RankTotals{});
-    compute_.resize(n);
     streams_.resize(index.stream_count);
     hosts_.resize(index.host_count);
     std::uint32_t processes = index.host_count;
@@ -97,7 +97,10 @@ class Runner final : public EventHandler {
         const auto n = static_cast<NodeId>(e.data & 0xffffffffULL);
         const auto gen = static_cast<std::uint32_t>(e.data >> 32);
         const Node& node = g_.nodes[n];
-        if (node.kind == OpKind::compute && gen != compute_[n].generation) return;  // rescheduled
+        if (node.kind == OpKind::compute) {
+          const auto it = compute_.find(n);
+          if (it == compute_.end() || gen != it->second.generation) return;  // rescheduled
+        }
         if (node.stream == kHostStream) {
           HostState& h = hosts_[host_of(n)];
           h.busy = false;
@@ -293,6 +296,7 @@ class Runner final : public EventHandler {
     switch (node.kind) {
       case OpKind::compute: {
         ComputeState& c = compute_[n];
+        c.generation = next_generation_++;
         c.remaining_ps = static_cast<double>(node.duration.ps());
         c.rate = comm_active_[node.rank] > 0 ? 1.0 / (1.0 + options_.comm_compute_slowdown) : 1.0;
         c.updated = sim_.now();
@@ -321,8 +325,8 @@ class Runner final : public EventHandler {
   }
 
   void schedule_compute(NodeId n) {
-    ComputeState& c = compute_[n];
-    ++c.generation;
+    ComputeState& c = compute_.at(n);
+    c.generation = next_generation_++;
     const auto ps = static_cast<std::int64_t>(std::ceil(c.remaining_ps / c.rate - 1e-6));
     sim_.schedule_after(Time::from_ps(std::max<std::int64_t>(ps, 0)), self_, kDone,
                         (static_cast<std::uint64_t>(c.generation) << 32) | n);
@@ -336,7 +340,7 @@ class Runner final : public EventHandler {
     if (was == now || options_.comm_compute_slowdown == 0.0) return;
     const double rate = now ? 1.0 / (1.0 + options_.comm_compute_slowdown) : 1.0;
     for (const NodeId n : running_compute_[r]) {
-      ComputeState& c = compute_[n];
+      ComputeState& c = compute_.at(n);
       c.remaining_ps = std::max(0.0, c.remaining_ps - c.rate * static_cast<double>((sim_.now() - c.updated).ps()));
       c.updated = sim_.now();
       c.rate = rate;
@@ -431,6 +435,7 @@ class Runner final : public EventHandler {
     const Node& node = g_.nodes[n];
     const Time ran = sim_.now() - result_.start[n];
     if (node.kind == OpKind::compute) {
+      compute_.erase(n);
       result_.ranks[node.rank].compute += ran;
       auto& running = running_compute_[node.rank];
       running.erase(std::find(running.begin(), running.end(), n));
@@ -501,10 +506,10 @@ class Runner final : public EventHandler {
   HandlerId self_;
   CommJobs jobs_;
   std::deque<Work> work_;
-  std::vector<std::uint32_t> deps_left_;
-  std::vector<std::uint8_t> issued_;
-  std::vector<std::uint8_t> done_;
-  std::vector<ComputeState> compute_;
+  LargeVector<std::uint32_t> deps_left_;
+  LargeVector<std::uint8_t> issued_;
+  LargeVector<std::uint8_t> done_;
+  std::unordered_map<NodeId, ComputeState> compute_;  ///< compute ops running now
   std::vector<StreamState> streams_;
   std::vector<HostState> hosts_;
   std::vector<LockState> locks_;
@@ -515,6 +520,7 @@ class Runner final : public EventHandler {
   std::vector<std::uint32_t> coll_pending_;  ///< per collective: groups still running
   std::vector<std::uint32_t> p2p_pending_;   ///< per transfer: copies still running
   std::map<JobKey, std::uint32_t> job_ids_;
+  std::uint32_t next_generation_ = 1;  ///< of compute completions, so that a rescheduled one's old event is ignored
   bool sampling_ = false;
   ExecutionResult result_;
 };

@@ -52,13 +52,13 @@ struct ExecutionResult {
   /// Per node: when it was ready (at the head of its stream, dependencies done; for host ops,
   /// reached by the host), when it started running (collectives and transfers: when the last
   /// member arrived) and when it ended. start - ready is time spent waiting for peers.
-  std::vector<Time> ready;
-  std::vector<Time> start;
-  std::vector<Time> end;
+  LargeVector<Time> ready;
+  LargeVector<Time> start;
+  LargeVector<Time> end;
   std::vector<RankTotals> ranks;
   /// Per node: the collective or transfer it is part of (members share the index), or
   /// kNoInstance for other nodes. Collectives are numbered first, then transfers.
-  std::vector<std::uint32_t> comm_instance;
+  LargeVector<std::uint32_t> comm_instance;
   /// Per sampled link: (time, bytes carried so far). Links of one capacity pool report the
   /// pool's bytes.
   std::vector<std::vector<std::pair<Time, double>>> link_bytes;

@@ -101,6 +101,7 @@ FlowId FlowNetwork::start_flow(const FlowRequest& request) {
   f.rate = 0.0;
   f.max_rate = request.max_rate;
   f.weight = static_cast<double>(request.weight);
+  f.bound = standalone_bound(f);
   f.updated = now;
   f.notify = request.notify;
   f.active = true;
@@ -108,6 +109,12 @@ FlowId FlowNetwork::start_flow(const FlowRequest& request) {
   ++active_;
   attach(slot);
   return (static_cast<FlowId>(f.generation) << 32) | slot;
+}
+
+double FlowNetwork::standalone_bound(const Flow& f) const {
+  double rate = f.max_rate;
+  for (const LinkId l : f.path) rate = std::min(rate, f.weight > 1.0 ? links_[l].capacity / f.weight : links_[l].capacity);
+  return rate;
 }
 
 std::uint32_t FlowNetwork::new_slot() {
@@ -143,6 +150,7 @@ void FlowNetwork::adopt(const FlowState& state) {
   f.rate = state.rate;
   f.max_rate = state.max_rate;
   f.weight = static_cast<double>(state.weight);
+  f.bound = standalone_bound(f);
   f.updated = state.updated;
   f.notify = state.notify;
   f.active = true;
@@ -355,6 +363,7 @@ void FlowNetwork::solve(const std::vector<std::uint32_t>& set) {
   }
   std::size_t unfrozen = set.size();
   auto freeze = [&](Flow& f, double rate, std::int64_t bottleneck) {
+    if (bottleneck >= 0 && rate < f.bound && f.bound - rate <= kRoundingTolerance * f.bound) rate = f.bound;
     f.frozen = true;
     f.new_rate = rate;
     f.bottleneck = bottleneck;

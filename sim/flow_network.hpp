@@ -60,6 +60,7 @@ class FlowNetwork final : public NetworkModel, private EventHandler {
     std::vector<LinkId> path;
     std::vector<std::uint32_t> slot_in_link;  ///< position of this flow in each link's list
     double weight = 1.0;                      ///< identical flows it stands for
+    double bound = 0.0;                       ///< its rate alone: min(cap, capacity / weight)
     double remaining = 0.0;                   ///< bytes left as of `updated`
     double rate = 0.0;                        ///< bytes/s
     double max_rate = 0.0;
@@ -100,6 +101,7 @@ class FlowNetwork final : public NetworkModel, private EventHandler {
   void finish(std::uint32_t slot);
   void attach(std::uint32_t slot, bool dirty = true);
   std::uint32_t new_slot();
+  double standalone_bound(const Flow& f) const;
   void detach(std::uint32_t slot);
 
   Simulator& sim_;

@@ -171,8 +171,10 @@ std::vector<LinkLoad> standalone_load(const std::vector<const CollectivePlan*>& 
 }
 
 bool leaves_room(int flows, double rate, double capacity) {
-  constexpr double kMargin = 1e-9;
-  return flows <= 1 || rate < capacity * (1.0 - kMargin);
+  // The flow-level model's rounding tolerance (sim/flow_network.hpp): a share within it of a
+  // flow's standalone rate is that rate.
+  constexpr double kTolerance = 1e-12;
+  return flows <= 1 || rate <= capacity * (1.0 + kTolerance);
 }
 
 bool keeps_standalone_rates(const std::vector<LinkLoad>& load, const std::vector<double>& capacity) {

@@ -41,7 +41,7 @@ class RankCompiler {
     if (plan_.sync_each_step) {
       sim::Node sync = e_.make(sim::OpKind::sync, sim::kHostStream, "loss.item()", sim::Phase::other);
       sync.deps = {last};
-      last = e_.graph().add(sync);
+      last = e_.graph().add(std::move(sync));
     }
     return {first, last};
   }

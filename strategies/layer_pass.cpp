@@ -113,7 +113,7 @@ NodeId LayerPass::ready() {
   n.deps = std::move(deps);
   n.micro_batch = micro_;
   waits_.clear();
-  return last_ = e_.graph().add(n);
+  return last_ = e_.graph().add(std::move(n));
 }
 
 NodeId LayerPass::forward(std::size_t first, std::size_t last, NodeId in) {

@@ -104,7 +104,7 @@ class StageCompiler {
     if (!after.empty()) {
       sim::Node wait = e_.make(sim::OpKind::sync, sim::kHostStream, "wait for the clock cycle", sim::Phase::other);
       wait.deps = after;
-      e_.graph().add(wait);
+      e_.graph().add(std::move(wait));
     }
     if (plan_.driver == PipelineDriver::single_process) {
       e_.host(t.task.forward ? "pipeline bookkeeping (forward)" : "pipeline bookkeeping (backward)",
@@ -159,7 +159,7 @@ class StageCompiler {
     if (!join.empty()) {
       sim::Node wait = e_.make(sim::OpKind::sync, sim::kHostStream, "wait for loss.backward()", sim::Phase::backward);
       wait.deps = join;
-      e_.graph().add(wait);
+      e_.graph().add(std::move(wait));
     }
     // ZeRO-1 (Megatron's distributed optimizer): each rank updates its 1/dp of the stage's
     // parameters, then the updated shards are gathered.
@@ -170,7 +170,7 @@ class StageCompiler {
     if (plan_.sync_each_step && stage_ == plan_.pp - 1) {
       sim::Node sync = e_.make(sim::OpKind::sync, sim::kHostStream, "loss.item()", sim::Phase::other);
       sync.deps = {end};
-      end = e_.graph().add(sync);
+      end = e_.graph().add(std::move(sync));
     }
     return end;
   }
@@ -214,12 +214,12 @@ class StageCompiler {
     n.tag = tag;
     n.micro_batch = micro;
     if (dep != kNoNode) n.deps = {dep};
-    const NodeId id = e_.graph().add(n);
+    const NodeId id = e_.graph().add(std::move(n));
     if (kind == sim::OpKind::recv && plan_.p2p_sync) {
       sim::Node wait = e_.make(sim::OpKind::sync, sim::kHostStream, "wait for " + name, phase);
       wait.deps = {id};
       wait.micro_batch = micro;
-      e_.graph().add(wait);
+      e_.graph().add(std::move(wait));
     }
     return id;
   }

@@ -51,6 +51,9 @@ std::string_view to_string(Recompute r);
 /// Which plan axis follows a change of cluster.gpus (--gpus): data parallelism, or the pipeline.
 enum class ScaleAxis : std::uint8_t { dp, pp };
 
+/// Steps a pipeline that has not settled after 3 is simulated for (the last 4 measured).
+inline constexpr int kUnsettledSteps = 8;
+
 struct Plan {
   int dp = 1;
   int tp = 1;  ///< tensor parallelism: 1 until the tensor-parallel strategy lands
@@ -96,8 +99,12 @@ struct Plan {
   double comm_compute_slowdown = 0.0;
   sim::NetworkKind network = sim::NetworkKind::flow;
   /// Training steps simulated; the iteration time is the mean of all but the first (pipelines:
-  /// 8 steps by default, the mean of the last 4, once the pipeline has settled).
+  /// the mean of the last half).
   int steps = 3;
+  /// Steps left to Foresight for a pipeline: 3 are simulated and the third measured when the
+  /// second and third take the same time (to 1 ppm: the pipeline has settled, as one that
+  /// flushes every step does at once), else 8 and the mean of the last 4.
+  bool settle = false;
 
   // Pipeline parallelism (pp > 1). grad_accum is then the number of micro-batches per step
   // (Megatron's num_microbatches, torchgpipe's chunks).

@@ -67,18 +67,12 @@ sim::Node RankEmitter::make(sim::OpKind kind, sim::StreamId stream, const std::s
 
 sim::NodeId RankEmitter::kernel(const OpTemplate& t, std::size_t index, int micro, sim::Phase phase, sim::Time dispatch,
                                 std::vector<sim::NodeId> deps) {
-  const Layer& layer = model_.layers[index];
-  return kernel_at(plan_.tp > 1 ? tp_shard(t, layer, plan_) : t, index, plan_.micro_batch, layer.name + "." + t.kernel,
-                   micro, phase, dispatch, std::move(deps));
+  return kernel_at(t, index, plan_.micro_batch, -1, micro, phase, dispatch, std::move(deps));
 }
 
 sim::NodeId RankEmitter::expert_kernel(const OpTemplate& t, std::size_t index, int expert, double tokens, int micro,
                                        sim::Phase phase, sim::Time dispatch, std::vector<sim::NodeId> deps) {
-  const Layer& layer = model_.layers[index];
-  const std::string name = expert < 0 ? layer.name + "." + t.kernel
-                                      : fmt::format("{}.{}.{}", layer.name, expert, t.kernel);
-  return kernel_at(plan_.tp > 1 ? tp_shard(t, layer, plan_) : t, index, static_cast<int>(tokens), name, micro, phase,
-                   dispatch, std::move(deps));
+  return kernel_at(t, index, static_cast<int>(tokens), expert, micro, phase, dispatch, std::move(deps));
 }
 
 sim::NodeId RankEmitter::expert_all_to_all(std::size_t index, int micro, bool to_experts, const std::string& name,
@@ -106,25 +100,43 @@ sim::NodeId RankEmitter::expert_all_to_all(std::size_t index, int micro, bool to
   n.matrix = moe_.routing->matrix(g_, index, micro, to_experts, std::move(m));
   n.micro_batch = micro;
   n.deps = std::move(deps);
-  return g_.add(n);
+  return g_.add(std::move(n));
 }
 
-sim::NodeId RankEmitter::kernel_at(const OpTemplate& t, std::size_t index, int batch, const std::string& name, int micro,
+sim::NodeId RankEmitter::kernel_at(const OpTemplate& t, std::size_t index, int batch, int expert, int micro,
                                    sim::Phase phase, sim::Time dispatch, std::vector<sim::NodeId> deps) {
-  const sim::OpSignature sig = instantiate(t, batch, plan_, cluster_.gpu(0).compute_capability);
-  sim::Node n = make(sim::OpKind::compute, streams::compute, name, phase);
-  n.duration = compute_.duration(sig);
-  const bool matrix = sig.type == sim::OpType::gemm || sig.type == sim::OpType::attention;
-  if (matrix && plan_.gemm_efficiency != 1.0 && !compute_.profiled(sig)) {
-    n.duration = sim::Time::from_seconds(n.duration.seconds() / plan_.gemm_efficiency);
+  // A rank runs the same kernels for every micro-batch and step: each is instantiated, costed,
+  // named and interned once.
+  const KernelKey key{&t, batch, expert};
+  auto it = kernels_.find(key);
+  if (it == kernels_.end()) {
+    const Layer& layer = model_.layers[index];
+    const sim::OpSignature sig =
+        instantiate(plan_.tp > 1 ? tp_shard(t, layer, plan_) : t, batch, plan_, cluster_.gpu(0).compute_capability);
+    KernelInfo info;
+    info.duration = compute_.duration(sig);
+    const bool matrix = sig.type == sim::OpType::gemm || sig.type == sim::OpType::attention;
+    if (matrix && plan_.gemm_efficiency != 1.0 && !compute_.profiled(sig)) {
+      info.duration = sim::Time::from_seconds(info.duration.seconds() / plan_.gemm_efficiency);
+    }
+    info.signature = g_.add_signature(sig);
+    info.name = g_.intern(expert < 0 ? layer.name + "." + t.kernel : fmt::format("{}.{}.{}", layer.name, expert, t.kernel));
+    it = kernels_.emplace(key, info).first;
   }
+  sim::Node n;
+  n.kind = sim::OpKind::compute;
+  n.rank = rank_;
+  n.stream = streams::compute;
+  n.name = it->second.name;
+  n.phase = phase;
+  n.duration = it->second.duration;
   n.dispatch = dispatch;
-  n.signature = g_.add_signature(sig);
+  n.signature = it->second.signature;
   n.layer = static_cast<int>(index);
   n.micro_batch = micro;
   n.deps = std::move(deps);
   if (shared_interpreter_ && phase == sim::Phase::forward) n.gil = forward_gil_;
-  return g_.add(n);
+  return g_.add(std::move(n));
 }
 
 sim::NodeId RankEmitter::tp_collective(const TpCollective& c, std::vector<sim::NodeId> deps, sim::Phase phase,
@@ -136,7 +148,7 @@ sim::NodeId RankEmitter::tp_collective(const TpCollective& c, std::vector<sim::N
   n.communicator = tp_comm_;
   n.micro_batch = micro;
   n.deps = std::move(deps);
-  return g_.add(n);
+  return g_.add(std::move(n));
 }
 
 sim::NodeId RankEmitter::memory(const std::string& name, double bytes, sim::StreamId stream, std::vector<sim::NodeId> deps,
@@ -152,7 +164,7 @@ sim::NodeId RankEmitter::memory(const std::string& name, double bytes, sim::Stre
   n.signature = g_.add_signature(sig);
   n.deps = std::move(deps);
   if (shared_interpreter_) n.gil = dispatch;  // the optimizer's Python loop
-  return g_.add(n);
+  return g_.add(std::move(n));
 }
 
 sim::NodeId RankEmitter::host(const std::string& name, sim::Time duration, sim::Phase phase, int micro) {
@@ -160,7 +172,7 @@ sim::NodeId RankEmitter::host(const std::string& name, sim::Time duration, sim::
   n.duration = duration;
   n.micro_batch = micro;
   if (shared_interpreter_) n.gil = duration;
-  return g_.add(n);
+  return g_.add(std::move(n));
 }
 
 sim::NodeId RankEmitter::copy_input(int micro) {
@@ -170,7 +182,7 @@ sim::NodeId RankEmitter::copy_input(int micro) {
   h2d.dispatch = plan_.dispatch_forward;
   h2d.micro_batch = micro;
   if (shared_interpreter_) h2d.gil = forward_gil_;
-  return g_.add(h2d);
+  return g_.add(std::move(h2d));
 }
 
 void RankEmitter::load_batches(int steps, int samples) {
@@ -178,7 +190,7 @@ void RankEmitter::load_batches(int steps, int samples) {
   for (int s = 0; s < steps; ++s) {
     sim::Node load = make(sim::OpKind::host, streams::dataloader, "load batch", sim::Phase::data);
     load.duration = sim::Time::from_seconds(samples / plan_.input_rate);
-    loads_.push_back(g_.add(load));
+    loads_.push_back(g_.add(std::move(load)));
   }
 }
 
@@ -186,7 +198,7 @@ sim::NodeId RankEmitter::wait_for_batch(int step) {
   if (loads_.empty()) return kNoNode;
   sim::Node wait = make(sim::OpKind::sync, sim::kHostStream, "wait for batch", sim::Phase::data);
   wait.deps = {loads_.at(static_cast<std::size_t>(step))};
-  return g_.add(wait);
+  return g_.add(std::move(wait));
 }
 
 sim::NodeId RankEmitter::dp_collective(sim::CollectiveOp op, double bytes, const std::string& name,
@@ -198,7 +210,7 @@ sim::NodeId RankEmitter::dp_collective(sim::CollectiveOp op, double bytes, const
   n.communicator = communicator;
   n.micro_batch = micro;
   n.deps = std::move(deps);
-  return g_.add(n);
+  return g_.add(std::move(n));
 }
 
 void RankEmitter::reduce_bucket(const GradientBucket& bucket, std::size_t index, sim::NodeId ready,
@@ -216,7 +228,7 @@ void RankEmitter::reduce_bucket(const GradientBucket& bucket, std::size_t index,
     sim::Node cycle = make(sim::OpKind::host, streams::horovod, "horovod cycle", sim::Phase::backward);
     cycle.duration = plan_.cycle_time / 2;
     cycle.deps = deps;
-    deps = {g_.add(cycle)};
+    deps = {g_.add(std::move(cycle))};
     copy_stream = streams::nccl;
   }
   const sim::NodeId copy = memory(plan_.framework == Framework::ddp ? "bucket copy in" : "fusion copy in",
@@ -227,7 +239,7 @@ void RankEmitter::reduce_bucket(const GradientBucket& bucket, std::size_t index,
   ar.bytes = bucket.bytes;
   ar.communicator = communicator;
   ar.deps = {copy};
-  comm.push_back(g_.add(ar));
+  comm.push_back(g_.add(std::move(ar)));
   if (op == sim::CollectiveOp::reduce_scatter) {
     comm.back() = reduce_shard(comm.back(), bucket.bytes, fmt::format("gradient shard #{}", index), sim::Phase::backward);
   }
@@ -241,7 +253,7 @@ sim::NodeId RankEmitter::finish_step(const std::vector<sim::NodeId>& comm, const
   if (!comm.empty()) {
     sim::Node wait = make(sim::OpKind::sync, streams::compute, "wait for gradients", sim::Phase::backward);
     wait.deps = comm;
-    g_.add(wait);
+    g_.add(std::move(wait));
     if (plan_.framework == Framework::ddp) {
       for (const GradientBucket& b : buckets) memory("bucket copy out", 2.0 * b.bytes, streams::compute, {}, sim::Time{});
     }
@@ -267,7 +279,7 @@ sim::NodeId RankEmitter::gather_parameters(const std::vector<GradientBucket>& bu
   }
   sim::Node wait = make(sim::OpKind::sync, streams::compute, "wait for parameters", sim::Phase::optimizer);
   wait.deps = gathers;
-  return g_.add(wait);
+  return g_.add(std::move(wait));
 }
 
 }  // namespace foresight::strategy

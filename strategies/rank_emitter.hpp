@@ -147,8 +147,21 @@ class RankEmitter {
   sim::Time forward_gil_;
   std::uint32_t tp_comm_ = 0;
   MoeRank moe_;
-  sim::NodeId kernel_at(const OpTemplate& t, std::size_t index, int batch, const std::string& name, int micro,
-                        sim::Phase phase, sim::Time dispatch, std::vector<sim::NodeId> deps);
+  /// Kernel `t` of layer `index` over `batch` (expert >= 0: that expert's share, named for it).
+  sim::NodeId kernel_at(const OpTemplate& t, std::size_t index, int batch, int expert, int micro, sim::Phase phase,
+                        sim::Time dispatch, std::vector<sim::NodeId> deps);
+  struct KernelKey {
+    const OpTemplate* t;  ///< a template of the model's layers (which outlive this)
+    int batch;
+    int expert;
+    auto operator<=>(const KernelKey&) const = default;
+  };
+  struct KernelInfo {
+    std::uint32_t signature = 0;
+    std::uint32_t name = 0;
+    sim::Time duration;
+  };
+  std::map<KernelKey, KernelInfo> kernels_;
   std::uint32_t replica_comm_ = 0xffffffffu;
 };
 

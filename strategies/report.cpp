@@ -37,45 +37,60 @@ std::string seconds_text(double s) { return s == 0.0 ? "0" : sim::to_string(sim:
 
 }  // namespace
 
-RankBreakdown breakdown(const sim::ExecutionGraph& g, const sim::ExecutionResult& result, sim::RankId rank,
-                        sim::Time from, sim::Time to, int iterations) {
-  std::vector<Interval> compute;
-  std::vector<Interval> comm;
-  std::vector<Interval> waits;  // a pipeline receive posted, its data not yet sent
-  const std::int64_t lo = from.ps();
-  const std::int64_t hi = to.ps();
+std::vector<RankBreakdown> breakdown(const sim::ExecutionGraph& g, const sim::ExecutionResult& result,
+                                     const std::vector<RankWindow>& windows) {
+  struct Spans {
+    std::vector<Interval> compute;
+    std::vector<Interval> comm;
+    std::vector<Interval> waits;  // a pipeline receive posted, its data not yet sent
+  };
+  std::vector<Spans> spans(windows.size());
   for (sim::NodeId n = 0; n < g.nodes.size(); ++n) {
     const sim::Node& node = g.nodes[n];
-    if (node.rank != rank) continue;
+    if (node.rank >= windows.size()) continue;
+    Spans& sp = spans[node.rank];
+    const std::int64_t lo = windows[node.rank].from.ps();
+    const std::int64_t hi = windows[node.rank].to.ps();
     if (node.kind == sim::OpKind::recv) {
       const std::int64_t a = std::max(lo, result.ready[n].ps());
       const std::int64_t b = std::min(hi, result.start[n].ps());
-      if (b > a) waits.emplace_back(a, b);
+      if (b > a) sp.waits.emplace_back(a, b);
     }
     const std::int64_t a = std::max(lo, result.start[n].ps());
     const std::int64_t b = std::min(hi, result.end[n].ps());
     if (b <= a) continue;
-    if (node.kind == sim::OpKind::compute) compute.emplace_back(a, b);
+    if (node.kind == sim::OpKind::compute) sp.compute.emplace_back(a, b);
     if (node.kind == sim::OpKind::collective || node.kind == sim::OpKind::send || node.kind == sim::OpKind::recv) {
-      comm.emplace_back(a, b);
+      sp.comm.emplace_back(a, b);
     }
   }
-  std::vector<Interval> busy = compute;
-  busy.insert(busy.end(), comm.begin(), comm.end());
-  const double k = std::max(1, iterations);
-  RankBreakdown r;
-  r.iteration_s = (to - from).seconds() / k;
-  r.compute_s = static_cast<double>(union_length(compute)) * 1e-12 / k;
-  r.comm_s = static_cast<double>(union_length(comm)) * 1e-12 / k;
-  const double busy_s = static_cast<double>(union_length(busy)) * 1e-12 / k;
-  r.exposed_comm_s = busy_s - r.compute_s;
-  // Bubble: the GPU idle while the rank waits for another stage's activations or gradients.
-  // The rest of the idle time waits on the host (dispatch, input, bookkeeping).
-  std::vector<Interval> busy_or_waiting = busy;
-  busy_or_waiting.insert(busy_or_waiting.end(), waits.begin(), waits.end());
-  r.bubble_s = std::max(0.0, static_cast<double>(union_length(busy_or_waiting)) * 1e-12 / k - busy_s);
-  r.host_s = std::max(0.0, r.iteration_s - busy_s - r.bubble_s);
-  return r;
+  std::vector<RankBreakdown> out;
+  for (std::size_t rank = 0; rank < windows.size(); ++rank) {
+    const Spans& sp = spans[rank];
+    std::vector<Interval> busy = sp.compute;
+    busy.insert(busy.end(), sp.comm.begin(), sp.comm.end());
+    const double k = std::max(1, windows[rank].iterations);
+    RankBreakdown& r = out.emplace_back();
+    r.iteration_s = (windows[rank].to - windows[rank].from).seconds() / k;
+    r.compute_s = static_cast<double>(union_length(sp.compute)) * 1e-12 / k;
+    r.comm_s = static_cast<double>(union_length(sp.comm)) * 1e-12 / k;
+    const double busy_s = static_cast<double>(union_length(busy)) * 1e-12 / k;
+    r.exposed_comm_s = busy_s - r.compute_s;
+    // Bubble: the GPU idle while the rank waits for another stage's activations or gradients.
+    // The rest of the idle time waits on the host (dispatch, input, bookkeeping).
+    std::vector<Interval> busy_or_waiting = std::move(busy);
+    busy_or_waiting.insert(busy_or_waiting.end(), sp.waits.begin(), sp.waits.end());
+    r.bubble_s = std::max(0.0, static_cast<double>(union_length(busy_or_waiting)) * 1e-12 / k - busy_s);
+    r.host_s = std::max(0.0, r.iteration_s - busy_s - r.bubble_s);
+  }
+  return out;
+}
+
+RankBreakdown breakdown(const sim::ExecutionGraph& g, const sim::ExecutionResult& result, sim::RankId rank,
+                        sim::Time from, sim::Time to, int iterations) {
+  std::vector<RankWindow> windows(static_cast<std::size_t>(rank) + 1);  // the others empty
+  windows.back() = RankWindow{from, to, iterations};
+  return breakdown(g, result, windows).back();
 }
 
 double Report::peak_bytes_max() const {

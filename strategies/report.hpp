@@ -27,8 +27,17 @@ struct RankBreakdown {
   int represents = 1;  ///< GPUs whose identical ranks it stands for (folded runs), itself included
 };
 
-/// Splits rank `rank`'s window [from, to] of `result` by the union of its kernels' and
-/// communication's run intervals, per iteration (`iterations` in the window).
+/// A rank's measured window [from, to] of a run, holding `iterations` iterations.
+struct RankWindow {
+  sim::Time from;
+  sim::Time to;
+  int iterations = 1;
+};
+/// Splits each rank's window of `result` (one per rank of `graph`) by the union of its kernels'
+/// and communication's run intervals, per iteration. One pass over the graph.
+std::vector<RankBreakdown> breakdown(const sim::ExecutionGraph& graph, const sim::ExecutionResult& result,
+                                     const std::vector<RankWindow>& windows);
+/// The same for one rank.
 RankBreakdown breakdown(const sim::ExecutionGraph& graph, const sim::ExecutionResult& result, sim::RankId rank,
                         sim::Time from, sim::Time to, int iterations);
 

@@ -121,8 +121,12 @@ void read_pipeline(const JsonReader& r, const json& o, const JsonPath& p, Plan& 
     r.fail(p.at("recompute"), "expected none, full or selective with pp = 1: except_last is torchgpipe's per-stage "
                               "checkpointing");
   }
-  // A pipeline needs more steps to settle than data parallelism: 8 by default, the last 4 measured.
-  if (plan.pp > 1 && !has("steps")) plan.steps = 8;
+  // A pipeline may need more steps to settle than data parallelism: 3, or 8 with the last 4
+  // measured when the last two of 3 differ (simulation.cpp). PipeDream never flushes: always 8.
+  if (plan.pp > 1 && !has("steps")) {
+    plan.steps = plan.schedule == Schedule::pipedream ? kUnsettledSteps : 3;
+    plan.settle = plan.schedule != Schedule::pipedream;
+  }
   if (has("scale_axis")) plan.scale_axis = pick(r, o, "scale_axis", p, kScaleAxes);
   if (plan.schedule == Schedule::naive && plan.grad_accum != 1 && !has("global_batch")) {
     r.fail(p.at("grad_accum"), fmt::format("expected 1: naive model parallelism runs one micro-batch per step, found {} "

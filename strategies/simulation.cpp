@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <tuple>
 #include <nlohmann/json.hpp>
@@ -124,6 +125,21 @@ void report_expert_loads(const SimulationOutput& out, const Plan& plan, MoeRouti
   for (const auto& [stage, excess] : stage_excess) r.moe_imbalance_s = std::max(r.moe_imbalance_s, excess);
 }
 
+/// Whether every rank's last two steps took the same time, to 1 ppm.
+bool settled(const CompiledGraph& c, const sim::ExecutionResult& r) {
+  const auto& ends = c.step_end;
+  if (ends.size() < 3) return true;
+  const auto& a = ends[ends.size() - 3];
+  const auto& b = ends[ends.size() - 2];
+  const auto& z = ends.back();
+  for (std::size_t rank = 0; rank < z.size(); ++rank) {
+    const double first = static_cast<double>((r.end[b[rank]] - r.end[a[rank]]).ps());
+    const double second = static_cast<double>((r.end[z[rank]] - r.end[b[rank]]).ps());
+    if (std::abs(second - first) > 1e-6 * std::max(first, second)) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 Model scenario_model(const Scenario& s) {
@@ -133,8 +149,7 @@ Model scenario_model(const Scenario& s) {
 
 SimulationOutput simulate_scenario(const Scenario& scenario, const SimulationInputs& inputs) {
   SimulationOutput out;
-  const Plan& plan = scenario.plan;
-  out.plan = plan_to_json(plan);
+  Plan plan = scenario.plan;
   out.model = scenario_model(scenario);
   if (plan.fused_attention) {
     if (!out.model.transformer) {
@@ -169,13 +184,6 @@ SimulationOutput simulate_scenario(const Scenario& scenario, const SimulationInp
   }
   const topo::GpuSpec& gpu = cluster.gpu_model(0);
   const ComputeModel compute(gpu, inputs.profiles);
-  try {
-    out.compiled = plan.pp > 1 ? compile_pipeline(out.model, plan, cluster, compute)
-                               : compile_data_parallel(out.model, plan, cluster, compute);
-  } catch (const sim::ConfigError& e) {
-    throw sim::ConfigError(fmt::format("{}: {}", scenario.path, e.what()));
-  }
-
   sim::ExecutorOptions options;
   options.comm_compute_slowdown = plan.comm_compute_slowdown;
   options.closed_form = inputs.closed_form;
@@ -184,7 +192,22 @@ SimulationOutput simulate_scenario(const Scenario& scenario, const SimulationInp
     options.sample_links = out.sampled_links;
     options.sample_interval = inputs.link_sample_interval;
   }
-  out.result = sim::execute(out.compiled.graph, cluster, inputs.collectives, plan.network, options);
+  const auto compile_and_run = [&] {
+    try {
+      out.compiled = plan.pp > 1 ? compile_pipeline(out.model, plan, cluster, compute)
+                                 : compile_data_parallel(out.model, plan, cluster, compute);
+    } catch (const sim::ConfigError& e) {
+      throw sim::ConfigError(fmt::format("{}: {}", scenario.path, e.what()));
+    }
+    out.result = sim::execute(out.compiled.graph, cluster, inputs.collectives, plan.network, options);
+  };
+  compile_and_run();
+  if (plan.settle && !settled(out.compiled, out.result)) {
+    plan.steps = kUnsettledSteps;
+    compile_and_run();
+  }
+  plan.settle = false;
+  out.plan = plan_to_json(plan);
 
   Report& r = out.report;
   r.scenario = scenario.path;
@@ -206,14 +229,17 @@ SimulationOutput simulate_scenario(const Scenario& scenario, const SimulationInp
   const auto& ends = out.compiled.step_end;
   const int steps = static_cast<int>(ends.size());
   const auto& graph = out.compiled.graph;
+  std::vector<RankWindow> windows;
   for (sim::RankId rank = 0; rank < graph.ranks(); ++rank) {
     // A pipeline fills and settles over several steps: it is measured over its second half.
     const int skip = plan.pp > 1 && steps > 2 ? steps / 2 : 0;
     const sim::Time from = steps > 1 ? out.result.end[ends[static_cast<std::size_t>(skip)][rank]] : sim::Time::zero();
-    const sim::Time to = out.result.end[ends.back()[rank]];
-    r.per_rank.push_back(breakdown(graph, out.result, rank, from, to, std::max(1, steps - 1 - skip)));
-    r.per_rank.back().gpu = static_cast<int>(graph.rank_gpu[rank]);
-    r.per_rank.back().represents = static_cast<int>(graph.represents(rank));
+    windows.push_back(RankWindow{from, out.result.end[ends.back()[rank]], std::max(1, steps - 1 - skip)});
+  }
+  r.per_rank = breakdown(graph, out.result, windows);
+  for (sim::RankId rank = 0; rank < graph.ranks(); ++rank) {
+    r.per_rank[rank].gpu = static_cast<int>(graph.rank_gpu[rank]);
+    r.per_rank[rank].represents = static_cast<int>(graph.represents(rank));
   }
   r.slowest_rank = 0;
   for (std::size_t i = 0; i < r.per_rank.size(); ++i) {

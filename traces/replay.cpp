@@ -471,11 +471,11 @@ JointReplayGraph joint_replay_graph(const std::vector<KinetoTrace>& traces, int 
   return out;
 }
 
-double replayed_seconds(const ReplayedStep& s, const std::vector<sim::Time>& node_end) {
+double replayed_seconds(const ReplayedStep& s, const sim::LargeVector<sim::Time>& node_end) {
   return (node_end.at(s.end) - node_end.at(s.begin)).seconds();
 }
 
-StepMeans steady_means(const std::vector<ReplayedStep>& window, const std::vector<sim::Time>& node_end) {
+StepMeans steady_means(const std::vector<ReplayedStep>& window, const sim::LargeVector<sim::Time>& node_end) {
   StepMeans m;
   const std::size_t first = window.size() > 1 ? 1 : 0;
   for (std::size_t k = first; k < window.size(); ++k) {
@@ -490,11 +490,11 @@ StepMeans steady_means(const std::vector<ReplayedStep>& window, const std::vecto
   return m;
 }
 
-double replayed_seconds(const ReplayGraph& g, const std::vector<sim::Time>& node_end) {
+double replayed_seconds(const ReplayGraph& g, const sim::LargeVector<sim::Time>& node_end) {
   return (node_end.at(g.end) - node_end.at(g.begin)).seconds();
 }
 
-std::vector<double> rank_step_seconds(const JointReplayGraph& g, const std::vector<sim::Time>& node_end) {
+std::vector<double> rank_step_seconds(const JointReplayGraph& g, const sim::LargeVector<sim::Time>& node_end) {
   std::vector<double> out;
   for (const ReplayRank& r : g.ranks) out.push_back((node_end.at(r.end) - node_end.at(r.begin)).seconds());
   return out;

@@ -128,10 +128,10 @@ JointReplayGraph joint_replay_graph(const std::vector<KinetoTrace>& traces, int 
 
 /// The replayed step (seconds): from the host's reaching the step's start to its reaching the
 /// step's end, as ProfilerStep ranges measure it (`node_end`: ExecutionResult::end).
-double replayed_seconds(const ReplayGraph& g, const std::vector<sim::Time>& node_end);
+double replayed_seconds(const ReplayGraph& g, const sim::LargeVector<sim::Time>& node_end);
 
 /// One replayed step of a window, measured the same way.
-double replayed_seconds(const ReplayedStep& s, const std::vector<sim::Time>& node_end);
+double replayed_seconds(const ReplayedStep& s, const sim::LargeVector<sim::Time>& node_end);
 
 /// Mean measured and replayed step over a window's steady steps: all but the first when there
 /// are several (the first starts with empty GPU queues, which the trace's run did not). Where the
@@ -143,10 +143,10 @@ struct StepMeans {
   double replayed_s = 0.0;
   std::size_t steps = 0;
 };
-StepMeans steady_means(const std::vector<ReplayedStep>& window, const std::vector<sim::Time>& node_end);
+StepMeans steady_means(const std::vector<ReplayedStep>& window, const sim::LargeVector<sim::Time>& node_end);
 
 /// Each joint rank's replayed step (seconds), measured as replayed_seconds does.
-std::vector<double> rank_step_seconds(const JointReplayGraph& g, const std::vector<sim::Time>& node_end);
+std::vector<double> rank_step_seconds(const JointReplayGraph& g, const sim::LargeVector<sim::Time>& node_end);
 
 /// NCCL's collective for Kineto's "Collective name" (allreduce, broadcast, allgather,
 /// reduce_scatter / reducescatter, reduce, alltoall); nullopt for others (send/recv).
