@@ -137,9 +137,11 @@ CompiledGraph compile_data_parallel(const Model& model, const Plan& plan, const 
   g.stream_names = training_stream_names();
   // TP rank j of replica d runs on GPU d x tp + j: TP groups are consecutive GPUs, inside a node
   // when tp divides the node's GPUs (Megatron's tp-dp order). Identical ranks fold.
-  const HybridLayout layout(plan, 1, cluster);
+  auto routing = moe_routing(model, plan);
+  const HybridLayout layout(plan, 1, cluster, routing && routing->ranks_alike());
   layout.add_ranks(g);
   out.folding = layout.describe();
+  out.ep_folded = layout.folds_ep();
   out.rank_coords = layout.coords<CompiledGraph::Coords>();
   std::vector<sim::RankId> ranks;
   for (sim::RankId r = 0; r < g.ranks(); ++r) ranks.push_back(r);
@@ -176,7 +178,6 @@ CompiledGraph compile_data_parallel(const Model& model, const Plan& plan, const 
                     : horovod_groups(model, plan, compute, cluster.gpu(0).compute_capability);
   out.step_begin.assign(static_cast<std::size_t>(plan.steps), std::vector<sim::NodeId>(ranks.size()));
   out.step_end = out.step_begin;
-  auto routing = moe_routing(model, plan);
   std::map<std::tuple<bool, int, int, int>, std::uint32_t> expert_comms;
   for (const sim::RankId r : ranks) {
     RankEmitter e(model, plan, cluster, compute, g, r);

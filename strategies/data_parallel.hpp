@@ -40,6 +40,8 @@ struct CompiledGraph {
   std::vector<sim::RankId> stage_ranks;
   /// What folding did (HybridLayout::describe), empty when nothing folded.
   std::string folding;
+  /// One simulated EP rank stands for its whole EP group (alike routing).
+  bool ep_folded = false;
 };
 
 /// DDP buckets: parameters in registration (forward) order fill buckets that close at the first

@@ -22,8 +22,9 @@ bool one_gpu_model(const topo::Cluster& c, int gpus) {
 
 }  // namespace
 
-HybridLayout::HybridLayout(const Plan& plan, int pp, const topo::Cluster& cluster)
+HybridLayout::HybridLayout(const Plan& plan, int pp, const topo::Cluster& cluster, bool ep_ranks_alike)
     : dp_(plan.replicas()), pp_(pp), tp_(std::max(1, plan.tp)), ep_(std::max(1, plan.ep)) {
+  unit_ = ep_ranks_alike ? 1 : ep_;
   // Strides by placement, innermost first ("tp-pp-dp": tp 1, pp tp, dp tp x pp).
   int stride = 1;
   for (std::size_t k = 0; k < plan.placement.size(); k += 3) {
@@ -44,10 +45,10 @@ HybridLayout::HybridLayout(const Plan& plan, int pp, const topo::Cluster& cluste
       }
     }
   }
-  if (dp_ > ep_) {
+  if (dp_ > unit_) {
     fold_dp_ = true;
-    for (int d = ep_; d < dp_ && fold_dp_; ++d) {
-      const int d0 = d % ep_;  // the replica standing for d
+    for (int d = unit_; d < dp_ && fold_dp_; ++d) {
+      const int d0 = d % unit_;  // the replica standing for d
       const sim::GpuFacts& first0 = cluster.gpu(gpu(d0, 0, 0));
       const sim::GpuFacts& first = cluster.gpu(gpu(d, 0, 0));
       for (int s = 0; s < pp_ && fold_dp_; ++s) {
@@ -163,9 +164,12 @@ MoeRank HybridLayout::moe_rank(sim::ExecutionGraph& g, MoeRouting* routing, int 
 
 std::string HybridLayout::describe() const {
   if (!fold_dp_ && !fold_tp_) return "";
-  const char* what = fold_dp_ && fold_tp_ ? "data-parallel replicas and tensor-parallel ranks"
-                     : fold_dp_           ? (ep_ > 1 ? "expert-parallel groups" : "data-parallel replicas")
-                                          : "tensor-parallel ranks";
+  const char* replicas = ep_ == 1      ? "data-parallel replicas"
+                         : unit_ == 1 ? "data-parallel replicas and expert-parallel ranks (alike routing)"
+                                      : "expert-parallel groups";
+  const std::string what = fold_dp_ && fold_tp_ ? fmt::format("{} and tensor-parallel ranks", replicas)
+                           : fold_dp_           ? std::string(replicas)
+                                                : std::string("tensor-parallel ranks");
   return fmt::format("{} of {} ranks simulated ({} folded)", simulated_ranks(), gpus(), what);
 }
 

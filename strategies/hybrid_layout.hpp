@@ -15,7 +15,9 @@
 /// answer while its graph grows with pp, not with the GPU count.
 ///
 /// With expert parallelism (ep > 1) the replicas of one EP group route different loads, so
-/// only whole EP groups fold: replica d stands for replicas d + k ep.
+/// only whole EP groups fold: replica d stands for replicas d + k ep. When every EP rank routes
+/// the same tokens to its experts (balanced routing: MoeRouting::ranks_alike), the EP ranks are
+/// identical too and replica 0 stands for every replica.
 ///
 /// TP folds when every TP group is inside one node; replicas fold when every replica's GPUs
 /// sit on their nodes as the replica standing for them does (the same node and local-index offsets from the
@@ -38,15 +40,19 @@ namespace foresight::strategy {
 
 class HybridLayout {
  public:
-  /// `pp` stages per replica (1 without a pipeline); plan.dp and plan.tp from the plan.
-  HybridLayout(const Plan& plan, int pp, const topo::Cluster& cluster);
+  /// `pp` stages per replica (1 without a pipeline); plan.dp and plan.tp from the plan;
+  /// `ep_ranks_alike`: every EP rank runs the same expert kernels (MoeRouting::ranks_alike).
+  HybridLayout(const Plan& plan, int pp, const topo::Cluster& cluster, bool ep_ranks_alike = false);
 
   int dp() const { return dp_; }
   int pp() const { return pp_; }
   int tp() const { return tp_; }
   /// Replicas and TP ranks per stage that are simulated (1 when folded; with expert
-  /// parallelism the ep replicas of one EP group, whose routed loads differ).
-  int live_dp() const { return fold_dp_ ? ep_ : dp_; }
+  /// parallelism the ep replicas of one EP group, whose routed loads differ, unless they are
+  /// alike).
+  int live_dp() const { return fold_dp_ ? unit_ : dp_; }
+  /// Expert-parallel ranks fold into one (ep > 1 with alike ranks).
+  bool folds_ep() const { return fold_dp_ && ep_ > 1 && unit_ == 1; }
   int live_tp() const { return fold_tp_ ? 1 : tp_; }
   bool folds_dp() const { return fold_dp_; }
   bool folds_tp() const { return fold_tp_; }
@@ -116,6 +122,7 @@ class HybridLayout {
   int represented_by(int d) const { return fold_dp_ ? d % live_dp() : d; }
 
   int ep_ = 1;
+  int unit_ = 1;  ///< replicas simulated each when replicas fold: ep, or 1 when EP ranks are alike
   bool fold_dp_ = false;
   bool fold_tp_ = false;
   int stride_dp_ = 1;

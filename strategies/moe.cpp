@@ -136,10 +136,12 @@ std::uint32_t MoeRouting::matrix(sim::ExecutionGraph& g, std::size_t layer, int 
                                  std::vector<double> matrix) {
   const auto key = std::make_tuple(layer, micro, to_experts);
   if (const auto it = matrices_.find(key); it != matrices_.end()) return it->second;
-  g.send_matrices.push_back(std::move(matrix));
-  const auto id = static_cast<std::uint32_t>(g.send_matrices.size() - 1);
-  matrices_.emplace(key, id);
-  return id;
+  // Equal matrices (balanced routing: all of them) share an index, so that their all-to-alls
+  // are one collective to the executor, costed once.
+  auto [it, added] = by_content_.try_emplace(matrix, static_cast<std::uint32_t>(g.send_matrices.size()));
+  if (added) g.send_matrices.push_back(std::move(matrix));
+  matrices_.emplace(key, it->second);
+  return it->second;
 }
 
 std::optional<MoeRouting> moe_routing(const Model& model, const Plan& plan) {
@@ -149,6 +151,25 @@ std::optional<MoeRouting> moe_routing(const Model& model, const Plan& plan) {
 }
 
 int MoeRouting::experts_per_rank(std::size_t layer) const { return model_.layers[layer].experts / ep_; }
+
+bool MoeRouting::ranks_alike() {
+  // Random draws differ per micro-batch and rank; deterministic counts are the same for all.
+  if (!(spec_.expected || spec_.kind == RoutingSpec::Kind::balanced)) return false;
+  for (const std::size_t layer : moe_layers(model_)) {
+    const RoutingTable& t = table(layer, 0);
+    const int local = experts_per_rank(layer);
+    for (int r = 1; r < ep_; ++r) {
+      double sent0 = 0.0, sent = 0.0;
+      for (const double c : t.count[0]) sent0 += c;
+      for (const double c : t.count[static_cast<std::size_t>(r)]) sent += c;
+      if (sent != sent0) return false;
+      for (int k = 0; k < local; ++k) {
+        if (t.expert_tokens(r * local + k) != t.expert_tokens(k)) return false;
+      }
+    }
+  }
+  return true;
+}
 
 const RoutingTable& MoeRouting::table(std::size_t layer, int micro) {
   const auto key = std::make_pair(layer, micro);

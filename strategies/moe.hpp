@@ -67,6 +67,11 @@ class MoeRouting {
   /// `g` from `matrix` the first time a rank asks, so every EP member names the same one.
   std::uint32_t matrix(sim::ExecutionGraph& g, std::size_t layer, int micro, bool to_experts, std::vector<double> matrix);
   int experts_per_rank(std::size_t layer) const;
+  /// Every EP rank runs the same expert kernels in every MoE layer and micro-batch: each of its
+  /// i-th local experts gets as many tokens as every other rank's, and each rank sends as many.
+  /// Only deterministic routing can promise it for every micro-batch (balanced, or expected
+  /// counts); then one EP rank may stand for all (strategies/hybrid_layout.hpp).
+  bool ranks_alike();
 
  private:
   const Model& model_;
@@ -75,6 +80,7 @@ class MoeRouting {
   double tokens_;
   std::map<std::pair<std::size_t, int>, RoutingTable> cache_;
   std::map<std::tuple<std::size_t, int, bool>, std::uint32_t> matrices_;
+  std::map<std::vector<double>, std::uint32_t> by_content_;  ///< matrix -> its index in the graph
 };
 
 /// A rank's part in expert parallelism.

@@ -350,13 +350,15 @@ CompiledGraph compile_pipeline(const Model& model, const Plan& plan, const topo:
   const std::vector<TpExchanges> exchanges = tp_exchanges(model, plan);
   // TP rank j of stage s of replica d runs on GPU (d x pp + s) x tp + j: TP innermost (inside a
   // node), then the pipeline, then data parallelism (Megatron's placement). Identical ranks fold.
-  const HybridLayout layout(plan, p, cluster);
+  auto routing = moe_routing(model, plan);
+  const HybridLayout layout(plan, p, cluster, routing && routing->ranks_alike());
   const int cc = cluster.gpu(0).compute_capability;
   const auto chunks = partition_model(model, plan, compute, cc);
   CompiledGraph out;
   sim::ExecutionGraph& g = out.graph;
   g.stream_names = training_stream_names();
   out.folding = layout.describe();
+  out.ep_folded = layout.folds_ep();
   out.rank_coords = layout.coords<CompiledGraph::Coords>();
   // A host thread per rank. One process per stage (per_stage), or one per replica whose worker
   // threads, one per device, share its GIL (single_process, torchgpipe).
@@ -390,7 +392,6 @@ CompiledGraph compile_pipeline(const Model& model, const Plan& plan, const topo:
   out.rank_activation_peak_bytes.resize(simulated);
   out.rank_in_flight.resize(simulated);
 
-  auto routing = moe_routing(model, plan);
   std::map<std::tuple<bool, int, int, int>, std::uint32_t> expert_comms;
   for (int replica = 0; replica < layout.live_dp() * layout.live_tp(); ++replica) {
     // Each (replica d, TP rank j) pipeline is emitted alone, in the same order as its TP peers,

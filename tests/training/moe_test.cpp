@@ -90,7 +90,7 @@ TEST_CASE("balanced routing: every EP rank takes the same time; a skew costs the
           "[training][moe]") {
   // GPU-bound (no host dispatch cost), so that every GPU delay reaches the step.
   const json gpu_bound = {{"ep", 8}, {"global_batch", 16}, {"dispatch_gil", "0 us"}, {"dispatch_forward", "0 us"},
-                          {"dispatch_backward", "0 us"}};
+                          {"dispatch_backward", "0 us"}, {"fold", false}};
   const auto balanced = run(tiny(gpu_bound, 8));
   REQUIRE(balanced.report.expert_loads.size() == 8);
   for (const auto& l : balanced.report.expert_loads) {
@@ -99,6 +99,16 @@ TEST_CASE("balanced routing: every EP rank takes the same time; a skew costs the
   }
   for (const auto& b : balanced.report.per_rank) REQUIRE(b.iteration_s == balanced.report.per_rank.front().iteration_s);
   REQUIRE(balanced.report.moe_imbalance_s == Approx(0.0).margin(1e-12));
+  // So one EP rank stands for all eight when they fold, with the unfolded answer.
+  json alike = tiny(gpu_bound, 8);
+  alike["plan"]["fold"] = true;
+  const auto folded = run(alike);
+  REQUIRE(folded.compiled.graph.ranks() == 1);
+  REQUIRE(folded.compiled.ep_folded);
+  REQUIRE(folded.report.iteration_time_s == balanced.report.iteration_time_s);
+  REQUIRE(folded.report.moe_imbalance_s == 0.0);
+  REQUIRE(folded.report.expert_loads.front().tokens == balanced.report.expert_loads.front().tokens);
+  REQUIRE(folded.report.peak_bytes_max() == balanced.report.peak_bytes_max());
   // Expert 3 takes 30% of the assignments, the others 10%: EP rank 3 gets 3x the tokens, and
   // every MoE layer waits for it.
   json skew = gpu_bound;
@@ -196,7 +206,8 @@ TEST_CASE("Mixtral 8x7B on 64 H100: EP 8 inside each node, PP 4 x 8 virtual stag
     "workload": {"steps": 10}})"));
   const auto& r = out.report;
   REQUIRE(r.gpus == 64);
-  REQUIRE(out.compiled.graph.ranks() == 32);  // one EP group of 8 x 4 stages; the 2nd group folds
+  // Balanced routing: the EP ranks are alike, so one rank per stage stands for all 16 of it.
+  REQUIRE(out.compiled.graph.ranks() == 4);
   REQUIRE(r.tokens_per_s == Approx(256.0 * 4096 / r.iteration_time_s));
   REQUIRE(r.mfu > 0.1);
   REQUIRE(r.mfu < 0.9);
@@ -257,7 +268,7 @@ TEST_CASE("EP with TP: each expert split like an MLP, EP groups across matching 
   json folded = tiny(plan, 8);
   folded["plan"]["fold"] = true;
   const auto f = run(folded);
-  REQUIRE(f.compiled.graph.ranks() == 4);
+  REQUIRE(f.compiled.graph.ranks() == 1);  // TP ranks and (alike) EP ranks folded
   REQUIRE(f.report.iteration_time_s == out.report.iteration_time_s);
   folded["plan"]["sequence_parallel"] = true;
   REQUIRE(run(folded).report.iteration_time_s > 0.0);
