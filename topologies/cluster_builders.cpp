@@ -37,20 +37,60 @@ int spine_radix(const FatTreeOptions& o) {
   return o.spine_radix == 0 ? o.leaf_radix : o.spine_radix;
 }
 
-/// Adds ceil(leaves * up / spine radix) spines and deals the leaves' uplinks round-robin.
+/// Joins the leaves into one folded Clos network (fat tree) of switches with spine_radix ports.
+/// A group of blocks, each with `tops` top switches of `up` free uplinks, is joined by a spine
+/// layer when there are at most `radix` blocks: plane t (the t-th top switch of every block)
+/// gets ceil(blocks * up / radix) spines and each top switch deals its uplinks round-robin over
+/// its plane's spines, so it reaches every one of them (blocks <= radix keeps that count <= up).
+/// More blocks than that are first grouped into pods of radix / 2 blocks under a middle layer,
+/// non-blocking as in Leiserson's fat tree (and the k-ary fat tree of Al-Fares et al., SIGCOMM
+/// 2008): each top switch of a block sends one uplink to each of `up` middle switches of its
+/// plane, and every middle switch keeps radix / 2 ports for its pod and radix / 2 uplinks. The
+/// fabric thus has as many levels as its size needs (two up to radix blocks of leaves, three up
+/// to radix^2 / 2, ...) and every leaf reaches every other one.
 void connect_spines(ClusterBuilder& b, const std::vector<DeviceId>& leaves, int up,
                     const FatTreeOptions& options, sim::Bandwidth rate) {
   if (leaves.size() <= 1) return;
-  const long long uplinks = static_cast<long long>(leaves.size()) * up;
-  const int spines = ceil_div(uplinks, spine_radix(options));
-  std::vector<DeviceId> spine_ids;
-  spine_ids.reserve(static_cast<std::size_t>(spines));
-  for (int s = 0; s < spines; ++s) spine_ids.push_back(b.add_ib_spine(fmt::format("spine{}", s)));
+  const int radix = spine_radix(options);
   const LinkSpec link{rate, options.latency, sim::LinkClass::infiniband};
-  long long j = 0;
-  for (DeviceId leaf : leaves) {
-    for (int u = 0; u < up; ++u, ++j) {
-      b.add_duplex(leaf, spine_ids[static_cast<std::size_t>(j % spines)], link);
+  // blocks[i] = the top switches of block i, plane by plane; every block has the same count.
+  std::vector<std::vector<DeviceId>> blocks;
+  blocks.reserve(leaves.size());
+  for (DeviceId leaf : leaves) blocks.push_back({leaf});
+  int spine_count = 0;
+  while (blocks.size() > static_cast<std::size_t>(radix)) {
+    const int pod_size = radix / 2;
+    const std::size_t planes = blocks.front().size();
+    std::vector<std::vector<DeviceId>> pods;
+    for (std::size_t first = 0; first < blocks.size(); first += static_cast<std::size_t>(pod_size)) {
+      const std::size_t last = std::min(blocks.size(), first + static_cast<std::size_t>(pod_size));
+      std::vector<DeviceId> middle;
+      middle.reserve(planes * static_cast<std::size_t>(up));
+      for (std::size_t t = 0; t < planes; ++t) {
+        for (int k = 0; k < up; ++k) {
+          const DeviceId m = b.add_ib_spine(fmt::format("spine{}", spine_count++));
+          for (std::size_t i = first; i < last; ++i) b.add_duplex(blocks[i][t], m, link);
+          middle.push_back(m);
+        }
+      }
+      pods.push_back(std::move(middle));
+    }
+    blocks = std::move(pods);
+    up = radix - pod_size;
+  }
+  const long long blocks_count = static_cast<long long>(blocks.size());
+  const int per_plane = ceil_div(blocks_count * up, radix);
+  for (std::size_t t = 0; t < blocks.front().size(); ++t) {
+    std::vector<DeviceId> spines;
+    spines.reserve(static_cast<std::size_t>(per_plane));
+    for (int s = 0; s < per_plane; ++s) {
+      spines.push_back(b.add_ib_spine(fmt::format("spine{}", spine_count++)));
+    }
+    long long j = 0;
+    for (const auto& block : blocks) {
+      for (int u = 0; u < up; ++u, ++j) {
+        b.add_duplex(block[t], spines[static_cast<std::size_t>(j % per_plane)], link);
+      }
     }
   }
 }
@@ -103,7 +143,21 @@ FatTreeShape fat_tree_shape(int nics, const FatTreeOptions& o) {
           "leaves",
           o.oversubscription, o.leaf_radix, nics, shape.leaves));
     }
-    shape.spines = ceil_div(static_cast<long long>(shape.leaves) * shape.up, spine_radix(o));
+    // The switch counts connect_spines builds: pods of radix / 2 blocks under middle layers
+    // while more than radix blocks remain, then one spine layer.
+    const long long radix = spine_radix(o);
+    long long blocks = shape.leaves, planes = 1, up = shape.up, total = 0;
+    shape.levels = 2;
+    while (blocks > radix) {
+      const long long pods = (blocks + radix / 2 - 1) / (radix / 2);
+      total += pods * planes * up;
+      planes *= up;
+      up = radix - radix / 2;
+      blocks = pods;
+      ++shape.levels;
+    }
+    total += planes * ((blocks * up + radix - 1) / radix);
+    shape.spines = static_cast<int>(total);
   }
   return shape;
 }

@@ -38,17 +38,23 @@ struct FatTreeShape {
   int down = 0;  ///< NIC-facing ports per leaf
   int up = 0;    ///< uplink ports per leaf (unused when there is a single leaf)
   int leaves = 0;
-  int spines = 0;  ///< 0 when one leaf suffices
+  int spines = 0;  ///< switches above the leaves (every level); 0 when one leaf suffices
+  int levels = 1;  ///< switch levels: 1 (one leaf), 2 (leaf-spine), 3 or more past radix leaves
 };
 
-/// Fat tree sizing: leaves = ceil(nics / down); one leaf needs no spine; otherwise
-/// spines = ceil(leaves * up / spine_radix). Throws sim::ConfigError on a radix below 2, a
+/// Fat tree sizing: leaves = ceil(nics / down); one leaf needs no spine; up to spine_radix
+/// leaves take one spine layer of ceil(leaves * up / spine_radix) switches; more leaves take
+/// middle layers first (see build_fat_tree). Throws sim::ConfigError on a radix below 2, a
 /// non-positive or non-finite oversubscription, or a split that leaves no down or no up port.
 FatTreeShape fat_tree_shape(int nics, const FatTreeOptions& options);
 
 /// `nodes` servers from `factory`, their NICs attached to the leaves node-major (node 0's rails
-/// first, `down` NICs per leaf), each leaf's `up` uplinks dealt round-robin over the spines as
-/// separate parallel links (the j-th uplink of the whole fabric goes to spine j mod spines).
+/// first, `down` NICs per leaf). Up to spine_radix leaves: each leaf's `up` uplinks dealt
+/// round-robin over one spine layer as separate parallel links (the j-th uplink of the whole
+/// fabric goes to spine j mod spines). More leaves: a folded Clos of as many levels as needed,
+/// non-blocking above the leaves: pods of spine_radix / 2 leaves (then of pods) share a middle
+/// layer of `up` switches per plane, each with half its ports down and half up, and the top
+/// layer joins at most spine_radix blocks as above. Every leaf reaches every other.
 /// Every fabric link is a duplex infiniband link: NIC-leaf at that NIC's port rate, leaf-spine
 /// at node 0's NIC port rate. Names: "leaf<i>",
 /// "spine<i>".

@@ -332,7 +332,7 @@ TEST_CASE("foresight validate: every dataset with its error, JSON, Markdown and 
   REQUIRE(missing.out.find("foresight: error: /nonexistent/suite.json") != std::string::npos);
 }
 
-TEST_CASE("foresight validate --calibrate refits the stored constants from the calibration cases", "[cli][validate]") {
+TEST_CASE("foresight validate --calibrate refits the stored constants from the calibration cases", "[cli][calibrate]") {
   const std::string out = scratch("calibration.json");
   const auto r = run_foresight("validate --calibrate --no-traces --calibration " + out);
   INFO(r.out);

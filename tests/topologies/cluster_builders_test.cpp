@@ -173,3 +173,55 @@ TEST_CASE("every listed cluster preset resolves", "[topologies]") {
     REQUIRE(topo::resolve_cluster(p.name, 8).gpu_count() == 8);
   }
 }
+
+TEST_CASE("node presets build a connected fat tree at any size, with as many levels as it needs",
+          "[topologies]") {
+  // dgx-h100: 8 NDR NICs per node, 64-port switches: 32 down and 32 up per leaf. Two levels
+  // join up to 64 leaves (2048 NICs); past that pods of 32 leaves share 32 middle switches,
+  // each with 32 ports down and 32 up; past 64 pods, pods of pods (see build_fat_tree).
+  struct Case {
+    int gpus;
+    int levels;
+    int spines;  // derived by hand from the rule above
+  };
+  for (const Case& k : {Case{8, 1, 0}, Case{1024, 2, 16},
+                        // 192 leaves: 6 pods x 32 middle + 32 planes x ceil(6 * 32 / 64)
+                        Case{6144, 3, 6 * 32 + 32 * 3},
+                        // 512 leaves: 16 pods x 32 + 32 planes x ceil(16 * 32 / 64)
+                        Case{16384, 3, 16 * 32 + 32 * 8},
+                        // 3125 leaves: 98 pods x 32; 4 pods of pods x 32 x 32; 1024 planes x 2
+                        Case{100000, 4, 98 * 32 + 4 * 32 * 32 + 1024 * 2}}) {
+    INFO(k.gpus << " GPUs");
+    const auto c = topo::resolve_cluster("dgx-h100", k.gpus);  // build() checks reachability
+    REQUIRE(c.gpu_count() == static_cast<std::size_t>(k.gpus));
+    const auto shape = topo::fat_tree_shape(k.gpus, {.leaf_radix = 64});
+    REQUIRE(shape.levels == k.levels);
+    REQUIRE(shape.spines == k.spines);
+    REQUIRE(devices_of_kind(c, DeviceKind::ib_spine) == static_cast<std::size_t>(k.spines));
+    if (k.levels == 1) continue;
+    // First GPU to last: up every level and down again, 2 x levels fabric links plus the two
+    // NIC links, all InfiniBand.
+    std::vector<sim::LinkId> route;
+    c.route(0, static_cast<sim::GpuId>(k.gpus - 1), -1, -1, 0, route);
+    std::size_t ib = 0;
+    for (auto l : route) ib += c.link(l).cls == LinkClass::infiniband ? 1 : 0;
+    REQUIRE(ib == static_cast<std::size_t>(2 * k.levels));
+    if (k.levels < 3) continue;
+    // Adaptive routing pools by level: the route's leaf -> middle and middle -> top links each
+    // belong to their lower switch's uplink pool, which holds every uplink of that switch.
+    std::size_t first_ib = 0;  // the NIC -> leaf link
+    while (c.link(route[first_ib]).cls != LinkClass::infiniband) ++first_ib;
+    for (std::size_t hop : {std::size_t{1}, std::size_t{2}}) {  // leaf -> middle, middle -> top
+      const sim::LinkId up = route[first_ib + hop];
+      const auto from = c.link_ends(up).from;
+      std::size_t uplinks = 0, pooled = 0;
+      for (auto l : c.out_links(from)) {
+        if (c.device(c.link_ends(l).to).kind != DeviceKind::ib_spine) continue;
+        ++uplinks;
+        pooled += c.link_pool(l) == c.link_pool(up) ? 1 : 0;
+      }
+      REQUIRE(uplinks == 32);
+      REQUIRE(pooled == 32);
+    }
+  }
+}

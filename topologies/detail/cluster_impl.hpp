@@ -64,15 +64,20 @@ struct FabricTable {
   inline static constexpr std::uint16_t kFar = 0xFFFF;  ///< unreachable
   std::vector<std::uint32_t> switch_index;      ///< per device: index among switches, or kNone
   std::vector<DeviceId> switches;               ///< switch devices in increasing id
-  std::vector<std::uint16_t> hops;              ///< hops[a * S + b]: switch a to switch b
+  /// Switches with a link into a device that is not a switch (a NIC): the only switches
+  /// routes head for, so the only columns of the hop table.
+  std::vector<std::uint32_t> target_index;      ///< per switch: index among targets, or kNone
+  std::vector<std::uint16_t> hops;              ///< hops[t * S + a]: switch a to target t
+  std::vector<std::uint32_t> nic_ordinal;  ///< per device: its index among devices with an attach
   std::vector<std::uint32_t> attach_offset;     ///< per device (V+1): switches with a link into it
   std::vector<DeviceId> attach;                 ///< sorted by device id within each device
   std::vector<std::uint32_t> by_target_offset;  ///< per switch index (S+1)
   std::vector<std::pair<DeviceId, sim::LinkId>> by_target;  ///< (target, link), sorted
 
   std::size_t switch_count() const { return switches.size(); }
+  /// Hops from switch a to switch b, b a target (a switch with a NIC attached).
   std::uint16_t hop(std::uint32_t a, std::uint32_t b) const {
-    return hops[static_cast<std::size_t>(a) * switches.size() + b];
+    return hops[static_cast<std::size_t>(target_index[b]) * switches.size() + a];
   }
   std::span<const DeviceId> attached(DeviceId nic) const {
     return {attach.data() + attach_offset[nic], attach.data() + attach_offset[nic + 1]};

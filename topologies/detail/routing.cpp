@@ -142,22 +142,35 @@ void build_fabric_table(ClusterImpl& c) {
     throw sim::TopologyError(
         fmt::format("{} InfiniBand switches; at most 65534 are supported", s_count));
   }
-  // All-pairs hop counts through switches only: one BFS per switch.
-  f.hops.assign(s_count * s_count, FabricTable::kFar);
+  // Hop counts through switches only from every switch to every target switch (one with a
+  // link into a NIC): one backward BFS per target. Fabric switches without NICs (spines) are
+  // never a route's destination, which keeps the table and its cost at S x targets.
+  f.target_index.assign(s_count, kNone);
+  std::uint32_t targets = 0;
+  for (std::uint32_t s = 0; s < s_count; ++s) {
+    for (LinkId l : c.out.of(f.switches[s])) {
+      if (f.switch_index[c.ends[l].to] == kNone) {
+        f.target_index[s] = targets++;
+        break;
+      }
+    }
+  }
+  f.hops.assign(static_cast<std::size_t>(targets) * s_count, FabricTable::kFar);
   std::vector<std::uint32_t> frontier;
   std::vector<std::uint32_t> next;
-  for (std::uint32_t a = 0; a < s_count; ++a) {
-    std::uint16_t* row = f.hops.data() + static_cast<std::size_t>(a) * s_count;
-    row[a] = 0;
-    frontier.assign(1, a);
+  for (std::uint32_t b = 0; b < s_count; ++b) {
+    if (f.target_index[b] == kNone) continue;
+    std::uint16_t* column = f.hops.data() + static_cast<std::size_t>(f.target_index[b]) * s_count;
+    column[b] = 0;
+    frontier.assign(1, b);
     for (std::uint16_t depth = 1; !frontier.empty(); ++depth) {
       next.clear();
       for (std::uint32_t s : frontier) {
-        for (LinkId l : c.out.of(f.switches[s])) {
-          const std::uint32_t t = f.switch_index[c.ends[l].to];
-          if (t == kNone || row[t] != FabricTable::kFar) continue;
-          row[t] = depth;
-          next.push_back(t);
+        for (LinkId l : c.in.of(f.switches[s])) {
+          const std::uint32_t a = f.switch_index[c.ends[l].from];
+          if (a == kNone || column[a] != FabricTable::kFar) continue;
+          column[a] = depth;
+          next.push_back(a);
         }
       }
       frontier.swap(next);
@@ -179,6 +192,11 @@ void build_fabric_table(ClusterImpl& c) {
         f.attach.end());
   }
   f.attach_offset[v_count] = static_cast<std::uint32_t>(f.attach.size());
+  f.nic_ordinal.assign(v_count, 0);
+  std::uint32_t ordinal = 0;
+  for (DeviceId v = 0; v < v_count; ++v) {
+    if (f.attach_offset[v + 1] > f.attach_offset[v]) f.nic_ordinal[v] = ordinal++;
+  }
   // Out-links of each switch sorted by (target, link id).
   f.by_target_offset.assign(s_count + 1, 0);
   f.by_target.clear();
@@ -259,6 +277,12 @@ void walk_node(const ClusterImpl& c, DeviceId u_dev, DeviceId t_dev, const Route
 void walk_fabric(const ClusterImpl& c, DeviceId s, DeviceId d, std::uint32_t hops,
                  const RouteKey& key, std::vector<LinkId>& out) {
   const FabricTable& f = c.fabric;
+  // Adaptive routing spreads a leaf's traffic over all its uplinks and each middle switch's over
+  // its own: on the way up, the k-th choice takes digit k of the source NIC's ordinal (its port
+  // on the leaf, then its leaf's place in the pod, ...), as fat-tree routing engines do, so that
+  // a non-blocking tree carries one NIC per uplink and its pools hold the load they can carry.
+  const bool spread_up = c.routing == FabricRouting::adaptive;
+  std::uint64_t spread = f.nic_ordinal[s];
   DeviceId u = s;
   for (std::uint32_t remaining = hops; remaining > 0; --remaining) {
     const std::uint32_t us = f.switch_index[u];
@@ -288,7 +312,21 @@ void walk_fabric(const ClusterImpl& c, DeviceId s, DeviceId d, std::uint32_t hop
         if (f.switch_index[x] == kNone) return false;
         return switch_to_nic(f, x, d) == remaining - 1;
       };
-      chosen = pick_link(c.out.of(u), ok, key, out);
+      if (spread_up && us != kNone) {
+        std::size_t count = 0;
+        for (LinkId l : c.out.of(u)) count += ok(l) ? 1 : 0;
+        if (count == 0) throw sim::InternalError("route: no next hop on a reachable path");
+        std::size_t k = static_cast<std::size_t>(spread % count);
+        spread /= count;
+        for (LinkId l : c.out.of(u)) {
+          if (ok(l) && k-- == 0) {
+            chosen = l;
+            break;
+          }
+        }
+      } else {
+        chosen = pick_link(c.out.of(u), ok, key, out);
+      }
     }
     out.push_back(chosen);
     u = c.ends[chosen].to;
@@ -337,6 +375,37 @@ void walk_anywhere(const ClusterImpl& c, DeviceId src, DeviceId dst, const Route
   }
 }
 
+/// Per device: a switch's hop count through switches from the nearest switch with a link into a
+/// device that is not a switch (a leaf: 0); kNone for other devices and unreachable switches.
+std::vector<std::uint32_t> switch_levels(const ClusterImpl& c) {
+  std::vector<std::uint32_t> level(c.devices.size(), kNone);
+  std::vector<DeviceId> frontier;
+  for (DeviceId v = 0; v < c.devices.size(); ++v) {
+    if (!is_switch(c.devices[v])) continue;
+    for (LinkId l : c.out.of(v)) {
+      if (!is_switch(c.devices[c.ends[l].to])) {
+        level[v] = 0;
+        frontier.push_back(v);
+        break;
+      }
+    }
+  }
+  std::vector<DeviceId> next;
+  for (std::uint32_t depth = 1; !frontier.empty(); ++depth) {
+    next.clear();
+    for (DeviceId u : frontier) {
+      for (LinkId l : c.out.of(u)) {
+        const DeviceId v = c.ends[l].to;
+        if (!is_switch(c.devices[v]) || level[v] != kNone) continue;
+        level[v] = depth;
+        next.push_back(v);
+      }
+    }
+    frontier.swap(next);
+  }
+  return level;
+}
+
 }  // namespace
 
 std::uint32_t link_weight(sim::Bandwidth line_rate) {
@@ -347,19 +416,25 @@ std::uint32_t link_weight(sim::Bandwidth line_rate) {
 void build_route_tables(ClusterImpl& c) {
   c.weights.resize(c.links.size());
   for (std::size_t l = 0; l < c.links.size(); ++l) c.weights[l] = link_weight(c.links[l].capacity);
-  // Capacity pools: with adaptive routing, a leaf's links to the spine layer are one pool and
-  // the spine layer's links into a leaf another; every other link is its own pool.
+  // Capacity pools: with adaptive routing, a switch's links to the level above are one pool and
+  // the links from the level above into a switch another (a leaf's uplinks to the spines; in a
+  // three-level tree also a middle switch's uplinks to the top). A switch's level is its hop
+  // count from the nearest switch with a NIC attached (leaves: 0). Every other link is its own
+  // pool.
   c.pools.resize(c.links.size());
-  std::map<std::pair<DeviceId, bool>, std::uint32_t> pool_of_leaf;  // (leaf, upward)
-  for (std::size_t l = 0; l < c.links.size(); ++l) {
-    c.pools[l] = static_cast<std::uint32_t>(l);
-    if (c.routing != FabricRouting::adaptive) continue;
-    const DeviceKind from = c.devices[c.ends[l].from].kind;
-    const DeviceKind to = c.devices[c.ends[l].to].kind;
-    if (from == DeviceKind::ib_leaf && to == DeviceKind::ib_spine) {
-      c.pools[l] = pool_of_leaf.try_emplace({c.ends[l].from, true}, static_cast<std::uint32_t>(l)).first->second;
-    } else if (from == DeviceKind::ib_spine && to == DeviceKind::ib_leaf) {
-      c.pools[l] = pool_of_leaf.try_emplace({c.ends[l].to, false}, static_cast<std::uint32_t>(l)).first->second;
+  for (std::size_t l = 0; l < c.links.size(); ++l) c.pools[l] = static_cast<std::uint32_t>(l);
+  if (c.routing == FabricRouting::adaptive) {
+    const auto level = switch_levels(c);
+    std::map<std::pair<DeviceId, bool>, std::uint32_t> pool_of;  // (lower switch, upward)
+    for (std::size_t l = 0; l < c.links.size(); ++l) {
+      const DeviceId from = c.ends[l].from;
+      const DeviceId to = c.ends[l].to;
+      if (level[from] == kNone || level[to] == kNone) continue;
+      if (level[to] == level[from] + 1) {
+        c.pools[l] = pool_of.try_emplace({from, true}, static_cast<std::uint32_t>(l)).first->second;
+      } else if (level[from] == level[to] + 1) {
+        c.pools[l] = pool_of.try_emplace({to, false}, static_cast<std::uint32_t>(l)).first->second;
+      }
     }
   }
   build_node_tables(c);
