@@ -7,7 +7,7 @@
 //                           [--only TEXT] [--sweep]
 //
 // Run from the repository root (the scenarios are bench/scenarios/ and examples/). --sweep adds
-// the 200-configuration GPT-3 175B sweep (both cores, as a user would run it). Nothing here is a
+// a 240-configuration GPT-3 175B sweep (both cores, as a user would run it). Nothing here is a
 // test: the numbers depend on the machine; README's table records one run.
 #include <fmt/format.h>
 #include <fcntl.h>
@@ -145,10 +145,12 @@ std::vector<Row> rows(bool sweep) {
     }
   }
   if (sweep) {
-    Row s{"sweep: GPT-3 175B, 200 configurations (2 cores)", 1024,
-          {"sweep", "examples/gpt3-175b-3d-sweep-1024.json", "--vary", "plan.tp=1,2,4,8", "--vary",
-           "plan.pp=2,4,8,16,32", "--vary", "plan.recompute=full,selective", "--micro-batch",
-           "1,2,4,8,16", "--csv", "/tmp/foresight-scale-bench-sweep.csv"},
+    // 3 x 5 x 2 x 2 x 4 = 240 configurations; a global batch of 2048 divides every dp x mb.
+    Row s{"sweep: GPT-3 175B, 240 configurations (2 cores)", 1024,
+          {"sweep", "examples/gpt3-175b-3d-sweep-1024.json", "--set", "plan.global_batch=2048",
+           "--vary", "plan.tp=2,4,8", "--vary", "plan.pp=2,4,8,16,32", "--vary",
+           "plan.recompute=full,selective", "--vary", "plan.sequence_parallel=true,false",
+           "--micro-batch", "1,2,4,8", "--csv", "/tmp/foresight-scale-bench-sweep.csv"},
           false, false};
     r.push_back(s);
   }
