@@ -112,29 +112,24 @@ std::vector<Row> rows(bool sweep) {
     const std::string path = fmt::format("examples/{}.json", e);
     r.push_back({fmt::format("example {}", e), 0, {"simulate", path, "--json"}});
   }
-  for (const char* net : {"analytical", "flow"}) {
-    r.push_back({fmt::format("GPT-3 175B TP8 PP8 DP16 interleaved, {}", net), 1024,
-                 simulate("bench/scenarios/gpt3-175b-1024-interleaved.json", net)});
+  // Issue 17's scenarios, each on both network models.
+  struct Scale {
+    const char* label;
+    int gpus;
+    const char* file;
+  };
+  for (const Scale& k : {Scale{"GPT-3 175B TP8 PP8 DP16 interleaved", 1024, "gpt3-175b-1024-interleaved"},
+                         Scale{"MoE TP2 EP16 PP12x8 DP24", 9216, "moe-9216-h100"},
+                         Scale{"FSDP Llama-2 70B", 512, "fsdp-llama2-70b-512"},
+                         Scale{"FSDP Llama-2 7B", 128, "fsdp-llama2-7b-128"},
+                         Scale{"SC21 1008B row (PP64 TP8 DP6)", 3072, "sc21-1008b-3072"},
+                         Scale{"GPT-3 175B dgx-h100 3-level fabric", 6144, "gpt3-175b-6144-dgx-h100"}}) {
+    for (const char* net : {"analytical", "flow"}) {
+      r.push_back({fmt::format("{}, {}", k.label, net), k.gpus,
+                   simulate(fmt::format("bench/scenarios/{}.json", k.file), net)});
+    }
   }
-  for (const char* net : {"analytical", "flow"}) {
-    r.push_back({fmt::format("MoE TP2 EP16 PP12x8 DP24, {}", net), 9216,
-                 simulate("bench/scenarios/moe-9216-h100.json", net)});
-  }
-  for (const char* net : {"analytical", "flow"}) {
-    r.push_back({fmt::format("FSDP Llama-2 70B, {}", net), 512,
-                 simulate("bench/scenarios/fsdp-llama2-70b-512.json", net)});
-    r.push_back({fmt::format("FSDP Llama-2 7B, {}", net), 128,
-                 simulate("bench/scenarios/fsdp-llama2-7b-128.json", net)});
-  }
-  for (const char* net : {"analytical", "flow"}) {
-    r.push_back({fmt::format("SC21 1008B row (PP64 TP8 DP6), {}", net), 3072,
-                 simulate("bench/scenarios/sc21-1008b-3072.json", net)});
-  }
-  for (const char* net : {"analytical", "flow"}) {
-    r.push_back({fmt::format("GPT-3 175B dgx-h100 3-level fabric, {}", net), 6144,
-                 simulate("bench/scenarios/gpt3-175b-6144-dgx-h100.json", net)});
-  }
-  // DP growth at fixed TP x PP = 2 x 2 (GPT-2 XL, dgx-a100 fat tree): DP 1 -> 4096.
+  // DP growth at fixed TP x PP = 2 x 2 (GPT-2 large, dgx-a100 fat tree): DP 1 -> 4096.
   for (int dp : {1, 64, 4096}) {
     for (const char* net : {"analytical", "flow"}) {
       r.push_back({fmt::format("DP growth TP2 PP2 DP{}, {}", dp, net), 4 * dp,
