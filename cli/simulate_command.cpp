@@ -51,7 +51,7 @@ void add_simulate_command(CLI::App& app, Runner& run) {
   CLI::App* cmd = app.add_subcommand("simulate", "Simulate a scenario: iteration time, run time, throughput, breakdown, memory");
   cmd->add_option("scenario", o->scenario, "Scenario JSON file (see examples/)")->required();
   o->flags.add_to(*cmd);
-  cmd->add_flag("--json", o->json, "Print the report as JSON (keys in DESIGN.md)");
+  cmd->add_flag("--json", o->json, "Print the report as JSON (keys in docs/usage.md)");
   cmd->add_option("-o,--output", o->output, "Write the report to this file (atomically) instead of standard output");
   cmd->add_option("--trace", o->trace, "Write a Perfetto/Chrome trace of the simulated steps to this file");
   cmd->callback([o, &run] { run = [o] { return run_simulate(*o); }; });

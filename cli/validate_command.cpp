@@ -75,9 +75,9 @@ void add_validate_command(CLI::App& app, Runner& run) {
                 "Refit every constant on the calibration cases, write the calibration file, then validate");
   cmd->add_option("--suite", o->suite, "Suite manifest (default: validate/data/suite.json)");
   cmd->add_option("--calibration", o->calibration, "Calibration file (default: validate/data/calibration.json)");
-  cmd->add_option("--traces", o->traces, "Folder of measured traces (default: ../shared/validation/traces)");
+  cmd->add_option("--traces", o->traces, "Folder of third-party measured traces (default: validation/traces under the build's shared_dir option; cases whose traces are absent are skipped)");
   cmd->add_flag("--no-traces", o->no_traces, "Leave out the trace-replay cases");
-  cmd->add_flag("--json", o->json, "Print the results as JSON (keys in DESIGN.md)");
+  cmd->add_flag("--json", o->json, "Print the results as JSON (keys in docs/usage.md)");
   cmd->add_option("-o,--output", o->output, "Write the results to this file (atomically) instead of standard output");
   cmd->add_option("--markdown", o->markdown, "Also write a Markdown report to this file");
   cmd->add_option("--plot", o->plot, "Also write an SVG scatter of predicted vs measured to this file");

@@ -34,7 +34,7 @@ struct ExecutorOptions {
   /// more blocks its host thread until one finishes (CUDA's launch queue; 0: unbounded). About
   /// 1000 per stream: launches of short kernels slow to the kernels' pace after ~1000 (NVIDIA
   /// forum thread 68937, "CUDA stream are blocked when launch lots of kernels (>1000)": three
-  /// streams take ~1000 each), and the V100 ResNet trace of ../shared/validation/traces runs
+  /// streams take ~1000 each), and the measured V100 ResNet trace the validation suite replays runs
   /// with 1021 launches in flight in its steady steps.
   std::uint32_t launch_queue_depth = 1024;
 };

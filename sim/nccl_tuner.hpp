@@ -1,7 +1,7 @@
 #pragma once
 /// A port of NCCL's own performance model (src/graph/tuning.cc, v2.30.7), which NCCL uses to pick
 /// an algorithm and protocol for each collective call. Every table and rule here is cited to
-/// ../shared/reference/nccl-model.md, which gives NCCL's file and line for each.
+/// docs/reference/nccl-model.md, which gives NCCL's file and line for each.
 ///
 /// NCCL's model is a selector, not a predictor: against measured nccl-tests curves it is 30-55%
 /// optimistic at mid sizes (see README, "Collectives"). CollectiveEngine therefore uses this

@@ -20,7 +20,7 @@
 #include "validate/trace_retime.hpp"
 
 #ifndef FORESIGHT_SHARED_DIR
-#define FORESIGHT_SHARED_DIR "../shared"
+#define FORESIGHT_SHARED_DIR "shared"  // the build sets it (validate/meson.build)
 #endif
 
 namespace foresight::validate {

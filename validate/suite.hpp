@@ -38,7 +38,7 @@ Suite load_suite(const std::string& path);
 /// data_dir()/suite.json.
 std::string default_suite_path();
 /// The folder of the measured traces: <shared>/validation/traces, <shared> being the Meson
-/// option shared_dir (default ../shared beside the source tree).
+/// option shared_dir (default: a folder named shared beside the source tree).
 std::string default_traces_dir();
 
 /// Every case id the suite's datasets declare, with its role (for check_provenance).
