@@ -158,9 +158,10 @@ bool MoeRouting::ranks_alike() {
   for (const std::size_t layer : moe_layers(model_)) {
     const RoutingTable& t = table(layer, 0);
     const int local = experts_per_rank(layer);
+    double sent0 = 0.0;
+    for (const double c : t.count[0]) sent0 += c;
     for (int r = 1; r < ep_; ++r) {
-      double sent0 = 0.0, sent = 0.0;
-      for (const double c : t.count[0]) sent0 += c;
+      double sent = 0.0;
       for (const double c : t.count[static_cast<std::size_t>(r)]) sent += c;
       if (sent != sent0) return false;
       for (int k = 0; k < local; ++k) {

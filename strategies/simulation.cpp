@@ -109,12 +109,12 @@ void report_expert_loads(const SimulationOutput& out, const Plan& plan, MoeRouti
     l.expert_s = expert_s[rank];
     r.expert_loads.push_back(l);
   }
+  // With EP ranks folded (alike routing) every EP rank does what the simulated one does: no
+  // imbalance.
+  if (out.compiled.ep_folded) return;
   // Every MoE layer waits for its slowest EP rank (the all-to-all after the experts): the cost
   // is that rank's excess over the mean, summed over a stage's layers and micro-batches.
   std::map<std::pair<int, int>, double> stage_excess;  // per (stage, EP group)
-  // With EP ranks folded (alike routing) every EP rank does what the simulated one does: no
-  // imbalance.
-  if (out.compiled.ep_folded) per_layer.clear();
   for (const auto& [key, by_rank] : per_layer) {
     double sum = 0.0, most = 0.0;
     for (int e = 0; e < routing.ep(); ++e) {

@@ -53,19 +53,25 @@ std::size_t pick_index(std::size_t count, const RouteKey& key, std::size_t hop) 
   return ecmp_pick(count, key.src, key.dst, key.salt, hop);
 }
 
-/// Picks, among the links of `links` that satisfy `ok`, the one the hash selects: a first pass
-/// counts, a second finds the chosen one (no allocation).
-template <typename Pred>
-LinkId pick_link(std::span<const LinkId> links, Pred ok, const RouteKey& key,
-                 const std::vector<LinkId>& out) {
+/// Picks, among the links of `links` that satisfy `ok`, the one `choose(count)` indexes: a first
+/// pass counts, a second finds the chosen one (no allocation).
+template <typename Pred, typename Choose>
+LinkId pick_nth(std::span<const LinkId> links, Pred ok, Choose choose) {
   std::size_t count = 0;
   for (LinkId l : links) count += ok(l) ? 1 : 0;
   if (count == 0) throw sim::InternalError("route: no next hop on a reachable path");
-  std::size_t k = pick_index(count, key, out.size() - key.start);
+  std::size_t k = choose(count);
   for (LinkId l : links) {
     if (ok(l) && k-- == 0) return l;
   }
-  throw sim::InternalError("route: ECMP pick out of range");
+  throw sim::InternalError("route: pick out of range");
+}
+
+/// The link among those satisfying `ok` that the route's hash (or destination) selects.
+template <typename Pred>
+LinkId pick_link(std::span<const LinkId> links, Pred ok, const RouteKey& key,
+                 const std::vector<LinkId>& out) {
+  return pick_nth(links, ok, [&](std::size_t count) { return pick_index(count, key, out.size() - key.start); });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -313,17 +319,11 @@ void walk_fabric(const ClusterImpl& c, DeviceId s, DeviceId d, std::uint32_t hop
         return switch_to_nic(f, x, d) == remaining - 1;
       };
       if (spread_up && us != kNone) {
-        std::size_t count = 0;
-        for (LinkId l : c.out.of(u)) count += ok(l) ? 1 : 0;
-        if (count == 0) throw sim::InternalError("route: no next hop on a reachable path");
-        std::size_t k = static_cast<std::size_t>(spread % count);
-        spread /= count;
-        for (LinkId l : c.out.of(u)) {
-          if (ok(l) && k-- == 0) {
-            chosen = l;
-            break;
-          }
-        }
+        chosen = pick_nth(c.out.of(u), ok, [&](std::size_t count) {
+          const auto k = static_cast<std::size_t>(spread % count);
+          spread /= count;
+          return k;
+        });
       } else {
         chosen = pick_link(c.out.of(u), ok, key, out);
       }
