@@ -45,7 +45,13 @@ enum class Phase : std::uint8_t { none, forward, backward, wgrad, optimizer, dat
 std::string_view to_string(Phase p);
 
 struct Node {
+  // Fields are ordered by size so that a node takes 112 bytes: graphs reach millions of nodes.
   OpKind kind = OpKind::compute;
+  /// collective: which (see `bytes`).
+  CollectiveOp op = CollectiveOp::all_reduce;
+  Phase phase = Phase::none;  ///< label for reports and the timeline
+  /// collective: an optional algorithm hint.
+  std::optional<Algorithm> algorithm;
   RankId rank = 0;
   StreamId stream = 1;
   /// compute, host: how long it runs (resolved by the compute model before simulation).
@@ -59,21 +65,21 @@ struct Node {
   /// The leading part of the op's host time (its dispatch, or a host op's duration) that holds
   /// its process's interpreter lock (Python's GIL): host threads of one process serialize on it.
   Time gil;
-  /// collective: which; send, recv, collective: payload bytes (NCCL's size convention).
-  CollectiveOp op = CollectiveOp::all_reduce;
+  /// send, recv, collective: payload bytes (NCCL's size convention).
   double bytes = 0.0;
   /// collective: index into ExecutionGraph::communicators; root (a rank index in it) for
-  /// broadcast/reduce; an optional algorithm hint.
+  /// broadcast/reduce.
   std::uint32_t communicator = 0;
   int root = 0;
   /// all_to_all: index into ExecutionGraph::send_matrices of its per-destination byte counts
   /// (all_to_allv; every member names the same), or kNoMatrix for `bytes` split evenly.
   std::uint32_t matrix = 0xffffffffu;
-  std::optional<Algorithm> algorithm;
   /// send, recv: the other rank and a tag; sends and receives of (source, destination, tag)
   /// match in program order.
   RankId peer = 0;
   std::uint32_t tag = 0;
+  /// compute: index into ExecutionGraph::signatures of the kernel it runs, or kNoSignature.
+  std::uint32_t signature = 0xffffffffu;
   /// Nodes earlier in the graph that must finish first: of the same rank, or of a rank whose
   /// host thread belongs to the same process (ExecutionGraph::host_process).
   DepList deps;
@@ -81,10 +87,8 @@ struct Node {
   std::uint32_t name = 0;  ///< index into ExecutionGraph::names
   int layer = -1;
   int micro_batch = -1;
-  Phase phase = Phase::none;
-  /// compute: index into ExecutionGraph::signatures of the kernel it runs, or kNoSignature.
-  std::uint32_t signature = 0xffffffffu;
 };
+static_assert(sizeof(Node) <= 112, "Node grew: graphs of millions of nodes pay for every byte");
 inline constexpr std::uint32_t kNoSignature = 0xffffffffu;
 inline constexpr std::uint32_t kNoMatrix = 0xffffffffu;
 
