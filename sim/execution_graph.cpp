@@ -1,5 +1,9 @@
 #include "sim/execution_graph.hpp"
 
+#include <fmt/format.h>
+
+#include "sim/error.hpp"
+
 namespace foresight::sim {
 
 std::string_view to_string(OpKind k) {
@@ -76,6 +80,13 @@ std::uint32_t ExecutionGraph::add_signature(const OpSignature& sig) {
 }
 
 NodeId ExecutionGraph::add(Node node) {
+  if (nodes.size() >= kMaxNodes) {
+    throw ConfigError(fmt::format(
+        "the execution graph passed {} M nodes (about {:.0f} GB with its results), the most one "
+        "simulation may hold: simulate fewer steps or micro-batches (a smaller global batch or a larger "
+        "micro-batch)",
+        kMaxNodes / 1'000'000, kMaxNodes * 150.0 / 1e9));
+  }
   nodes.push_back(std::move(node));
   return static_cast<NodeId>(nodes.size() - 1);
 }

@@ -141,7 +141,11 @@ struct ExecutionGraph {
   /// Interns a label and returns its index.
   std::uint32_t intern(const std::string& name);
   /// Appends a node; returns its id.
+  /// Appends a node; throws ConfigError past kMaxNodes, so that a plan too large to simulate
+  /// fails with a message instead of exhausting memory.
   NodeId add(Node node);
+  /// The most nodes one graph may hold (~112 bytes each, ~150 with the executor's arrays).
+  static constexpr std::size_t kMaxNodes = 60'000'000;
 };
 
 }  // namespace foresight::sim

@@ -161,7 +161,23 @@ SimulationOutput simulate_scenario(const Scenario& scenario, const SimulationInp
     }
     out.model = with_fused_attention(std::move(out.model));
   }
-  out.cluster = std::make_shared<const topo::Cluster>(topo::resolve_cluster(scenario.cluster.spec, scenario.cluster.gpus));
+  // Bounded work: every layer runs forward and backward once per micro-batch and step, so a
+  // graph has at least this many nodes; a plan past the graph's limit fails before any is built.
+  const double least_nodes = 2.0 * std::max(plan.steps, 1) * std::max(plan.grad_accum, 1) *
+                             static_cast<double>(out.model.layers.size());
+  if (least_nodes > static_cast<double>(sim::ExecutionGraph::kMaxNodes)) {
+    throw sim::ConfigError(fmt::format(
+        "{}: /plan: {} steps x {} micro-batches x {} layers x forward and backward is at least {:.0f} M "
+        "execution-graph nodes, more than the {} M one simulation may hold: lower global_batch or steps, "
+        "or raise micro_batch",
+        scenario.path, plan.steps, plan.grad_accum, out.model.layers.size(), least_nodes / 1e6,
+        sim::ExecutionGraph::kMaxNodes / 1'000'000));
+  }
+  try {
+    out.cluster = std::make_shared<const topo::Cluster>(topo::resolve_cluster(scenario.cluster.spec, scenario.cluster.gpus));
+  } catch (const sim::ConfigError& e) {
+    throw sim::ConfigError(fmt::format("{}: /cluster: {}", scenario.path, e.what()));
+  }
   const topo::Cluster& cluster = *out.cluster;
   const int ranks = plan.dp * plan.tp * plan.pp * plan.ep;
   if (static_cast<std::size_t>(ranks) > cluster.gpu_count()) {

@@ -285,6 +285,12 @@ Cluster resolve_cluster(std::string_view spec, int gpus) {
     throw sim::ConfigError(
         fmt::format("cluster \"{}\": expected a GPU count >= 0, found {}", spec, gpus));
   }
+  if (gpus > kMaxPresetGpus && (spec == "selene" || find_node_preset(spec))) {
+    throw sim::ConfigError(fmt::format(
+        "cluster \"{}\": expected at most {} GPUs for a preset fabric, found {} (a fabric's routing "
+        "tables grow with its switches squared; past this size building it alone takes minutes)",
+        spec, kMaxPresetGpus, gpus));
+  }
   if (spec == "thetagpu") {
     constexpr int kMaxGpus = kThetaNodes * 8;
     if (gpus > kMaxGpus) {

@@ -107,6 +107,10 @@ std::span<const ClusterPresetInfo> known_cluster_presets();
 /// A spec that is neither a preset nor an existing file is a sim::ConfigError (listing the presets,
 /// or saying the file is missing when the spec looks like a path).
 /// Throws sim::ConfigError for gpus < 0, sim::TopologyError for a bad file.
+/// Presets build at most kMaxPresetGpus GPUs (a larger count is a sim::ConfigError): 131,072
+/// GPUs take about 12 s and 1.3 GB to build.
 Cluster resolve_cluster(std::string_view spec, int gpus);
+
+inline constexpr int kMaxPresetGpus = 131072;
 
 }  // namespace foresight::topo

@@ -5,6 +5,8 @@
 
 #include "sim/error.hpp"
 #include "strategies/scenario.hpp"
+#include "strategies/simulation.hpp"
+#include "topologies/cluster_builders.hpp"
 
 using namespace foresight;
 using Catch::Matchers::Contains;
@@ -126,4 +128,22 @@ TEST_CASE("every kind of bad scenario names its field", "[training]") {
   doc["workload"]["steps"] = 5;
   REQUIRE_THROWS_WITH(parse(doc), Contains("/workload") && Contains("either"));
   REQUIRE_THROWS_AS(strategy::load_scenario("/nonexistent/scenario.json"), sim::ConfigError);
+}
+
+TEST_CASE("work is bounded: a plan or cluster too large to simulate fails before it is built", "[training]") {
+  // 2^30 samples at dp 8 x micro-batch 128 are 2^20 micro-batches: 3 steps x 2^20 x the model's
+  // layers x 2 passes is far past the graph's limit, so it fails at once, naming /plan.
+  auto doc = base();
+  doc["plan"]["global_batch"] = 1 << 30;
+  const auto huge = parse(doc);
+  const double least = 2.0 * 3 * (1 << 20) * static_cast<double>(strategy::scenario_model(huge).layers.size());
+  REQUIRE(least > static_cast<double>(sim::ExecutionGraph::kMaxNodes));
+  REQUIRE_THROWS_WITH(strategy::simulate_scenario(huge, {}),
+                      Contains("s.json: /plan:") && Contains("execution-graph nodes"));
+  // A preset past its limit is refused before any switch is built, naming /cluster.
+  doc = base();
+  doc["cluster"] = {{"preset", "dgx-h100"}, {"gpus", topo::kMaxPresetGpus + 8}};
+  doc["plan"]["dp"] = topo::kMaxPresetGpus + 8;
+  REQUIRE_THROWS_WITH(strategy::simulate_scenario(parse(doc), {}),
+                      Contains("s.json: /cluster:") && Contains("at most 131072 GPUs"));
 }
