@@ -54,6 +54,14 @@ std::vector<double> parse_sizes(const std::string& text, double factor) {
     throw sim::ConfigError(fmt::format("--sizes: expected MIN:MAX with 0 < MIN <= MAX, found \"{}\"", text));
   }
   if (!(factor > 1.0)) throw sim::ConfigError(fmt::format("--factor: expected a number above 1, found {}", factor));
+  // Bounded work: the row count is known before any row is simulated.
+  constexpr double kMaxSizes = 10'000;
+  const double rows = std::floor(std::log(hi / lo) / std::log(factor)) + 1.0;
+  if (!(rows <= kMaxSizes)) {
+    throw sim::ConfigError(fmt::format("--sizes {} with --factor {} makes {:.3g} sizes; expected at most {:.0f}: "
+                                       "use a larger factor or a narrower range",
+                                       text, factor, rows, kMaxSizes));
+  }
   for (double s = lo; s <= hi * (1 + 1e-12); s *= factor) out.push_back(std::round(s));
   return out;
 }

@@ -77,7 +77,10 @@ TEST_CASE("bad input is one clear message and a non-zero exit", "[cli]") {
                        Case{"collective --cluster thetagpu --gpus 9999", "192"},
                        Case{"collective --cluster dgx-a100 --algorithm nvls", "not available"},
                        Case{"collective --cluster dgx-a100 --network fast", "analytical, flow"},
-                       Case{"collective --cluster dgx-a100 --calibration /nonexistent.json", "cannot open"}}) {
+                       Case{"collective --cluster dgx-a100 --calibration /nonexistent.json", "cannot open"},
+                       // ln(2^40) / ln(1.0000001) + 1 = 2.77e8 sizes, refused before any runs.
+                       Case{"collective --cluster dgx-a100 --sizes 1:1T --factor 1.0000001", "2.77e+08 sizes"},
+                       Case{"collective --cluster dgx-h100 --gpus 200000", "at most 131072 GPUs"}}) {
     const auto r = run_foresight(c.args);
     INFO(c.args << "\n" << r.out);
     REQUIRE(r.status == 1);
