@@ -27,5 +27,8 @@ CLI::Validator at_least(long min);
 
 /// Writes `text` to `path` atomically, or to standard output when `path` is empty or "-".
 void emit(const std::string& path, const std::string& text);
+/// The same for output made in pieces (a trace): streamed to standard output or, atomically, to
+/// the file.
+void emit(const std::string& path, const std::function<void(std::ostream&)>& write);
 
 }  // namespace foresight::cli

@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <iostream>
 #include <string>
 
 #include "cli/commands.hpp"
@@ -32,6 +33,16 @@ void emit(const std::string& path, const std::string& text) {
     return;
   }
   sim::write_file_atomically(path, text);
+}
+
+void emit(const std::string& path, const std::function<void(std::ostream&)>& write) {
+  if (path.empty() || path == "-") {
+    std::cout.flush();
+    write(std::cout);
+    std::cout.flush();
+    return;
+  }
+  sim::write_file_atomically(path, write);
 }
 
 }  // namespace foresight::cli

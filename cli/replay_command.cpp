@@ -45,7 +45,7 @@ void write_timeline(const ReplayOptions& o, const sim::ExecutionGraph& graph, co
   trace::TraceMetadata meta;
   meta.title = fmt::format("foresight replay {}", fmt::join(o.traces, " "));
   meta.info = {{"cluster", cluster}, {"makespan_s", fmt::format("{:.9g}", result.makespan.seconds())}};
-  emit(o.trace, trace::chrome_trace_json(graph, result, {}, meta));
+  emit(o.trace, [&](std::ostream& os) { trace::write_chrome_trace(os, graph, result, {}, meta); });
 }
 
 double error_pct(double replayed, double measured) { return (replayed - measured) / measured * 100.0; }

@@ -37,8 +37,8 @@ int run_simulate(const SimulateOptions& o) {
     meta.title = fmt::format("foresight simulate {}", o.scenario);
     meta.info = {{"scenario", o.scenario}, {"model", out.report.model}, {"cluster", out.report.cluster},
                  {"plan", out.report.plan_summary}, {"iteration_time_s", fmt::format("{:.9g}", out.report.iteration_time_s)}};
-    emit(o.trace, trace::chrome_trace_json(out.compiled.graph, out.result,
-                                           trace::link_utilization(out.result, names, capacities), meta));
+    const auto counters = trace::link_utilization(out.result, names, capacities);
+    emit(o.trace, [&](std::ostream& os) { trace::write_chrome_trace(os, out.compiled.graph, out.result, counters, meta); });
   }
   emit(o.output, o.json ? strategy::to_json(out.report, out.plan).dump(1) + "\n" : strategy::to_text(out.report));
   return 0;

@@ -13,6 +13,12 @@
 namespace foresight::sim {
 
 void write_file_atomically(const std::string& path, std::string_view text) {
+  write_file_atomically(path, [text](std::ostream& out) {
+    out.write(text.data(), static_cast<std::streamsize>(text.size()));
+  });
+}
+
+void write_file_atomically(const std::string& path, const std::function<void(std::ostream&)>& write) {
   const std::filesystem::path target(path);
   std::filesystem::path tmp = target;
   tmp += ".tmp";
@@ -21,9 +27,16 @@ void write_file_atomically(const std::string& path, std::string_view text) {
     if (!out) {
       throw ConfigError(fmt::format("{}: cannot write ({})", tmp.string(), std::strerror(errno)));
     }
-    out.write(text.data(), static_cast<std::streamsize>(text.size()));
+    try {
+      write(out);
+    } catch (...) {
+      out.close();
+      std::filesystem::remove(tmp);
+      throw;
+    }
     out.flush();
     if (!out) {
+      out.close();
       std::filesystem::remove(tmp);
       throw ConfigError(fmt::format("{}: write failed", tmp.string()));
     }

@@ -8,6 +8,8 @@
 #include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <ostream>
+#include <sstream>
 #include <set>
 #include <string_view>
 
@@ -253,6 +255,14 @@ class TraceWriter {
   }
 
   std::string& out() { return out_; }
+  /// Writes what is buffered to `os` once it passes kChunk bytes (or always, with `all`), so a
+  /// trace streams out in pieces instead of being held whole. Called between events only.
+  void drain(std::ostream& os, bool all) {
+    if (!all && out_.size() < kChunk) return;
+    os.write(out_.data(), static_cast<std::streamsize>(out_.size()));
+    out_.clear();
+  }
+  static constexpr std::size_t kChunk = std::size_t{1} << 20;
 
  private:
   Object event() {
@@ -343,6 +353,14 @@ class TraceWriter {
 std::string chrome_trace_json(const sim::ExecutionGraph& graph, const sim::ExecutionResult& result,
                               const std::vector<CounterSeries>& counters,
                               const TraceMetadata& meta) {
+  std::ostringstream os;
+  write_chrome_trace(os, graph, result, counters, meta);
+  return std::move(os).str();
+}
+
+void write_chrome_trace(std::ostream& os, const sim::ExecutionGraph& graph,
+                        const sim::ExecutionResult& result, const std::vector<CounterSeries>& counters,
+                        const TraceMetadata& meta) {
   check_sizes(graph, result);
   std::set<std::string, std::less<>> keys{"title"};
   for (const auto& entry : meta.info) {
@@ -367,7 +385,7 @@ std::string chrome_trace_json(const sim::ExecutionGraph& graph, const sim::Execu
   }
 
   TraceWriter w(graph, result);
-  w.out().reserve(graph.nodes.size() * 200 + 4096);  // about 200 bytes per slice
+  w.out().reserve(TraceWriter::kChunk + 4096);
   w.out() += "{\"traceEvents\":[\n";
   for (std::size_t r = 0; r < ranks; ++r) {
     const std::size_t stands_for = graph.represents(r);
@@ -380,6 +398,7 @@ std::string chrome_trace_json(const sim::ExecutionGraph& graph, const sim::Execu
   if (!counters.empty()) w.process(ranks + 1, "network links", ranks);
   for (std::size_t i = 0; i < graph.nodes.size(); ++i) {
     if (shown(graph, result, i)) w.slice(i);
+    w.drain(os, false);
   }
   for (auto& [inst, members] : instances) {
     // Sends before receives; collective members in node order.
@@ -388,8 +407,12 @@ std::string chrome_trace_json(const sim::ExecutionGraph& graph, const sim::Execu
              (graph.nodes[b].kind == sim::OpKind::recv);
     });
     if (members.size() >= 2) w.flow(inst, members);
+    w.drain(os, false);
   }
-  for (const CounterSeries& series : counters) w.counter(ranks + 1, series);
+  for (const CounterSeries& series : counters) {
+    w.counter(ranks + 1, series);
+    w.drain(os, false);
+  }
   w.out() += "\n],\n\"displayTimeUnit\":\"ns\",\n\"metadata\":";
 
   {
@@ -398,7 +421,7 @@ std::string chrome_trace_json(const sim::ExecutionGraph& graph, const sim::Execu
     for (const auto& [key, value] : meta.info) m.str(key, value);
   }
   w.out() += "}\n";
-  return std::move(w.out());
+  w.drain(os, true);
 }
 
 }  // namespace foresight::trace

@@ -17,6 +17,7 @@
 /// Events carry no arrays (older Perfetto importers reject them) and are written in index order,
 /// so the same input gives the same bytes.
 
+#include <ostream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -43,5 +44,11 @@ struct TraceMetadata {
 std::string chrome_trace_json(const sim::ExecutionGraph& graph, const sim::ExecutionResult& result,
                               const std::vector<CounterSeries>& counters,
                               const TraceMetadata& meta);
+/// The same bytes, streamed to `os` in pieces of about a megabyte as they are made, so a trace
+/// never sits whole in memory. On a TraceError part of it may have been written: write to a
+/// temporary file (sim::write_file_atomically's stream form) so nothing partial stays.
+void write_chrome_trace(std::ostream& os, const sim::ExecutionGraph& graph,
+                        const sim::ExecutionResult& result, const std::vector<CounterSeries>& counters,
+                        const TraceMetadata& meta);
 
 }  // namespace foresight::trace

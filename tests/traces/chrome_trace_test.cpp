@@ -2,12 +2,17 @@
 // hand-made execution result with known times (traces/ depends only on sim, so no executor run).
 #include <catch2/catch.hpp>
 
+#include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <limits>
+#include <sstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "sim/atomic_file.hpp"
 #include "sim/error.hpp"
 #include "traces/chrome_trace.hpp"
 
@@ -341,4 +346,44 @@ TEST_CASE("chrome trace: same input, same bytes", "[traces]") {
   const std::string first = trace::chrome_trace_json(a.graph, a.result, counters, meta);
   CHECK(first == trace::chrome_trace_json(b.graph, b.result, counters, meta));
   CHECK(first == trace::chrome_trace_json(a.graph, a.result, counters, meta));
+}
+
+namespace {
+/// Counts the write calls that reach it and keeps their bytes.
+struct CountingBuf : std::stringbuf {
+  int writes = 0;
+  std::streamsize xsputn(const char* s, std::streamsize n) override {
+    ++writes;
+    return std::stringbuf::xsputn(s, n);
+  }
+};
+}  // namespace
+
+TEST_CASE("chrome trace: streamed in pieces, the same bytes, and never left half written", "[traces]") {
+  // 20,000 slices of ~150 bytes each are about 3 MB: more than two 1 MiB pieces.
+  Run run;
+  run.graph.add_rank(0, 0);
+  for (std::int64_t i = 0; i < 20'000; ++i) add(run, op(OpKind::compute, 0, 1), ps(i * 10), ps(i * 10), ps(i * 10 + 5));
+  const trace::TraceMetadata meta{"big", {}};
+  const std::string whole = trace::chrome_trace_json(run.graph, run.result, {}, meta);
+  REQUIRE(whole.size() > 2 * (std::size_t{1} << 20));
+  CountingBuf buf;
+  std::ostream os(&buf);
+  trace::write_chrome_trace(os, run.graph, run.result, {}, meta);
+  CHECK(buf.str() == whole);
+  CHECK(buf.writes >= 3);  // each piece is written as it fills, not the whole at the end
+
+  // A trace that fails half way leaves neither the file nor its temporary behind: a counter
+  // value that is not finite is found when the counters are written, after the slices' 3 MB.
+  const auto dir = std::filesystem::temp_directory_path() / "foresight-trace-stream-test";
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "t.json").string();
+  std::filesystem::remove(path);
+  const std::vector<trace::CounterSeries> bad{{"link", "percent", {{ps(0), std::nan("")}}}};
+  CHECK_THROWS_AS(sim::write_file_atomically(
+                      path, [&](std::ostream& out) { trace::write_chrome_trace(out, run.graph, run.result, bad, meta); }),
+                  sim::TraceError);
+  CHECK_FALSE(std::filesystem::exists(path));
+  CHECK_FALSE(std::filesystem::exists(path + ".tmp"));
+  std::filesystem::remove_all(dir);
 }
