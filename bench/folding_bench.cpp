@@ -8,7 +8,7 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 
-#include "strategies/simulation.hpp"
+#include "run/simulation.hpp"
 
 using namespace foresight;
 

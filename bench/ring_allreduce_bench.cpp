@@ -6,8 +6,8 @@
 #include <chrono>
 #include <cstdlib>
 
-#include "sim/collective_engine.hpp"
-#include "sim/collective_run.hpp"
+#include "collectives/collective_engine.hpp"
+#include "collectives/collective_run.hpp"
 #include "sim/simulator.hpp"
 #include "topologies/cluster_builders.hpp"
 

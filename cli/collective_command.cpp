@@ -6,12 +6,12 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
-#include "sim/collective_run.hpp"
-#include "sim/error.hpp"
-#include "sim/nccl_tuner.hpp"
-#include "sim/unit_parser.hpp"
+#include "collectives/collective_run.hpp"
+#include "common/error.hpp"
+#include "collectives/nccl_tuner.hpp"
+#include "common/unit_parser.hpp"
 #include "topologies/cluster_builders.hpp"
-#include "validate/calibration.hpp"
+#include "run/calibration.hpp"
 
 namespace foresight::cli {
 namespace {
@@ -73,8 +73,8 @@ int run_collective(const CollectiveOptions& o) {
   if (!o.protocol.empty()) req.protocol = sim::parse_protocol(o.protocol, "--protocol");
   req.root = o.root;
   const auto network = sim::parse_network_kind(o.network, "--network");
-  sim::CollectiveConfig config = validate::collective_config(
-      validate::load_calibration(o.calibration.empty() ? validate::default_calibration_path() : o.calibration).collectives);
+  sim::CollectiveConfig config = run::collective_config(
+      run::load_calibration(o.calibration.empty() ? run::default_calibration_path() : o.calibration).collectives);
   if (o.timing == "link-level") {
     config.timing = sim::CollectiveTiming::link_level;
   } else if (o.timing != "nccl") {

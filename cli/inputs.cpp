@@ -3,7 +3,7 @@
 #include "cli/commands.hpp"
 
 #include "traces/profile_db_json.hpp"
-#include "validate/calibration.hpp"
+#include "run/calibration.hpp"
 
 namespace foresight::cli {
 
@@ -27,8 +27,8 @@ std::vector<strategy::Override> ScenarioFlags::overrides() const {
 
 strategy::SimulationInputs ScenarioFlags::simulation_inputs() const {
   strategy::SimulationInputs in;
-  in.collectives = validate::collective_config(
-      validate::load_calibration(calibration.empty() ? validate::default_calibration_path() : calibration).collectives);
+  in.collectives = run::collective_config(
+      run::load_calibration(calibration.empty() ? run::default_calibration_path() : calibration).collectives);
   if (!profile.empty()) {
     if (!profiles_) profiles_ = std::make_shared<const sim::ProfileDb>(trace::load_profile_db(profile));
     in.profiles = profiles_.get();

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "sim/profile_db.hpp"
-#include "strategies/scenario.hpp"
-#include "strategies/simulation.hpp"
+#include "exec/profile_db.hpp"
+#include "run/scenario.hpp"
+#include "run/simulation.hpp"
 
 namespace foresight::cli {
 

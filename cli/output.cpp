@@ -5,7 +5,7 @@
 #include <string>
 
 #include "cli/commands.hpp"
-#include "sim/atomic_file.hpp"
+#include "common/atomic_file.hpp"
 
 namespace foresight::cli {
 

@@ -43,9 +43,9 @@
 #include "profiler/device_info.hpp"
 #include "profiler/gemm_bench.hpp"
 #include "profiler/memory_bench.hpp"
-#include "sim/atomic_file.hpp"
-#include "sim/error.hpp"
-#include "strategies/simulation.hpp"
+#include "common/atomic_file.hpp"
+#include "common/error.hpp"
+#include "run/simulation.hpp"
 #include "topologies/gpu_spec.hpp"
 #include "traces/profile_db_json.hpp"
 #ifdef FORESIGHT_HAVE_CUDNN

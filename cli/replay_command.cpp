@@ -10,10 +10,10 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
-#include "sim/collective_config.hpp"
-#include "sim/atomic_file.hpp"
-#include "sim/error.hpp"
-#include "sim/executor.hpp"
+#include "collectives/collective_config.hpp"
+#include "common/atomic_file.hpp"
+#include "common/error.hpp"
+#include "exec/executor.hpp"
 #include "topologies/cluster_builders.hpp"
 #include "topologies/gpu_spec.hpp"
 #include "traces/chrome_trace.hpp"

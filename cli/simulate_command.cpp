@@ -7,7 +7,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/inputs.hpp"
-#include "strategies/simulation.hpp"
+#include "run/simulation.hpp"
 #include "traces/chrome_trace.hpp"
 
 namespace foresight::cli {

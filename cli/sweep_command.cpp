@@ -17,9 +17,9 @@
 
 #include "cli/commands.hpp"
 #include "cli/inputs.hpp"
-#include "sim/atomic_file.hpp"
-#include "sim/error.hpp"
-#include "validate/svg_plot.hpp"
+#include "common/atomic_file.hpp"
+#include "common/error.hpp"
+#include "plots/svg_plot.hpp"
 
 namespace foresight::cli {
 namespace {

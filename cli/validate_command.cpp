@@ -28,16 +28,16 @@ struct ValidateCliOptions {
 
 int run_validate(const ValidateCliOptions& o) {
   const std::string suite_path = o.suite.empty() ? validate::default_suite_path() : o.suite;
-  const std::string cal_path = o.calibration.empty() ? validate::default_calibration_path() : o.calibration;
+  const std::string cal_path = o.calibration.empty() ? run::default_calibration_path() : o.calibration;
   const validate::Suite suite = validate::load_suite(suite_path);
   validate::Calibration calibration;
   if (o.calibrate) {
     std::fputs("foresight validate: refitting every constant on the calibration cases...\n", stderr);
     calibration = validate::calibrate(suite);
-    emit(cal_path, validate::to_json_text(calibration));
+    emit(cal_path, run::to_json_text(calibration));
     fmt::print(stderr, "foresight validate: wrote {}\n", cal_path);
   } else {
-    calibration = validate::load_calibration(cal_path);
+    calibration = run::load_calibration(cal_path);
   }
   validate::ValidateOptions options;
   options.network = sim::parse_network_kind(o.network, "--network");

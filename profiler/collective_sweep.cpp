@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
-#include "sim/error.hpp"
+#include "common/error.hpp"
 
 namespace foresight::prof {
 

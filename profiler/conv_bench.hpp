@@ -7,7 +7,7 @@
 #include <cstddef>
 
 #include "profiler/bench_timer.hpp"
-#include "sim/op_signature.hpp"
+#include "exec/op_signature.hpp"
 
 struct cudnnContext;  // cuDNN's handle (cudnnHandle_t), kept out of this header
 

@@ -7,7 +7,7 @@
 
 #include "profiler/bench_timer.hpp"
 #include "profiler/device_buffer.hpp"
-#include "sim/op_signature.hpp"
+#include "exec/op_signature.hpp"
 
 struct cublasLtContext;  // cuBLASLt's handle (cublasLtHandle_t), kept out of this header
 

@@ -4,7 +4,7 @@
 #include <cstring>
 #include <string>
 
-#include "sim/error.hpp"
+#include "common/error.hpp"
 
 namespace foresight::prof {
 

@@ -4,7 +4,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "sim/error.hpp"
+#include "common/error.hpp"
 
 namespace foresight::prof {
 

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "sim/units.hpp"
+#include "common/units.hpp"
 
 namespace foresight::sim {
 

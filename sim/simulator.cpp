@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "sim/error.hpp"
+#include "common/error.hpp"
 
 namespace foresight::sim {
 namespace {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "sim/event_queue.hpp"
-#include "sim/units.hpp"
+#include "common/units.hpp"
 
 namespace foresight::sim {
 

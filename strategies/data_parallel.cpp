@@ -6,7 +6,7 @@
 #include <cmath>
 #include <map>
 
-#include "sim/error.hpp"
+#include "common/error.hpp"
 #include "strategies/hybrid_layout.hpp"
 #include "strategies/layer_pass.hpp"
 

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <string_view>
 
-#include "sim/error.hpp"
+#include "common/error.hpp"
 
 namespace foresight::strategy {
 namespace {

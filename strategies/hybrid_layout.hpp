@@ -31,7 +31,7 @@
 #include <tuple>
 #include <vector>
 
-#include "sim/execution_graph.hpp"
+#include "exec/execution_graph.hpp"
 #include "strategies/moe.hpp"
 #include "strategies/plan.hpp"
 #include "topologies/cluster.hpp"

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "strategies/model.hpp"
+#include "models/model.hpp"
 #include "strategies/plan.hpp"
 
 namespace foresight::strategy {

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <numeric>
 
-#include "sim/error.hpp"
+#include "common/error.hpp"
 #include "strategies/plan.hpp"
 
 namespace foresight::strategy {

@@ -19,20 +19,10 @@
 #include <tuple>
 #include <vector>
 
-#include "sim/execution_graph.hpp"
-#include "strategies/model.hpp"
+#include "exec/execution_graph.hpp"
+#include "models/model.hpp"
 
 namespace foresight::strategy {
-
-/// The router: a linear h -> E projection per token, softmax and top-k selection.
-Layer router_layer(std::string name, std::int64_t seq, std::int64_t hidden, int experts, int top_k);
-
-/// `experts` routed FFNs (gated: h -> 2f, SwiGLU, f -> h; else h -> f, GELU, f -> h) taking
-/// `top_k` of each sample's `seq` tokens, plus the permutation into expert order and back
-/// (gather/scatter of h per assignment). Kernels are per token; the layer's totals are for
-/// `seq` x `top_k` assignments.
-Layer experts_layer(std::string name, std::int64_t seq, std::int64_t hidden, std::int64_t ffn, int experts, int top_k,
-                    bool gated);
 
 struct RoutingSpec {
   enum class Kind : std::uint8_t { balanced, zipf, histogram };

@@ -8,7 +8,7 @@
 #include <tuple>
 #include <utility>
 
-#include "sim/error.hpp"
+#include "common/error.hpp"
 #include "strategies/hybrid_layout.hpp"
 #include "strategies/layer_pass.hpp"
 #include "strategies/memory_model.hpp"

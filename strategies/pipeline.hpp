@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "strategies/compute_model.hpp"
+#include "models/compute_model.hpp"
 #include "strategies/data_parallel.hpp"
-#include "strategies/model.hpp"
+#include "models/model.hpp"
 #include "strategies/plan.hpp"
 #include "topologies/cluster.hpp"
 

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "sim/error.hpp"
+#include "common/error.hpp"
 #include "strategies/pipeline.hpp"
 #include "strategies/rank_emitter.hpp"
 

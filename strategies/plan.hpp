@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "sim/network_model.hpp"
-#include "sim/units.hpp"
+#include "net/network_model.hpp"
+#include "common/units.hpp"
 #include "strategies/moe.hpp"
 
 namespace foresight::strategy {

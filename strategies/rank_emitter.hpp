@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "sim/execution_graph.hpp"
-#include "strategies/compute_model.hpp"
-#include "strategies/model.hpp"
+#include "exec/execution_graph.hpp"
+#include "models/compute_model.hpp"
+#include "models/model.hpp"
 #include "strategies/moe.hpp"
 #include "strategies/plan.hpp"
 #include "strategies/tensor_parallel.hpp"

@@ -25,8 +25,8 @@
 #include <string>
 #include <vector>
 
-#include "sim/collective_types.hpp"
-#include "strategies/model.hpp"
+#include "collectives/collective_types.hpp"
+#include "models/model.hpp"
 #include "strategies/plan.hpp"
 
 namespace foresight::strategy {

@@ -4,7 +4,7 @@
 
 #include <utility>
 
-#include "sim/error.hpp"
+#include "common/error.hpp"
 #include "topologies/detail/cluster_impl.hpp"
 
 namespace foresight::topo {

@@ -14,8 +14,8 @@
 #include <utility>
 #include <vector>
 
-#include "sim/fabric.hpp"
-#include "sim/units.hpp"
+#include "net/fabric.hpp"
+#include "common/units.hpp"
 #include "topologies/gpu_spec.hpp"
 
 namespace foresight::topo {

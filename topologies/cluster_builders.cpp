@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "sim/error.hpp"
+#include "common/error.hpp"
 #include "topologies/topology_json.hpp"
 
 namespace foresight::topo {

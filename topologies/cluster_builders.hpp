@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "sim/units.hpp"
+#include "common/units.hpp"
 #include "topologies/cluster.hpp"
 #include "topologies/node_presets.hpp"
 

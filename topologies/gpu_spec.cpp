@@ -6,7 +6,7 @@
 #include <utility>
 #include <cctype>
 
-#include "sim/error.hpp"
+#include "common/error.hpp"
 
 namespace foresight::topo {
 namespace {

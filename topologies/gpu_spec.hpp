@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "sim/units.hpp"
+#include "common/units.hpp"
 
 namespace foresight::topo {
 

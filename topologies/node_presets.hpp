@@ -23,7 +23,7 @@
 #include <string_view>
 #include <vector>
 
-#include "sim/units.hpp"
+#include "common/units.hpp"
 #include "topologies/cluster.hpp"
 #include "topologies/gpu_spec.hpp"
 

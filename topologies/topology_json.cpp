@@ -12,9 +12,9 @@
 #include <utility>
 #include <vector>
 
-#include "sim/error.hpp"
-#include "sim/unit_parser.hpp"
-#include "topologies/json_reader.hpp"
+#include "common/error.hpp"
+#include "common/unit_parser.hpp"
+#include "common/json_reader.hpp"
 
 namespace foresight::topo {
 namespace {

@@ -9,7 +9,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "sim/error.hpp"
+#include "common/error.hpp"
 
 namespace foresight::topo {
 namespace {

@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "sim/units.hpp"
+#include "common/units.hpp"
 #include "topologies/cluster.hpp"
 
 namespace foresight::topo {

@@ -13,7 +13,7 @@
 #include <set>
 #include <string_view>
 
-#include "sim/error.hpp"
+#include "common/error.hpp"
 
 namespace foresight::trace {
 

@@ -22,8 +22,8 @@
 #include <utility>
 #include <vector>
 
-#include "sim/execution_graph.hpp"
-#include "sim/executor.hpp"
+#include "exec/execution_graph.hpp"
+#include "exec/executor.hpp"
 #include "traces/counter_series.hpp"
 
 namespace foresight::trace {

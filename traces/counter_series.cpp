@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "sim/error.hpp"
+#include "common/error.hpp"
 
 namespace foresight::trace {
 

@@ -6,8 +6,8 @@
 #include <utility>
 #include <vector>
 
-#include "sim/executor.hpp"
-#include "sim/units.hpp"
+#include "exec/executor.hpp"
+#include "common/units.hpp"
 
 namespace foresight::trace {
 

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "sim/error.hpp"
+#include "common/error.hpp"
 
 namespace foresight::trace {
 namespace {

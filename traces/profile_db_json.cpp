@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "sim/error.hpp"
+#include "common/error.hpp"
 
 namespace foresight::trace {
 namespace {

@@ -13,7 +13,7 @@
 
 #include <string>
 
-#include "sim/profile_db.hpp"
+#include "exec/profile_db.hpp"
 
 namespace foresight::trace {
 

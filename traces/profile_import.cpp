@@ -6,7 +6,7 @@
 #include <map>
 #include <optional>
 
-#include "sim/error.hpp"
+#include "common/error.hpp"
 
 namespace foresight::trace {
 namespace {

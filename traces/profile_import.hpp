@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/profile_db.hpp"
+#include "exec/profile_db.hpp"
 #include "traces/kineto.hpp"
 
 namespace foresight::trace {

@@ -6,7 +6,7 @@
 #include <functional>
 #include <map>
 
-#include "sim/error.hpp"
+#include "common/error.hpp"
 
 namespace foresight::trace {
 namespace {

@@ -29,7 +29,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/execution_graph.hpp"
+#include "exec/execution_graph.hpp"
 #include "traces/gpu_retime.hpp"
 #include "traces/gpu_timeline.hpp"
 #include "traces/kineto.hpp"

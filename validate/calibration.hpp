@@ -1,6 +1,6 @@
 #pragma once
-/// The stored calibration (validate/data/calibration.json): every constant the simulator cannot
-/// know, its value, and the measured calibration cases it was fitted on. One file, in parts:
+/// Fitting and checking the stored calibration (validate/data/calibration.json; run/calibration.hpp
+/// reads and writes it). How each part is fitted:
 /// - "collectives": per GPU generation, NCCL launch, latency scale, protocol efficiencies
 ///   (Levenberg-Marquardt on nccl_busbw's calibration sizes);
 /// - "compute": per GPU generation, the GEMM cap and the achievable HBM fraction, each the ratio
@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "strategies/simulation.hpp"
-#include "validate/collective_calibration.hpp"
+#include "run/simulation.hpp"
+#include "run/calibration.hpp"
 #include "validate/gemm_dataset.hpp"
 #include "validate/megatron_dataset.hpp"
 #include "validate/nccl_dataset.hpp"
@@ -26,33 +26,12 @@
 
 namespace foresight::validate {
 
-/// The compute model's fitted constants for one GPU generation (strategies/compute_model.cpp
-/// carries the same values; check_compute_constants compares them).
-struct ComputeCalibration {
-  int compute_capability = 0;
-  std::string gpu;  ///< the catalog GPU the cases were measured on
-  double gemm_cap = 0.0;
-  double hbm_fraction = 0.0;
-  std::vector<std::string> fitted_on;
-};
-
-struct Calibration {
-  CalibrationFile collectives;
-  std::vector<ComputeCalibration> compute;
-  DdpCalibration thetagpu_ddp;
-  GpipeCalibration thetagpu_gpipe;
-  MegatronCalibration megatron;
-};
-
-/// Reads a calibration file; ConfigError naming file, pointer, expected and found otherwise.
-Calibration load_calibration(const std::string& path);
-/// The file's JSON text (with each part's method).
-std::string to_json_text(const Calibration& c);
-
-/// Path of the stored calibration: data_dir()/calibration.json.
-std::string default_calibration_path();
-/// The collective configuration of the stored calibration.
-sim::CollectiveConfig default_collective_config();
+using run::Calibration;
+using run::CalibrationFile;
+using run::ComputeCalibration;
+using run::DdpCalibration;
+using run::GpipeCalibration;
+using run::MegatronCalibration;
 
 /// Every case id of the validation datasets with its role and the dataset that declares it.
 struct CaseRole {

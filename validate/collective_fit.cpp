@@ -10,9 +10,9 @@
 #include <unsupported/Eigen/NonLinearOptimization>
 #include <unsupported/Eigen/NumericalDiff>
 
-#include "sim/collective_run.hpp"
-#include "sim/nccl_tuner.hpp"
-#include "sim/error.hpp"
+#include "collectives/collective_run.hpp"
+#include "collectives/nccl_tuner.hpp"
+#include "common/error.hpp"
 #include "topologies/cluster_builders.hpp"
 
 namespace foresight::validate {

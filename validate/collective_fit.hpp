@@ -7,11 +7,15 @@
 #include <string>
 #include <vector>
 
-#include "sim/network_model.hpp"
-#include "validate/collective_calibration.hpp"
+#include "net/network_model.hpp"
 #include "validate/nccl_dataset.hpp"
+#include "run/calibration.hpp"
 
 namespace foresight::validate {
+
+using run::CalibrationFile;
+using run::CalibrationRecord;
+using run::collective_config;
 
 /// Fits one profile on the calibration points of series `series_id`: launch overhead, latency
 /// scale and the efficiency of every NCCL protocol those points exercise (the others stay 1,

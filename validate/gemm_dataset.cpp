@@ -2,9 +2,9 @@
 
 #include <fmt/format.h>
 
-#include "sim/error.hpp"
-#include "strategies/compute_model.hpp"
-#include "topologies/json_reader.hpp"
+#include "common/error.hpp"
+#include "models/compute_model.hpp"
+#include "common/json_reader.hpp"
 
 namespace foresight::validate {
 

@@ -6,8 +6,8 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "sim/error.hpp"
-#include "topologies/json_reader.hpp"
+#include "common/error.hpp"
+#include "common/json_reader.hpp"
 #include "validate/golden_section.hpp"
 
 namespace foresight::validate {

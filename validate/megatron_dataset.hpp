@@ -8,11 +8,14 @@
 #include <string>
 #include <vector>
 
-#include "strategies/scenario.hpp"
-#include "strategies/simulation.hpp"
+#include "run/scenario.hpp"
+#include "run/simulation.hpp"
 #include "validate/nccl_dataset.hpp"
+#include "run/calibration.hpp"
 
 namespace foresight::validate {
+
+using run::MegatronCalibration;
 
 struct MegatronRun {
   std::string id;
@@ -59,12 +62,6 @@ double megatron_flops_per_iteration(const MegatronRun& r);
 /// fitted gemm_efficiency.
 strategy::Scenario megatron_scenario(const MegatronRun& r, const std::string& dataset_file,
                                      double gemm_efficiency = 1.0);
-
-/// The fitted constant and the rows it came from ("megatron_sc21" in calibration.json).
-struct MegatronCalibration {
-  double gemm_efficiency = 1.0;
-  std::vector<std::string> fitted_on;
-};
 
 /// Predicted TFLOP/s per GPU of row `r`: the paper's FLOPs over the simulated iteration.
 double megatron_predicted_tflops(const MegatronRun& r, const std::string& dataset_file, double gemm_efficiency,

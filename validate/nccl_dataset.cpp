@@ -5,8 +5,8 @@
 #include <cstdlib>
 #include <set>
 
-#include "sim/error.hpp"
-#include "topologies/json_reader.hpp"
+#include "common/error.hpp"
+#include "common/json_reader.hpp"
 
 namespace foresight::validate {
 namespace {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/collective_types.hpp"
+#include "collectives/collective_types.hpp"
 
 namespace foresight::validate {
 

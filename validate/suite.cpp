@@ -8,10 +8,10 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "sim/error.hpp"
-#include "sim/executor.hpp"
+#include "common/error.hpp"
+#include "exec/executor.hpp"
 #include "topologies/cluster_builders.hpp"
-#include "topologies/json_reader.hpp"
+#include "common/json_reader.hpp"
 #include "traces/kineto.hpp"
 #include "traces/replay.hpp"
 #include "validate/collective_fit.hpp"

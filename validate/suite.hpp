@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/network_model.hpp"
+#include "net/network_model.hpp"
 #include "validate/calibration.hpp"
 
 namespace foresight::validate {

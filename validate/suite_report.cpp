@@ -5,7 +5,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "validate/svg_plot.hpp"
+#include "plots/svg_plot.hpp"
 
 namespace foresight::validate {
 namespace {

@@ -7,8 +7,8 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
-#include "sim/error.hpp"
-#include "topologies/json_reader.hpp"
+#include "common/error.hpp"
+#include "common/json_reader.hpp"
 #include "validate/golden_section.hpp"
 
 namespace foresight::validate {

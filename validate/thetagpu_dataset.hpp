@@ -9,10 +9,14 @@
 #include <string>
 #include <vector>
 
-#include "strategies/simulation.hpp"
+#include "run/simulation.hpp"
 #include "validate/nccl_dataset.hpp"
+#include "run/calibration.hpp"
 
 namespace foresight::validate {
+
+using run::DdpCalibration;
+using run::GpipeCalibration;
 
 struct ThetaRun {
   std::string id;
@@ -30,19 +34,6 @@ struct ThetaDataset {
 };
 
 ThetaDataset load_thetagpu_dataset(const std::string& path);
-
-/// The fitted constant and the cases it came from (the "thetagpu_ddp" part of calibration.json).
-struct DdpCalibration {
-  double input_rate = 0.0;  ///< samples/s per process
-  std::vector<std::string> fitted_on;
-};
-
-/// The fitted GPipe constants and the cases they came from ("thetagpu_gpipe" in calibration.json).
-struct GpipeCalibration {
-  sim::Time microbatch_overhead;
-  sim::Time dispatch_gil;
-  std::vector<std::string> fitted_on;
-};
 
 /// The scenario of a DDP run on `gpus` GPUs with `input_rate`.
 strategy::Scenario ddp_scenario(const ThetaDataset& d, int gpus, double input_rate);

@@ -8,8 +8,8 @@
 #include <tuple>
 #include <vector>
 
-#include "sim/error.hpp"
-#include "strategies/compute_model.hpp"
+#include "common/error.hpp"
+#include "models/compute_model.hpp"
 #include "traces/profile_import.hpp"
 
 namespace foresight::validate {

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "sim/error.hpp"
+#include "common/error.hpp"
 
 namespace foresight::prof::detail {
 

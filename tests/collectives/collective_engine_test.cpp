@@ -6,9 +6,9 @@
 #include <cmath>
 #include <set>
 
-#include "sim/collective_engine.hpp"
-#include "sim/collective_run.hpp"
-#include "sim/error.hpp"
+#include "collectives/collective_engine.hpp"
+#include "collectives/collective_run.hpp"
+#include "common/error.hpp"
 #include "sim/simulator.hpp"
 #include "tests/test_paths.hpp"
 #include "topologies/cluster_builders.hpp"

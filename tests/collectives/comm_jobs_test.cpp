@@ -6,10 +6,10 @@
 
 #include <random>
 
-#include "sim/collective_engine.hpp"
-#include "sim/executor.hpp"
-#include "sim/flow_network.hpp"
-#include "sim/plan_timing.hpp"
+#include "collectives/collective_engine.hpp"
+#include "exec/executor.hpp"
+#include "net/flow_network.hpp"
+#include "collectives/plan_timing.hpp"
 #include "tests/collectives/fixture.hpp"
 #include "topologies/cluster_builders.hpp"
 

@@ -2,7 +2,7 @@
 // What the executor tests share: a collective configuration with a 10 us launch and pipelined
 // fill on A100s (compute capability 80).
 
-#include "sim/collective_config.hpp"
+#include "collectives/collective_config.hpp"
 
 namespace foresight::test {
 

@@ -12,7 +12,7 @@
 #include "profiler/collective_sweep.hpp"
 #include "profiler/random_fill.hpp"
 #include "profiler/records.hpp"
-#include "sim/error.hpp"
+#include "common/error.hpp"
 #include "traces/kineto.hpp"
 
 using namespace foresight;

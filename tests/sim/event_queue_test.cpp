@@ -3,7 +3,7 @@
 #include <random>
 #include <vector>
 
-#include "sim/error.hpp"
+#include "common/error.hpp"
 #include "sim/simulator.hpp"
 
 using namespace foresight::sim;

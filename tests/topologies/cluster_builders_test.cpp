@@ -4,7 +4,7 @@
 #include <map>
 
 #include "path_checks.hpp"
-#include "sim/error.hpp"
+#include "common/error.hpp"
 #include "tests/test_paths.hpp"
 
 using namespace foresight;

@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "path_checks.hpp"
-#include "sim/error.hpp"
+#include "common/error.hpp"
 
 using namespace foresight;
 using Catch::Contains;

@@ -2,7 +2,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "sim/error.hpp"
+#include "common/error.hpp"
 
 using namespace foresight;
 using topo::find_gpu_spec;

@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "path_checks.hpp"
-#include "sim/error.hpp"
+#include "common/error.hpp"
 #include "tests/test_paths.hpp"
 #include "topologies/cluster_builders.hpp"
 #include "topologies/topology_json.hpp"

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "path_checks.hpp"
-#include "sim/error.hpp"
+#include "common/error.hpp"
 #include "tests/test_paths.hpp"
 #include "topologies/cluster_builders.hpp"
 #include "topologies/topology_report.hpp"

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "sim/atomic_file.hpp"
-#include "sim/error.hpp"
+#include "common/atomic_file.hpp"
+#include "common/error.hpp"
 #include "traces/chrome_trace.hpp"
 
 using namespace foresight;

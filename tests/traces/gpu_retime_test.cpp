@@ -2,9 +2,9 @@
 // launch configuration, the rule each op follows, and a replay that uses it.
 #include <catch2/catch.hpp>
 
-#include "sim/collective_config.hpp"
-#include "sim/error.hpp"
-#include "sim/executor.hpp"
+#include "collectives/collective_config.hpp"
+#include "common/error.hpp"
+#include "exec/executor.hpp"
 #include "tests/test_paths.hpp"
 #include "topologies/cluster_builders.hpp"
 #include "traces/gpu_retime.hpp"

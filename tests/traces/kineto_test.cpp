@@ -8,7 +8,7 @@
 #include <set>
 #include <unistd.h>
 
-#include "sim/error.hpp"
+#include "common/error.hpp"
 #include "tests/test_paths.hpp"
 #include "traces/kineto.hpp"
 

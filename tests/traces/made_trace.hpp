@@ -4,8 +4,8 @@
 #include <utility>
 #include <vector>
 
-#include "sim/collective_config.hpp"
-#include "sim/executor.hpp"
+#include "collectives/collective_config.hpp"
+#include "exec/executor.hpp"
 #include "topologies/cluster_builders.hpp"
 #include "traces/kineto.hpp"
 #include "traces/replay.hpp"

@@ -2,7 +2,7 @@
 // their GPU time, and the database's use by the simulator.
 #include <catch2/catch.hpp>
 
-#include "sim/error.hpp"
+#include "common/error.hpp"
 #include "tests/test_paths.hpp"
 #include "topologies/gpu_spec.hpp"
 #include "traces/kineto.hpp"

@@ -3,10 +3,10 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
-#include "sim/collective_config.hpp"
-#include "sim/collective_run.hpp"
-#include "sim/error.hpp"
-#include "sim/executor.hpp"
+#include "collectives/collective_config.hpp"
+#include "collectives/collective_run.hpp"
+#include "common/error.hpp"
+#include "exec/executor.hpp"
 #include "tests/test_paths.hpp"
 #include "tests/traces/made_trace.hpp"
 #include "topologies/cluster_builders.hpp"

@@ -4,9 +4,9 @@
 
 #include <cmath>
 
-#include "sim/error.hpp"
+#include "common/error.hpp"
 
-#include "strategies/compute_model.hpp"
+#include "models/compute_model.hpp"
 #include "validate/gemm_dataset.hpp"
 
 using namespace foresight;

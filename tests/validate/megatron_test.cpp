@@ -5,8 +5,8 @@
 
 #include <cmath>
 
-#include "strategies/model_zoo.hpp"
-#include "strategies/simulation.hpp"
+#include "models/model_zoo.hpp"
+#include "run/simulation.hpp"
 #include "validate/megatron_dataset.hpp"
 
 using namespace foresight;

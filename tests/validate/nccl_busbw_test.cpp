@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "sim/error.hpp"
+#include "common/error.hpp"
 #include "validate/calibration.hpp"
 #include "validate/collective_fit.hpp"
 
@@ -19,7 +19,7 @@ const validate::NcclDataset& dataset() {
 }
 
 const std::vector<validate::PointResult>& predictions() {
-  static const auto r = validate::evaluate(dataset(), validate::default_collective_config(), sim::NetworkKind::flow);
+  static const auto r = validate::evaluate(dataset(), run::default_collective_config(), sim::NetworkKind::flow);
   return r;
 }
 
@@ -33,7 +33,7 @@ const validate::PointResult& point(const std::string& id) {
 }  // namespace
 
 TEST_CASE("the stored collective calibration is what the fit gives", "[validate]") {
-  const auto stored = validate::load_calibration(validate::default_calibration_path()).collectives;
+  const auto stored = run::load_calibration(run::default_calibration_path()).collectives;
   const auto fitted = validate::fit_dataset(dataset());
   REQUIRE(stored.profiles.size() == fitted.profiles.size());
   for (std::size_t i = 0; i < stored.profiles.size(); ++i) {
@@ -119,7 +119,7 @@ TEST_CASE("a planted wrong measurement shows as a large error", "[validate]") {
   for (auto& p : planted.points) {
     if (p.id == "a100-8gpu-all_reduce@1073741824") p.busbw_GBps *= 1.5;
   }
-  const auto r = validate::evaluate(planted, validate::default_collective_config(), sim::NetworkKind::analytical);
+  const auto r = validate::evaluate(planted, run::default_collective_config(), sim::NetworkKind::analytical);
   bool found = false;
   for (const auto& x : r) {
     if (x.point->id == "a100-8gpu-all_reduce@1073741824") {
@@ -141,7 +141,7 @@ TEST_CASE("malformed dataset files are clear errors", "[validate]") {
                       Contains("calibration size 12345 is not one of the series' sizes"));
   REQUIRE_THROWS_WITH(validate::load_nccl_dataset(bad + "bad_op.json"),
                       Contains("/points/0/op") && Contains("all_reducee"));
-  REQUIRE_THROWS_WITH(validate::load_calibration(bad + "calibration_negative.json"),
+  REQUIRE_THROWS_WITH(run::load_calibration(bad + "calibration_negative.json"),
                       Contains("/collectives/profiles/0/efficiency/LL") && Contains("positive"));
   REQUIRE_THROWS_AS(validate::load_nccl_dataset(bad + "missing.json"), sim::ConfigError);
 }

@@ -10,7 +10,7 @@
 #include <string>
 #include <unistd.h>
 
-#include "sim/error.hpp"
+#include "common/error.hpp"
 #include "validate/megatron_dataset.hpp"
 #include "validate/suite.hpp"
 #include "validate/suite_report.hpp"
@@ -28,14 +28,14 @@ const validate::Suite& suite() {
 }
 
 const validate::Calibration& stored() {
-  static const auto c = validate::load_calibration(validate::default_calibration_path());
+  static const auto c = run::load_calibration(run::default_calibration_path());
   return c;
 }
 
 validate::ValidateOptions no_traces() { return {}; }
 
 const std::vector<validate::DatasetResult>& results() {
-  static const auto r = validate::run_suite(suite(), stored(), validate::default_calibration_path(), no_traces());
+  static const auto r = validate::run_suite(suite(), stored(), run::default_calibration_path(), no_traces());
   return r;
 }
 
@@ -109,7 +109,7 @@ TEST_CASE("a planted wrong measurement fails its dataset", "[validate]") {
                                  {"datasets", {{{"name", "planted_ddp"}, {"kind", "thetagpu_ddp"}, {"file", "planted.json"},
                                                 {"goal_pct", 10}, {"threshold_pct", 10}}}}});
   const auto planted = validate::load_suite((dir / "suite.json").string());
-  const auto rs = validate::run_suite(planted, stored(), validate::default_calibration_path(), no_traces());
+  const auto rs = validate::run_suite(planted, stored(), run::default_calibration_path(), no_traces());
   REQUIRE(rs.size() == 1);
   const auto& r = rs[0];
   REQUIRE(!r.passed());
@@ -126,13 +126,13 @@ TEST_CASE("a calibration that reads a prediction case, or drifts from the code, 
   REQUIRE(roles.at("ddp-2gpu").role == validate::Role::calibration);
   // The stored file names only calibration cases.
   REQUIRE_NOTHROW(validate::check_provenance(stored(), roles, "calibration.json"));
-  const auto reads = validate::load_calibration(bad("calibration_reads_prediction.json"));
+  const auto reads = run::load_calibration(bad("calibration_reads_prediction.json"));
   REQUIRE_THROWS_WITH(validate::run_suite(suite(), reads, "reads.json", no_traces()),
                       Contains("reads.json: /thetagpu_ddp/fitted_on/1") && Contains("\"ddp-4gpu\", a prediction case"));
-  const auto unknown = validate::load_calibration(bad("calibration_unknown_case.json"));
+  const auto unknown = run::load_calibration(bad("calibration_unknown_case.json"));
   REQUIRE_THROWS_WITH(validate::check_provenance(unknown, roles, "u.json"),
                       Contains("/thetagpu_gpipe/fitted_on/0") && Contains("\"gpipe-3gpu\", which no dataset declares"));
-  const auto drift = validate::load_calibration(bad("calibration_compute_drift.json"));
+  const auto drift = run::load_calibration(bad("calibration_compute_drift.json"));
   REQUIRE_THROWS_WITH(validate::check_compute_constants(drift, "d.json"),
                       Contains("d.json: /compute/0: gemm_cap 0.9") && Contains("strategies/compute_model.cpp"));
   // The compute constants the fit gives are the stored ones, and the code's.
@@ -159,7 +159,7 @@ TEST_CASE("malformed suite, dataset and calibration files are clear errors", "[v
                       Contains("/runs/3/role") && Contains("at most 3 calibration rows"));
   REQUIRE_THROWS_WITH(validate::load_thetagpu_dataset(bad("thetagpu_bad_strategy.json")),
                       Contains("/runs/2/strategy") && Contains("found \"zero3\""));
-  REQUIRE_THROWS_WITH(validate::load_calibration(bad("calibration_unknown_key.json")),
+  REQUIRE_THROWS_WITH(run::load_calibration(bad("calibration_unknown_key.json")),
                       Contains("/thetagpu_ddp/input_rate_typo") && Contains("unknown key"));
   REQUIRE_THROWS_AS(validate::load_suite(bad("no_such_suite.json")), sim::ConfigError);
 }
@@ -189,7 +189,7 @@ TEST_CASE("trace replay cases: skipped with a message when the folder is absent"
   o.traces_dir = "/nonexistent/traces";
   validate::Suite none;
   none.path = "empty";
-  const auto rs = validate::run_suite(none, stored(), validate::default_calibration_path(), o);
+  const auto rs = validate::run_suite(none, stored(), run::default_calibration_path(), o);
   REQUIRE(rs.size() == 2);
   REQUIRE(rs[0].name == "trace_replay");
   REQUIRE(rs[1].name == "trace_retime");

@@ -6,8 +6,8 @@
 #include <cmath>
 #include <string>
 
-#include "strategies/scenario.hpp"
-#include "strategies/simulation.hpp"
+#include "run/scenario.hpp"
+#include "run/simulation.hpp"
 #include "validate/calibration.hpp"
 #include "validate/thetagpu_dataset.hpp"
 
@@ -21,13 +21,13 @@ const validate::ThetaDataset& dataset() {
 }
 
 const validate::Calibration& stored() {
-  static const auto c = validate::load_calibration(validate::default_calibration_path());
+  static const auto c = run::load_calibration(run::default_calibration_path());
   return c;
 }
 
 strategy::SimulationInputs inputs() {
   strategy::SimulationInputs in;
-  in.collectives = validate::collective_config(stored().collectives);
+  in.collectives = run::collective_config(stored().collectives);
   return in;
 }
 

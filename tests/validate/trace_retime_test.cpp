@@ -8,7 +8,7 @@
 
 #include <cmath>
 
-#include "sim/error.hpp"
+#include "common/error.hpp"
 #include "tests/test_paths.hpp"
 
 using namespace foresight;

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/error.hpp"
+#include "common/error.hpp"
 #include "topologies/cluster.hpp"
 #include "topologies/detail/cluster_impl.hpp"
 

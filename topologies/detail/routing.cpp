@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "sim/error.hpp"
+#include "common/error.hpp"
 #include "topologies/detail/cluster_impl.hpp"
 
 namespace foresight::topo::detail {

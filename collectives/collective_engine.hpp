@@ -1,0 +1,80 @@
+#pragma once
+/// Runs planned collectives (sim/collective_plan.hpp) on a network model. Several collectives
+/// may run at once; their flows then contend in the network model.
+///
+/// Ring phases run step by step: position p sends step k to p+1 once it has received step k-1
+/// from p-1 and has finished sending its own step k-1 (NCCL's channel sends are sequential); a
+/// step arrives its hop latency after its last byte left. Flow phases start every flow at once
+/// and end when the last one has arrived. A collective ends when its last phase ends.
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "collectives/collective_plan.hpp"
+#include "net/network_model.hpp"
+#include "sim/simulator.hpp"
+
+namespace foresight::sim {
+
+class CollectiveEngine final : private EventHandler {
+ public:
+  CollectiveEngine(Simulator& sim, NetworkModel& network);
+  CollectiveEngine(const CollectiveEngine&) = delete;
+  CollectiveEngine& operator=(const CollectiveEngine&) = delete;
+  ~CollectiveEngine() override;
+
+  /// Starts `plan` now; `done` is scheduled when it completes.
+  void start(CollectivePlan plan, FlowNotify done);
+  void start(std::shared_ptr<const CollectivePlan> plan, FlowNotify done);
+
+  /// A running collective's progress, for moving it to another engine (CommJobs): its phase,
+  /// and in a ring phase each (ring, position)'s steps sent and received and whether a send is
+  /// under way, and the arrivals counted so far.
+  struct Progress {
+    std::uint32_t id = 0;  ///< its instance here; events and flow notifications carry it
+    FlowNotify done;
+    std::size_t phase = 0;
+    std::uint32_t n = 0;
+    std::vector<std::uint32_t> sent;
+    std::vector<std::uint32_t> received;
+    std::vector<std::uint8_t> busy;
+    std::uint64_t arrivals = 0;
+    std::uint64_t expected = 0;
+  };
+  std::vector<Progress> running_progress() const;
+  /// Resumes `plan` at `progress` (its id is ignored) and returns its instance here. Its pending
+  /// events and flows are the caller's to re-create, with this instance in their data
+  /// (event_data).
+  std::uint32_t resume(std::shared_ptr<const CollectivePlan> plan, const Progress& progress);
+  HandlerId handler() const noexcept { return self_; }
+  /// The data of this engine's events and flow notifications: the instance in the high word.
+  static std::uint64_t event_data(std::uint32_t instance, std::uint32_t local) { return pack(instance, local); }
+  static std::uint32_t event_instance(std::uint64_t data) { return static_cast<std::uint32_t>(data >> 32); }
+
+  std::size_t running() const noexcept { return running_; }
+  std::uint64_t flows_started() const noexcept { return flows_started_; }
+
+ private:
+  struct Instance;
+  enum EventKind : std::uint32_t { kPhaseStart = 1, kRingSent, kRingArrived, kFlowSent, kFlowArrived };
+
+  void handle(Simulator& sim, const Event& event) override;
+  void begin_phase(std::uint32_t id);
+  void end_phase(std::uint32_t id);
+  void try_send(std::uint32_t id, std::uint32_t ring, std::uint32_t pos);
+  std::uint32_t new_instance(std::shared_ptr<const CollectivePlan> plan, FlowNotify done);
+  static std::uint64_t pack(std::uint32_t id, std::uint32_t local) {
+    return (static_cast<std::uint64_t>(id) << 32) | local;
+  }
+
+  Simulator& sim_;
+  NetworkModel& network_;
+  HandlerId self_;
+  std::vector<std::unique_ptr<Instance>> instances_;
+  std::vector<std::uint32_t> free_;
+  std::size_t running_ = 0;
+  std::uint64_t flows_started_ = 0;
+};
+
+}  // namespace foresight::sim

@@ -1,0 +1,121 @@
+#pragma once
+/// Communication jobs on the network. A job is a collective together with every group a folded
+/// communicator stands for, or a point-to-point transfer together with its mirrors
+/// (sim/execution_graph.hpp): its plans start together and it ends when the last one has.
+///
+/// A job that meets no contention when it starts runs in closed form: its duration alone,
+/// computed once per job, says when it ends, and none of its flows enters the network. On the
+/// analytical network that is always so (flows never interact), and the duration alone is the
+/// closed form of sim/plan_timing.hpp. On the flow-level network a job meets contention when a
+/// link it shares with running jobs lacks room for all of their flows at their standalone rates
+/// (leaves_room; a link with room never limits a flow, so jobs that share only such links run as
+/// if alone). Its duration alone is the closed form when its own flows never crowd a link
+/// (keeps_standalone_rates), else the time of a run of its plans on a network of their own. When
+/// a later job crowds one of its links, the job is rebuilt where it stands: its plans run on
+/// their own network from its start to now (nothing crowded its links meanwhile, so that run is
+/// what happened), and their flows, progress and pending events move into the shared network,
+/// where the job goes on flow by flow among the others; a job crowded when it starts runs flow
+/// by flow from its start. So every job that meets contention is simulated flow by flow from the
+/// moment it does, and one that never does costs a few events, whatever the number of GPUs,
+/// steps and groups.
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include "collectives/collective_engine.hpp"
+#include "collectives/collective_plan.hpp"
+#include "net/link_efficiency.hpp"
+#include "net/link_pools.hpp"
+#include "net/network_model.hpp"
+#include "collectives/plan_timing.hpp"
+#include "sim/simulator.hpp"
+
+namespace foresight::sim {
+
+class FlowNetwork;
+
+class CommJobs final : private EventHandler {
+ public:
+  /// Runs jobs on `fabric` (which must outlive this) under a network model of `kind`; with
+  /// `closed_form` false every job runs flow by flow (link sampling needs every flow's bytes).
+  CommJobs(Simulator& sim, NetworkKind kind, const Fabric& fabric, const LinkEfficiency& efficiency,
+           bool closed_form);
+  CommJobs(const CommJobs&) = delete;
+  CommJobs& operator=(const CommJobs&) = delete;
+  ~CommJobs() override;
+
+  /// Plans of a job, over fabric links: one per group or mirror.
+  using PlanSource = std::function<std::vector<CollectivePlan>()>;
+  /// Starts job `job` now. Jobs are numbered by the caller, densely from 0; one number always
+  /// names the same plans, which `plans` gives the first time they are needed. `done` is
+  /// scheduled when the job ends.
+  void start(std::uint32_t job, const PlanSource& plans, FlowNotify done);
+
+  /// Bytes carried so far by a fabric link (its pool's, under adaptive routing).
+  double link_bytes(LinkId link) const;
+
+  struct Stats {
+    std::uint64_t closed_form = 0;   ///< jobs that started alone on their links
+    std::uint64_t flow_by_flow = 0;  ///< jobs that started among others
+    std::uint64_t rebuilt = 0;       ///< closed-form jobs continued flow by flow
+    std::uint64_t own_runs = 0;      ///< runs of a job's plans on a network of their own
+  };
+  const Stats& stats() const noexcept { return stats_; }
+
+ private:
+  struct Job {
+    bool built = false;
+    std::vector<std::shared_ptr<const CollectivePlan>> plans;  ///< over pools
+    std::uint32_t footprint = 0;                               ///< its pools, interned
+    std::vector<LinkLoad> load;                                ///< flow-level: per pool, by pool
+    std::optional<Time> alone;                                 ///< duration alone, once known
+  };
+  struct Active {
+    std::uint32_t job = 0;
+    Time start;
+    bool closed = false;  ///< in closed form: ends at `end` unless rebuilt
+    Time end;
+    FlowNotify done;
+    std::uint32_t pending = 0;  ///< flow by flow: plans still running
+    std::uint32_t generation = 0;
+  };
+  struct OwnRun;
+  enum EventKind : std::uint32_t { kClosedDone = 1, kPlanDone };
+
+  void handle(Simulator& sim, const Event& event) override;
+  Job& build(std::uint32_t job, const PlanSource& plans);
+  Time alone(std::uint32_t job);
+  /// Pools two footprints share (cached).
+  const std::vector<LinkId>& shared(std::uint32_t footprint_a, std::uint32_t footprint_b);
+  /// Slots of the running jobs that a job starting now must not leave in closed form; sets
+  /// `crowded` when the job itself must run flow by flow.
+  std::vector<std::uint32_t> contended(const Job& job, bool& crowded);
+  void run_flow_by_flow(std::uint32_t slot);
+  void rebuild(std::uint32_t slot);
+  void finish(std::uint32_t slot);
+  std::unique_ptr<OwnRun> own_run(const Job& job);
+
+  Simulator& sim_;
+  NetworkKind kind_;
+  bool closed_form_;
+  LinkPools pools_;
+  std::unique_ptr<NetworkModel> network_;
+  FlowNetwork* flow_ = nullptr;  ///< network_ when it is the flow-level model
+  CollectiveEngine engine_;
+  HandlerId self_;
+  std::vector<Job> jobs_;
+  std::vector<std::vector<LinkId>> footprints_;  ///< sorted pools, by footprint id
+  std::map<std::vector<LinkId>, std::uint32_t> footprint_ids_;
+  std::unordered_map<std::uint64_t, std::vector<LinkId>> shared_;
+  std::vector<Active> actives_;
+  std::vector<std::uint32_t> free_slots_;
+  std::vector<std::uint32_t> running_;  ///< slots of started, unfinished jobs, in start order
+  Stats stats_;
+};
+
+}  // namespace foresight::sim

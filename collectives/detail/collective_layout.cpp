@@ -1,0 +1,210 @@
+#include "collectives/detail/collective_layout.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <set>
+
+#include "common/error.hpp"
+
+namespace foresight::sim::detail {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+int channel_rail(const NodeGroup& ng, int channel) {
+  return ng.rails.empty() ? -1 : ng.rails[static_cast<std::size_t>(channel) % ng.rails.size()];
+}
+
+/// The member that talks to the network for `channel`: the one whose NIC is the channel's rail.
+const Member& head(const NodeGroup& ng, int channel) {
+  const int rail = channel_rail(ng, channel);
+  for (const Member& m : ng.members) {
+    if (m.rail == rail) return m;
+  }
+  return ng.members[static_cast<std::size_t>(channel) % ng.members.size()];
+}
+
+std::vector<LinkId> route(const Fabric& fabric, GpuId a, GpuId b, int rail_a, int rail_b,
+                          std::uint64_t salt) {
+  std::vector<LinkId> out;
+  fabric.route(a, b, rail_a, rail_b, salt, out);
+  return out;
+}
+
+/// Path between two members; across nodes on the channel's rails.
+std::vector<LinkId> hop_path(const Fabric& fabric, const std::vector<NodeGroup>& nodes,
+                             const std::map<int, std::size_t>& node_pos, GpuId a, GpuId b,
+                             int channel) {
+  const int na = fabric.gpu(a).node;
+  const int nb = fabric.gpu(b).node;
+  if (na == nb) return route(fabric, a, b, -1, -1, static_cast<std::uint64_t>(channel));
+  return route(fabric, a, b, channel_rail(nodes[node_pos.at(na)], channel),
+               channel_rail(nodes[node_pos.at(nb)], channel), static_cast<std::uint64_t>(channel));
+}
+
+}  // namespace
+
+Time wire_latency(const Fabric& fabric, const std::vector<LinkId>& path) {
+  Time t;
+  for (const LinkId l : path) t += fabric.link(l).latency;
+  return t;
+}
+
+
+std::vector<NodeGroup> group_by_node(const Fabric& fabric, const std::vector<GpuId>& ranks) {
+  std::map<int, NodeGroup> by_node;
+  for (const GpuId g : ranks) {
+    const GpuFacts& gf = fabric.gpu(g);
+    NodeGroup& ng = by_node[gf.node];
+    ng.node = gf.node;
+    ng.members.push_back(Member{g, gf.local_index, fabric.primary_rail(g)});
+  }
+  std::vector<NodeGroup> out;
+  for (auto& [node, ng] : by_node) {
+    std::sort(ng.members.begin(), ng.members.end(),
+              [](const Member& a, const Member& b) { return a.local < b.local; });
+    std::set<int> rails;
+    for (const Member& m : ng.members) {
+      if (m.rail >= 0) rails.insert(m.rail);
+    }
+    ng.rails.assign(rails.begin(), rails.end());
+    out.push_back(std::move(ng));
+  }
+  return out;
+}
+
+
+/// Rings for `channels` channels. One node: one ring by local index (every NCCL ring on an
+/// NVSwitch has the same per-GPU traffic). Several nodes: ring c enters each node at the member
+/// on rail c and leaves from the member nearest to that same NIC, so the inter-node hop stays on
+/// rail c ("same NIC in and out", nccl-model.md sec. 5).
+std::vector<PlannedRing> build_rings(const Fabric& fabric, const std::vector<NodeGroup>& nodes,
+                                     int channels) {
+  const NodePositions node_pos = node_positions(nodes);
+  std::vector<PlannedRing> rings;
+  const int count = nodes.size() == 1 ? 1 : channels;
+  for (int c = 0; c < count; ++c) {
+    PlannedRing ring;
+    if (nodes.size() == 1) {
+      for (const Member& m : nodes[0].members) ring.order.push_back(m.gpu);
+    } else {
+      for (std::size_t i = 0; i < nodes.size(); ++i) {
+        const NodeGroup& ng = nodes[i];
+        const NodeGroup& next = nodes[(i + 1) % nodes.size()];
+        const Member& entry = head(ng, c);
+        const Member* exit = &entry;
+        std::size_t best = std::numeric_limits<std::size_t>::max();
+        for (const Member& m : ng.members) {
+          if (m.gpu == entry.gpu) continue;
+          const std::size_t hops =
+              route(fabric, m.gpu, head(next, c).gpu, channel_rail(ng, c), channel_rail(next, c),
+                    static_cast<std::uint64_t>(c))
+                  .size();
+          if (hops < best) {
+            best = hops;
+            exit = &m;
+          }
+        }
+        ring.order.push_back(entry.gpu);
+        for (const Member& m : ng.members) {
+          if (m.gpu != entry.gpu && m.gpu != exit->gpu) ring.order.push_back(m.gpu);
+        }
+        if (exit->gpu != entry.gpu) ring.order.push_back(exit->gpu);
+      }
+    }
+    const std::size_t n = ring.order.size();
+    for (std::size_t p = 0; p < n; ++p) {
+      ring.hops.push_back(hop_path(fabric, nodes, node_pos, ring.order[p], ring.order[(p + 1) % n], c));
+      ring.hop_latency.push_back(wire_latency(fabric, ring.hops.back()));
+    }
+    rings.push_back(std::move(ring));
+  }
+  return rings;
+}
+
+NodePositions node_positions(const std::vector<NodeGroup>& nodes) {
+  NodePositions pos;
+  for (std::size_t i = 0; i < nodes.size(); ++i) pos[nodes[i].node] = i;
+  return pos;
+}
+
+PlannedFlow flow(const Fabric& fabric, const std::vector<NodeGroup>& nodes, const NodePositions& pos, GpuId a,
+                 GpuId b, double bytes, int channel) {
+  PlannedFlow f;
+  f.path = hop_path(fabric, nodes, pos, a, b, channel);
+  f.bytes = bytes;
+  return f;
+}
+
+/// Pipelined double-binary-tree all-reduce flows: per channel (tree `channel % 2`), a chain
+/// inside each node from the channel's head, and the tree across nodes between heads; every
+/// edge carries the channel's share up (reduce) and down (broadcast) at once.
+void add_tree_flows(const Fabric& fabric, const std::vector<NodeGroup>& nodes, int channels,
+                    double bytes, bool intra_chain, std::vector<PlannedFlow>& out) {
+  const int n_nodes = static_cast<int>(nodes.size());
+  const int count = n_nodes == 1 ? 1 : channels;
+  const double share = bytes / count;
+  const NodePositions pos = node_positions(nodes);
+  for (int c = 0; c < count; ++c) {
+    if (intra_chain) {
+      for (const NodeGroup& ng : nodes) {
+        std::vector<GpuId> chain{head(ng, c).gpu};
+        for (const Member& m : ng.members) {
+          if (m.gpu != chain.front()) chain.push_back(m.gpu);
+        }
+        for (std::size_t k = 0; k + 1 < chain.size(); ++k) {
+          out.push_back(flow(fabric, nodes, pos, chain[k + 1], chain[k], share, c));
+          out.push_back(flow(fabric, nodes, pos, chain[k], chain[k + 1], share, c));
+        }
+      }
+    }
+    for (int i = 0; i < n_nodes; ++i) {
+      const int parent = double_tree_parent(i, n_nodes, c % 2);
+      if (parent < 0) continue;
+      const GpuId child_head = head(nodes[static_cast<std::size_t>(i)], c).gpu;
+      const GpuId parent_head = head(nodes[static_cast<std::size_t>(parent)], c).gpu;
+      out.push_back(flow(fabric, nodes, pos, child_head, parent_head, share, c));
+      out.push_back(flow(fabric, nodes, pos, parent_head, child_head, share, c));
+    }
+  }
+}
+
+/// NVLink SHARP: per GPU, `up` bytes on its link into the NVSwitch and `down` bytes back.
+void add_nvls_flows(const Fabric& fabric, const std::vector<NodeGroup>& nodes, double up,
+                    double down, std::vector<PlannedFlow>& out) {
+  for (const NodeGroup& ng : nodes) {
+    for (const Member& m : ng.members) {
+      const auto links = fabric.nvswitch_links(m.gpu);
+      if (!links) throw InternalError(fmt::format("NVLS planned for GPU {} without an NVSwitch", m.gpu));
+      out.push_back(PlannedFlow{{links->first}, up, kInf, Time{}});
+      out.push_back(PlannedFlow{{links->second}, down, kInf, Time{}});
+    }
+  }
+}
+
+/// Point-to-point path, through the NIC of the destination's rail (PXN) when enabled.
+std::vector<LinkId> p2p_path(const Fabric& fabric, const std::vector<NodeGroup>& nodes, GpuId src,
+                             GpuId dst, bool pxn, std::uint64_t salt) {
+  const GpuFacts& s = fabric.gpu(src);
+  const GpuFacts& d = fabric.gpu(dst);
+  if (s.node == d.node) return route(fabric, src, dst, -1, -1, salt);
+  if (pxn) {
+    for (const NodeGroup& ng : nodes) {
+      if (ng.node != s.node) continue;
+      for (const Member& m : ng.members) {
+        if (m.local == d.local_index && m.gpu != src) {
+          auto path = route(fabric, src, m.gpu, -1, -1, salt);
+          const auto rest = route(fabric, m.gpu, dst, m.rail, fabric.primary_rail(dst), salt);
+          path.insert(path.end(), rest.begin(), rest.end());
+          return path;
+        }
+      }
+    }
+  }
+  return route(fabric, src, dst, -1, -1, salt);
+}
+
+}  // namespace foresight::sim::detail

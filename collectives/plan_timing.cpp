@@ -1,0 +1,189 @@
+#include "collectives/plan_timing.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <iterator>
+#include <limits>
+#include <unordered_map>
+
+#include "net/network_model.hpp"
+
+namespace foresight::sim {
+namespace {
+
+/// The smallest period P of `a` (a[p] == a[p + P]) that divides its length, as a cyclic
+/// sequence; the length itself when there is none shorter. Knuth-Morris-Pratt's prefix function.
+template <typename T>
+std::size_t cyclic_period(const std::vector<T>& a) {
+  const std::size_t n = a.size();
+  if (n == 0) return 0;
+  std::vector<std::size_t> pi(n, 0);
+  for (std::size_t i = 1; i < n; ++i) {
+    std::size_t k = pi[i - 1];
+    while (k > 0 && !(a[i] == a[k])) k = pi[k - 1];
+    if (a[i] == a[k]) ++k;
+    pi[i] = k;
+  }
+  const std::size_t p = n - pi[n - 1];
+  return n % p == 0 ? p : n;
+}
+
+struct Hop {
+  std::int64_t t = 0;  ///< a step's transfer time, ps
+  std::int64_t l = 0;  ///< hop latency, ps
+  bool operator==(const Hop&) const = default;
+};
+
+/// Time from a ring phase's start to its last step's arrival on one ring.
+std::int64_t ring_time(const PlannedPhase& ph, const PlannedRing& ring, const std::vector<double>& capacity,
+                       bool flow_level) {
+  const std::size_t n = ring.order.size();
+  std::vector<Hop> hops(n);
+  const std::uint32_t weight = flow_level ? ring.weight : 1;
+  for (std::size_t p = 0; p < n; ++p) {
+    hops[p].t = standalone_time(ph.step_bytes, standalone_rate(ring.hops[p], ph.step_cap, capacity, weight)).ps();
+    hops[p].l = ring.hop_latency[p].ps();
+  }
+  const std::size_t period = cyclic_period(hops);
+  hops.resize(period);
+  // x[p] = S(k, p) for the positions of one period (every period alike).
+  std::vector<std::int64_t> x(period, 0), y(period, 0);
+  const std::int64_t last = ph.steps - 1;
+  for (std::int64_t k = 1; k <= last; ++k) {
+    for (std::size_t p = 0; p < period; ++p) {
+      const std::size_t q = p == 0 ? period - 1 : p - 1;
+      y[p] = std::max(x[p] + hops[p].t, x[q] + hops[q].t + hops[q].l);
+    }
+    const std::int64_t d = y[0] - x[0];
+    bool uniform = true;
+    for (std::size_t p = 1; p < period && uniform; ++p) uniform = y[p] - x[p] == d;
+    x.swap(y);
+    if (uniform) {  // every later step adds d to every position
+      for (std::int64_t& v : x) v += (last - k) * d;
+      break;
+    }
+  }
+  std::int64_t end = 0;
+  for (std::size_t p = 0; p < period; ++p) end = std::max(end, x[p] + hops[p].t + hops[p].l);
+  return end;
+}
+
+Time phase_time(const PlannedPhase& ph, const std::vector<double>& capacity, bool flow_level) {
+  std::int64_t end = 0;
+  if (ph.kind == PlannedPhase::Kind::flows) {
+    for (const PlannedFlow& f : ph.flows) {
+      const double rate = standalone_rate(f.path, f.cap, capacity, flow_level ? f.weight : 1);
+      end = std::max(end, (standalone_time(f.bytes, rate) + f.latency).ps());
+    }
+    return Time::from_ps(end);
+  }
+  if (ph.steps <= 0) return Time::zero();
+  for (const PlannedRing& ring : ph.rings) end = std::max(end, ring_time(ph, ring, capacity, flow_level));
+  return Time::from_ps(end);
+}
+
+}  // namespace
+
+Time standalone_duration(const CollectivePlan& plan, const std::vector<double>& capacity, bool flow_level) {
+  Time t;
+  for (const PlannedPhase& ph : plan.phases) t += ph.start_delay + phase_time(ph, capacity, flow_level);
+  return t;
+}
+
+std::vector<LinkLoad> standalone_load(const std::vector<const CollectivePlan*>& plans,
+                                      const std::vector<double>& capacity) {
+  std::unordered_map<LinkId, LinkLoad> total;  // over the plans: each plan's busiest phase per link
+  std::unordered_map<LinkId, LinkLoad> plan_load;
+  std::unordered_map<LinkId, LinkLoad> phase_load;
+  // A phase's flows by the first link of their paths: the links all of them cross, and per link
+  // the sum of their rates there.
+  struct Group {
+    std::vector<LinkId> common;  ///< sorted
+    std::vector<std::pair<LinkId, double>> rate;
+  };
+  std::unordered_map<LinkId, Group> groups;
+  std::vector<LinkId> sorted;
+  auto add = [&](const std::vector<LinkId>& path, double rate, std::uint32_t weight) {
+    if (path.empty()) return;
+    rate *= weight;
+    sorted.assign(path.begin(), path.end());
+    std::sort(sorted.begin(), sorted.end());
+    auto [it, added] = groups.try_emplace(path.front());
+    Group& g = it->second;
+    if (added) {
+      g.common = sorted;
+    } else if (g.common != sorted) {
+      std::vector<LinkId> both;
+      std::set_intersection(g.common.begin(), g.common.end(), sorted.begin(), sorted.end(), std::back_inserter(both));
+      g.common.swap(both);
+    }
+    for (const LinkId l : path) {
+      LinkLoad& p = phase_load[l];
+      p.flows += 1;
+      p.rate += rate;
+      const auto at = std::find_if(g.rate.begin(), g.rate.end(), [l](const auto& x) { return x.first == l; });
+      if (at == g.rate.end()) {
+        g.rate.emplace_back(l, rate);
+      } else {
+        at->second += rate;
+      }
+    }
+  };
+  for (const CollectivePlan* plan : plans) {
+    plan_load.clear();
+    for (const PlannedPhase& ph : plan->phases) {
+      phase_load.clear();
+      groups.clear();
+      if (ph.kind == PlannedPhase::Kind::flows) {
+        for (const PlannedFlow& f : ph.flows) add(f.path, standalone_rate(f.path, f.cap, capacity, f.weight), f.weight);
+      } else if (ph.steps > 0) {
+        for (const PlannedRing& ring : ph.rings) {
+          for (const auto& hop : ring.hops) add(hop, standalone_rate(hop, ph.step_cap, capacity, ring.weight), ring.weight);
+        }
+      }
+      for (const auto& [first, g] : groups) {
+        double cap = std::numeric_limits<double>::infinity();
+        for (const LinkId l : g.common) cap = std::min(cap, capacity[l]);
+        for (const auto& [l, rate] : g.rate) phase_load[l].peak += std::min(rate, cap);
+      }
+      for (const auto& [l, load] : phase_load) {
+        LinkLoad& p = plan_load[l];
+        p.flows = std::max(p.flows, load.flows);
+        p.rate = std::max(p.rate, load.rate);
+        p.peak = std::max(p.peak, load.peak);
+      }
+    }
+    for (const auto& [l, load] : plan_load) {
+      LinkLoad& t = total[l];
+      t.flows += load.flows;
+      t.rate += load.rate;
+      t.peak += load.peak;
+    }
+  }
+  std::vector<LinkLoad> out;
+  out.reserve(total.size());
+  for (auto& [l, load] : total) {
+    load.link = l;
+    out.push_back(load);
+  }
+  std::sort(out.begin(), out.end(), [](const LinkLoad& a, const LinkLoad& b) { return a.link < b.link; });
+  return out;
+}
+
+bool leaves_room(int flows, double rate, double capacity) {
+  // The flow-level model's rounding tolerance (sim/flow_network.hpp): a share within it of a
+  // flow's standalone rate is that rate.
+  constexpr double kTolerance = 1e-12;
+  return flows <= 1 || rate <= capacity * (1.0 + kTolerance);
+}
+
+bool keeps_standalone_rates(const std::vector<LinkLoad>& load, const std::vector<double>& capacity) {
+  return std::all_of(load.begin(), load.end(),
+                     [&](const LinkLoad& l) { return leaves_room(l.flows, l.rate, capacity[l.link]); });
+}
+
+bool keeps_standalone_rates(const std::vector<const CollectivePlan*>& plans, const std::vector<double>& capacity) {
+  return keeps_standalone_rates(standalone_load(plans, capacity), capacity);
+}
+
+}  // namespace foresight::sim

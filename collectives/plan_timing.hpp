@@ -1,0 +1,59 @@
+#pragma once
+/// Closed-form timing of planned collectives (sim/collective_plan.hpp) running alone: what
+/// CollectiveEngine would take, event for event, when every flow moves at its standalone rate
+/// (sim/network_model.hpp), computed without simulating each flow.
+///
+/// A flow phase ends when its slowest flow has drained and its latency has passed. A ring phase
+/// is a max-plus recurrence: position p sends step k when it has sent step k-1 and received step
+/// k-1 from p-1, so with t_p its step's transfer time and l_p its hop latency,
+///   S(k, p) = max(S(k-1, p) + t_p, S(k-1, p-1) + t_{p-1} + l_{p-1}),   S(0, p) = 0,
+/// and the phase ends at max_p S(steps-1, p) + t_p + l_p. Two facts make it cheap for rings of
+/// thousands of GPUs, and keep it exact (integer picoseconds throughout):
+/// - a ring whose (t_p, l_p) repeat with period P (the GPUs of a node, say) keeps S(k, .) of
+///   period P, so only P positions are computed;
+/// - the recurrence is max-plus linear, so once S(k, .) - S(k-1, .) is the same for every
+///   position it stays so (F(x + c) = F(x) + c), and the remaining steps are extrapolated.
+
+#include <vector>
+
+#include "collectives/collective_plan.hpp"
+
+namespace foresight::sim {
+
+/// How long `plan` (paths over links indexing `capacity`, bytes/s) takes from its start to its
+/// completion when every flow runs at its standalone rate: always on the analytical network;
+/// with `flow_level`, flows standing for several (weight > 1) share their links among them as
+/// the flow-level model has them (standalone_rate with a weight).
+Time standalone_duration(const CollectivePlan& plan, const std::vector<double>& capacity, bool flow_level = false);
+
+/// What plans started together put on a link at most at once (a ring hop's successive steps
+/// count once, and of a plan's successive phases the busiest) on the flow-level model: how many
+/// flows (a weighted flow counting once), the sum of their standalone rates (a weighted flow's
+/// times its weight), and a bound on the bytes/s they can ever move through it together. The
+/// bound takes the flows leaving one link of the source side together (a GPU's link into its
+/// PCIe or NVLink switch, say): they cannot jointly exceed the slowest link all of them cross, so
+/// eight channels sharing a NIC count as one NIC's rate, not eight.
+struct LinkLoad {
+  LinkId link = 0;
+  int flows = 0;
+  double rate = 0.0;
+  double peak = 0.0;
+};
+/// The load of `plans` on each link they cross, by link.
+std::vector<LinkLoad> standalone_load(const std::vector<const CollectivePlan*>& plans,
+                                      const std::vector<double>& capacity);
+/// Whether a link of `capacity` carrying `flows` flows whose standalone rates add up to `rate`
+/// lets every one of them keep its standalone rate on the flow-level network: one flow (which
+/// may stand for several), or a total below the capacity with a relative margin of 1e-9, so that no fair share computed in
+/// floating point falls below a flow's own rate. Then the link never limits them, whatever else
+/// they meet elsewhere (Bertsekas & Gallager's max-min conditions: only saturated links bind).
+bool leaves_room(int flows, double rate, double capacity);
+
+/// Whether the flow-level network runs every flow of `plans`, started together and alone on the
+/// network, at its standalone rate, so that standalone_duration is exactly its time there too:
+/// every link of theirs leaves room.
+bool keeps_standalone_rates(const std::vector<const CollectivePlan*>& plans, const std::vector<double>& capacity);
+/// The same from their standalone_load.
+bool keeps_standalone_rates(const std::vector<LinkLoad>& load, const std::vector<double>& capacity);
+
+}  // namespace foresight::sim

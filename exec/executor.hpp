@@ -1,0 +1,83 @@
+#pragma once
+/// Runs an execution graph: host threads issue their ranks' ops in program order, paying each
+/// GPU op's dispatch cost (and waiting while the op's stream's launch queue is full); GPU streams run ops in issue order once their dependencies are done;
+/// collectives start when every member has reached them (rendezvous) and run on the collective
+/// engine; sends and receives match by (source, destination, tag) in order and move as one
+/// point-to-point transfer once both sides are ready.
+///
+/// A compute op slows down while its rank communicates, by a configurable factor: NCCL kernels
+/// occupy SMs (one CTA per channel) and memory bandwidth.
+
+#include <cstdint>
+#include <vector>
+
+#include "collectives/collective_config.hpp"
+#include "exec/execution_graph.hpp"
+#include "net/network_model.hpp"
+
+namespace foresight::sim {
+
+struct ExecutorOptions {
+  /// While its rank runs a collective or transfer, a compute op progresses at 1 / (1 + factor)
+  /// of its speed. 0 (no slowdown) until a measured default lands with the compute model.
+  double comm_compute_slowdown = 0.0;
+  /// Links whose carried bytes are sampled every `sample_interval` (for utilization counters in
+  /// timelines); none when empty or the interval is zero.
+  std::vector<LinkId> sample_links;
+  Time sample_interval;
+  /// A collective or transfer that starts alone on its links takes its closed-form time alone
+  /// instead of running flow by flow, and continues flow by flow from where it stands if another
+  /// later needs its links (sim/comm_jobs.hpp): the same answer, with far fewer events. Off
+  /// while links are sampled (their bytes need every flow).
+  bool closed_form = true;
+  /// How many GPU ops a stream holds issued but unfinished before the launch that would add one
+  /// more blocks its host thread until one finishes (CUDA's launch queue; 0: unbounded). About
+  /// 1000 per stream: launches of short kernels slow to the kernels' pace after ~1000 (NVIDIA
+  /// forum thread 68937, "CUDA stream are blocked when launch lots of kernels (>1000)": three
+  /// streams take ~1000 each), and the measured V100 ResNet trace the validation suite replays runs
+  /// with 1021 launches in flight in its steady steps.
+  std::uint32_t launch_queue_depth = 1024;
+};
+
+struct RankTotals {
+  Time compute;  ///< time compute ops ran (any stream)
+  Time comm;     ///< time collectives and transfers ran (from their start, not their ready time)
+  Time host;     ///< host thread busy: dispatch plus host ops
+};
+
+inline constexpr std::uint32_t kNoInstance = 0xffffffffu;
+
+struct ExecutionResult {
+  Time makespan;             ///< end of the last op
+  /// Per node: when it was ready (at the head of its stream, dependencies done; for host ops,
+  /// reached by the host), when it started running (collectives and transfers: when the last
+  /// member arrived) and when it ended. start - ready is time spent waiting for peers.
+  LargeVector<Time> ready;
+  LargeVector<Time> start;
+  LargeVector<Time> end;
+  std::vector<RankTotals> ranks;
+  /// Per node: the collective or transfer it is part of (members share the index), or
+  /// kNoInstance for other nodes. Collectives are numbered first, then transfers.
+  LargeVector<std::uint32_t> comm_instance;
+  /// Per sampled link: (time, bytes carried so far). Links of one capacity pool report the
+  /// pool's bytes.
+  std::vector<std::vector<std::pair<Time, double>>> link_bytes;
+  std::uint64_t events = 0;
+  std::uint64_t fingerprint = 0;
+  /// Collectives and transfers (each with every group or mirror it stands for) that started
+  /// alone and ran in closed form, that started among others and ran flow by flow, and that
+  /// started alone and went on flow by flow when another needed their links.
+  std::uint64_t jobs_closed_form = 0;
+  std::uint64_t jobs_flow_by_flow = 0;
+  std::uint64_t jobs_rebuilt = 0;
+};
+
+/// Validates `graph` against `fabric` (GraphError naming the node and what is wrong: a dangling
+/// or cross-rank dependency, a host op off the host stream, unmatched collectives or transfers,
+/// members disagreeing on a collective) and simulates it. A run that cannot finish is a
+/// deadlock, reported as a GraphError naming the ops left waiting.
+ExecutionResult execute(const ExecutionGraph& graph, const Fabric& fabric,
+                        const CollectiveConfig& config, NetworkKind network,
+                        const ExecutorOptions& options = {});
+
+}  // namespace foresight::sim

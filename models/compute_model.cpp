@@ -1,0 +1,158 @@
+#include "models/compute_model.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cmath>
+
+#include "common/error.hpp"
+
+namespace foresight::strategy {
+namespace {
+
+constexpr std::array kTiles{
+    TileShape{256, 128, 1.0},  TileShape{128, 256, 1.0},  TileShape{128, 128, 0.92}, TileShape{256, 64, 0.92},
+    TileShape{64, 256, 0.92},  TileShape{128, 64, 0.82},  TileShape{64, 128, 0.82},  TileShape{64, 64, 0.62},
+};
+
+bool same_name(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) return false;
+  }
+  return true;
+}
+
+double dim(const sim::OpSignature& s, std::size_t i) {
+  if (i >= s.shape.size()) {
+    throw sim::InternalError(fmt::format("kernel {}: shape has {} dimensions, {} needed", s.key(), s.shape.size(), i + 1));
+  }
+  return static_cast<double>(s.shape[i]);
+}
+
+}  // namespace
+
+std::span<const TileShape> gemm_tiles() { return kTiles; }
+
+ComputeConstants compute_constants(const topo::GpuSpec& gpu) {
+  ComputeConstants c;
+  if (gpu.compute_capability >= 90) {
+    c.gemm_cap = 1382.2 / 1979.0;
+    c.hbm_fraction = 2.90 / 3.35;
+    c.attention_cap = 327.9 / 989.4;
+  } else {
+    c.gemm_cap = 256.5 / 312.0;
+    c.hbm_fraction = 1.61 / 2.039;
+    c.attention_cap = 179.5 / 312.0;
+  }
+  return c;
+}
+
+sim::Bandwidth achievable_hbm_bandwidth(const topo::GpuSpec& gpu) {
+  return gpu.memory_bandwidth * compute_constants(gpu).hbm_fraction;
+}
+
+ComputeModel::ComputeModel(const topo::GpuSpec& gpu, const sim::ProfileDb* profiles)
+    : gpu_(gpu), c_(compute_constants(gpu)), profiles_(profiles) {
+  if (profiles_ != nullptr && profiles_->size() > 0 && !same_name(profiles_->gpu, gpu.name)) {
+    throw sim::ConfigError(fmt::format("the profile database was measured on {} but the cluster's GPUs are {}",
+                                       profiles_->gpu, gpu.name));
+  }
+}
+
+sim::FlopRate ComputeModel::peak(sim::DType dtype) const {
+  const auto fallback = [](sim::FlopRate r, sim::FlopRate f) { return r.per_second() > 0.0 ? r : f; };
+  switch (dtype) {
+    case sim::DType::fp32:
+      return gpu_.fp32;
+    case sim::DType::tf32:
+      return fallback(gpu_.tf32, gpu_.fp32);
+    case sim::DType::fp16:
+      return gpu_.fp16;
+    case sim::DType::bf16:
+      return fallback(gpu_.bf16, gpu_.fp16);
+    case sim::DType::fp8:
+      return fallback(gpu_.fp8, gpu_.fp16);
+  }
+  return gpu_.fp32;
+}
+
+double ComputeModel::gemm_shape_efficiency(double m, double n, double k, double count) const {
+  const double sms = gpu_.sm_count;
+  double best = 0.0;
+  for (const TileShape& t : kTiles) {
+    const double tm = std::ceil(m / t.m);
+    const double tn = std::ceil(n / t.n);
+    const double tiles = tm * tn * count;
+    const double waves = std::ceil(tiles / sms);
+    const double wave_eff = tiles / (waves * sms);
+    const double tile_eff = (m * n) / (tm * t.m * tn * t.n);
+    best = std::max(best, wave_eff * tile_eff * t.throughput);
+  }
+  return best * k / (k + c_.k0);
+}
+
+double ComputeModel::memory_seconds(double bytes) const {
+  return bytes / (gpu_.memory_bandwidth * c_.hbm_fraction).bytes_per_second();
+}
+
+double ComputeModel::gemm_seconds(double m, double n, double k, double count, sim::DType dtype,
+                                  double factor) const {
+  if (m <= 0 || n <= 0 || k <= 0 || count <= 0) return 0.0;
+  const double flops = 2.0 * m * n * k * count;
+  const double eff = c_.gemm_cap * factor * gemm_shape_efficiency(m, n, k, count);
+  return flops / (peak(dtype).per_second() * eff);
+}
+
+bool ComputeModel::profiled(const sim::OpSignature& sig) const {
+  return profiles_ != nullptr && profiles_->lookup(sig).has_value();
+}
+
+sim::Time ComputeModel::duration(const sim::OpSignature& sig) const {
+  if (profiles_ != nullptr) {
+    if (const auto s = profiles_->lookup(sig)) return sim::Time::from_seconds(*s);
+  }
+  return analytical(sig);
+}
+
+sim::Time ComputeModel::analytical(const sim::OpSignature& sig) const {
+  double compute = 0.0;
+  switch (sig.type) {
+    case sim::OpType::gemm:
+      compute = gemm_seconds(dim(sig, 0), dim(sig, 1), dim(sig, 2), sig.shape.size() > 3 ? dim(sig, 3) : 1.0,
+                             sig.dtype, 1.0);
+      break;
+    case sim::OpType::conv_fprop:
+    case sim::OpType::conv_dgrad:
+    case sim::OpType::conv_wgrad: {
+      // shape {n, c, h, w, k, r, s, stride, pad, groups}; implicit GEMM per group.
+      const double n = dim(sig, 0), c = dim(sig, 1), h = dim(sig, 2), w = dim(sig, 3), kf = dim(sig, 4);
+      const double r = dim(sig, 5), s = dim(sig, 6), stride = dim(sig, 7), pad = dim(sig, 8), g = dim(sig, 9);
+      const double p = std::floor((h + 2 * pad - r) / stride) + 1;
+      const double q = std::floor((w + 2 * pad - s) / stride) + 1;
+      const double cg = c / g, kg = kf / g;
+      if (cg <= 8 || kg <= 8) {
+        // Depthwise and thin grouped convolutions are memory-bound: their bytes decide.
+        compute = 0.0;
+      } else if (sig.type == sim::OpType::conv_fprop) {
+        compute = gemm_seconds(n * p * q, kg, cg * r * s, g, sig.dtype, c_.conv_factor);
+      } else if (sig.type == sim::OpType::conv_dgrad) {
+        compute = gemm_seconds(n * h * w, cg, kg * r * s, g, sig.dtype, c_.conv_factor);
+      } else {
+        compute = gemm_seconds(kg, cg * r * s, n * p * q, g, sig.dtype, c_.conv_factor);
+      }
+      break;
+    }
+    case sim::OpType::attention:
+      compute = sig.flops / (peak(sig.dtype).per_second() * c_.attention_cap);
+      break;
+    case sim::OpType::memory:
+      break;
+  }
+  const double seconds = std::max(compute, memory_seconds(sig.bytes));
+  return sim::Time::from_seconds(seconds) + c_.launch_gap;
+}
+
+}  // namespace foresight::strategy

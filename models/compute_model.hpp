@@ -1,0 +1,89 @@
+#pragma once
+/// How long a kernel takes on a GPU. A measured duration from a profile database comes first;
+/// otherwise the analytical model of DESIGN.md:
+/// - GEMMs and convolutions (as implicit GEMMs) run at peak x cap x shape efficiency. The shape
+///   efficiency is the best, over cuBLAS-like tile shapes, of (wave quantization over the SMs) x
+///   (tile quantization of the matrix edges) x (that tile's relative throughput), times a short-K
+///   penalty. The cap is a measured maximum (gemm_and_memory.json).
+/// - Memory-bound kernels move their bytes at the achievable HBM bandwidth (measured copy).
+/// - Every kernel adds a GPU-side launch gap.
+/// The time is the larger of the compute and the memory estimate, plus the launch gap.
+
+#include <optional>
+#include <span>
+
+#include "exec/op_signature.hpp"
+#include "exec/profile_db.hpp"
+#include "common/units.hpp"
+#include "topologies/gpu_spec.hpp"
+
+namespace foresight::strategy {
+
+/// Constants of the analytical model for one GPU architecture, each with its source.
+struct ComputeConstants {
+  /// Fraction of the dtype's dense peak that the best large GEMM sustains: A100 FP16 cuBLASLt
+  /// 16384^3 reaches 256.5 of 312 TFLOP/s (0.822); H100 FP8 32768^3 1382.2 of 1979 (0.698)
+  /// (gemm_and_memory.json). Other architectures take the A100 value (an assumption).
+  double gemm_cap = 0.822;
+  /// cuDNN implicit-GEMM convolutions relative to a cuBLAS GEMM of the same size: 0.85, an
+  /// assumption (NCHW tensors need layout transforms for tensor cores) awaiting profiles.
+  double conv_factor = 0.85;
+  /// Achievable fraction of HBM bandwidth: STREAM copy 1.61 of 2.039 TB/s on A100 80 GB (0.79),
+  /// 2.90 of 3.35 TB/s on H100 (0.866) (gemm_and_memory.json).
+  double hbm_fraction = 0.79;
+  /// Fused attention: FlashAttention-2 reaches 179.5 of 312 TFLOP/s on A100 (0.575) and 327.9
+  /// of 989.4 on H100 (0.331) (gemm_and_memory.json).
+  double attention_cap = 0.575;
+  /// GPU-side time every kernel adds (launch and teardown between back-to-back kernels): 2 us,
+  /// an assumption (the host-side launch, ~4-6 us, is the strategy's dispatch cost).
+  sim::Time launch_gap = sim::Time::from_ps(2'000'000);
+  /// Short-K penalty K / (K + k0): a GEMM's main loop has a prologue and epilogue of about one
+  /// 32-deep k-tile (assumption).
+  double k0 = 32.0;
+};
+
+/// The constants for `gpu`'s architecture.
+ComputeConstants compute_constants(const topo::GpuSpec& gpu);
+
+/// The HBM bandwidth memory-bound kernels reach on `gpu`: peak x hbm_fraction.
+sim::Bandwidth achievable_hbm_bandwidth(const topo::GpuSpec& gpu);
+
+/// The relative throughput of the tile shapes cuBLAS chooses among, largest first: 256x128 and
+/// 128x256 1.0; 128x128, 256x64 and 64x256 0.92; 128x64 and 64x128 0.82; 64x64 0.62. An
+/// assumption from CUTLASS profiler results on A100 (smaller tiles reuse less data per SM).
+struct TileShape {
+  int m;
+  int n;
+  double throughput;
+};
+std::span<const TileShape> gemm_tiles();
+
+class ComputeModel {
+ public:
+  /// `profiles` (may be null) must have been measured on `gpu` (ConfigError otherwise).
+  explicit ComputeModel(const topo::GpuSpec& gpu, const sim::ProfileDb* profiles = nullptr);
+
+  /// The kernel's duration: profiled when the database has its key, else analytical.
+  sim::Time duration(const sim::OpSignature& sig) const;
+  /// The analytical estimate alone.
+  sim::Time analytical(const sim::OpSignature& sig) const;
+  /// Whether the profile database covers `sig`.
+  bool profiled(const sim::OpSignature& sig) const;
+  /// Shape efficiency of `count` m x n x k GEMMs (without the cap): tiles, waves, short K.
+  double gemm_shape_efficiency(double m, double n, double k, double count) const;
+  /// Dense peak for a data type (tf32 without tensor cores falls back to fp32, bf16 to fp16 and
+  /// fp8 to fp16 where the GPU lacks them).
+  sim::FlopRate peak(sim::DType dtype) const;
+  const topo::GpuSpec& gpu() const noexcept { return gpu_; }
+  const ComputeConstants& constants() const noexcept { return c_; }
+
+ private:
+  double gemm_seconds(double m, double n, double k, double count, sim::DType dtype, double factor) const;
+  double memory_seconds(double bytes) const;
+
+  const topo::GpuSpec& gpu_;
+  ComputeConstants c_;
+  const sim::ProfileDb* profiles_;
+};
+
+}  // namespace foresight::strategy

@@ -1,0 +1,176 @@
+// Hugging Face config.json import (load_hf_config of model_zoo.hpp): decoder-only transformers
+// in the GPT-2 style (transformers' GPT2Config) or the Llama style (LlamaConfig and the
+// Mistral, Qwen2 and similar configs that share its keys). The file belongs to another tool:
+// keys this import does not need are ignored, but every key it reads is type-checked.
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <climits>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "common/error.hpp"
+#include "models/model_builder.hpp"
+#include "models/model_zoo.hpp"
+#include "common/json_reader.hpp"
+
+namespace foresight::strategy {
+namespace {
+
+using nlohmann::json;
+using topo::JsonPath;
+using topo::JsonReader;
+
+constexpr std::string_view kWhat = "a Hugging Face config";
+
+/// A required positive integer.
+int positive(const JsonReader& r, const json& doc, std::string_view key) {
+  return static_cast<int>(r.integer_at(doc, key, JsonPath{}, kWhat, 1, INT_MAX));
+}
+
+/// True when `key` is absent or null (transformers writes unset optional values as null).
+bool unset(const json& doc, std::string_view key) {
+  const auto it = doc.find(key);
+  return it == doc.end() || it->is_null();
+}
+
+std::optional<int> optional_positive(const JsonReader& r, const json& doc, std::string_view key) {
+  if (unset(doc, key)) return std::nullopt;
+  return positive(r, doc, key);
+}
+
+bool optional_bool(const JsonReader& r, const json& doc, std::string_view key, bool fallback) {
+  return unset(doc, key) ? fallback : r.bool_at(doc, key, JsonPath{}, kWhat);
+}
+
+double optional_number(const JsonReader& r, const json& doc, std::string_view key,
+                       double fallback) {
+  return unset(doc, key) ? fallback : r.number_at(doc, key, JsonPath{}, kWhat);
+}
+
+std::string optional_string(const JsonReader& r, const json& doc, std::string_view key,
+                            const std::string& fallback) {
+  return unset(doc, key) ? fallback : r.string_at(doc, key, JsonPath{}, kWhat);
+}
+
+/// GPT-2 style (transformers GPT2Config): n_embd, n_layer, n_head, vocab_size, n_positions;
+/// n_inner defaults to 4 n_embd; learned positions, pre-LN, GELU, biases, LM head tied unless
+/// tie_word_embeddings is false; dropout unless its probabilities are 0 (defaults 0.1).
+TransformerSpec gpt2_style(const JsonReader& r, const json& doc) {
+  TransformerSpec s;
+  const int hidden = positive(r, doc, "n_embd");
+  const int heads = positive(r, doc, "n_head");
+  const int positions = positive(r, doc, "n_positions");
+  s.shape.layers = positive(r, doc, "n_layer");
+  s.shape.hidden = hidden;
+  s.shape.heads = heads;
+  s.shape.kv_heads = heads;
+  s.shape.ffn = optional_positive(r, doc, "n_inner").value_or(4 * hidden);
+  s.shape.vocab = positive(r, doc, "vocab_size");
+  s.shape.seq_len = positions;
+  s.shape.swiglu = false;
+  s.shape.causal = true;
+  s.positions = positions;
+  s.tied_embeddings = optional_bool(r, doc, "tie_word_embeddings", true);
+  // GPT2Config defaults: resid_pdrop = embd_pdrop = attn_pdrop = 0.1.
+  s.hidden_dropout = optional_number(r, doc, "resid_pdrop", 0.1) > 0.0 ||
+                     optional_number(r, doc, "embd_pdrop", 0.1) > 0.0;
+  s.attention_dropout = optional_number(r, doc, "attn_pdrop", 0.1) > 0.0;
+  return s;
+}
+
+/// Mixture of experts, where the config names experts: Mixtral (num_local_experts,
+/// num_experts_per_tok; each expert's FFN is intermediate_size), Qwen2-MoE (num_experts,
+/// moe_intermediate_size, shared_expert_intermediate_size) and DeepSeek-V2/V3 (n_routed_experts,
+/// moe_intermediate_size, n_shared_experts, first_k_dense_replace).
+void read_moe(const JsonReader& r, const json& doc, TransformerSpec& s) {
+  std::optional<int> experts = optional_positive(r, doc, "num_local_experts");
+  if (!experts) experts = optional_positive(r, doc, "n_routed_experts");
+  if (!experts) experts = optional_positive(r, doc, "num_experts");
+  if (!experts) return;
+  MoeShape& m = s.shape.moe;
+  m.experts = *experts;
+  m.top_k = positive(r, doc, "num_experts_per_tok");
+  m.expert_ffn = optional_positive(r, doc, "moe_intermediate_size").value_or(s.shape.ffn);
+  m.shared_experts = optional_positive(r, doc, "n_shared_experts").value_or(0);
+  if (const auto shared = optional_positive(r, doc, "shared_expert_intermediate_size")) {
+    // Qwen2-MoE states the shared expert's total width: as many experts of moe size.
+    m.shared_experts = std::max(1, *shared / m.expert_ffn);
+  }
+  m.dense_layers = optional_positive(r, doc, "first_k_dense_replace").value_or(0);
+  if (m.top_k > m.experts) {
+    r.fail(JsonPath{}.at("num_experts_per_tok"),
+           fmt::format("expected at most the {} experts, found {}", m.experts, m.top_k));
+  }
+}
+
+/// Llama style (transformers LlamaConfig): hidden_size, num_hidden_layers, num_attention_heads,
+/// intermediate_size, vocab_size, max_position_embeddings; num_key_value_heads defaults to the
+/// heads, head_dim to hidden / heads; hidden_act "silu" (the default) gives SwiGLU, anything
+/// else a GELU MLP; rms_norm_eps present gives RMSNorm, else LayerNorm; RoPE; biases per
+/// attention_bias and mlp_bias (default false; Qwen2 always has QKV biases, modeling_qwen2.py);
+/// tie_word_embeddings defaults to false; dropout only on attention probabilities when
+/// attention_dropout > 0.
+TransformerSpec llama_style(const JsonReader& r, const json& doc, const std::string& model_type) {
+  TransformerSpec s;
+  const int heads = positive(r, doc, "num_attention_heads");
+  s.shape.layers = positive(r, doc, "num_hidden_layers");
+  s.shape.hidden = positive(r, doc, "hidden_size");
+  s.shape.heads = heads;
+  s.shape.kv_heads = optional_positive(r, doc, "num_key_value_heads").value_or(heads);
+  s.shape.ffn = positive(r, doc, "intermediate_size");
+  s.shape.vocab = positive(r, doc, "vocab_size");
+  s.shape.seq_len = positive(r, doc, "max_position_embeddings");
+  s.shape.swiglu = optional_string(r, doc, "hidden_act", "silu") == "silu";
+  s.shape.causal = true;
+  s.head_dim = optional_positive(r, doc, "head_dim").value_or(0);
+  s.positions = 0;
+  s.norm = doc.contains("rms_norm_eps") ? Norm::rmsnorm : Norm::layernorm;
+  const bool attention_bias = optional_bool(r, doc, "attention_bias", false);
+  s.qkv_bias = attention_bias || model_type == "qwen2";
+  s.proj_bias = attention_bias;
+  s.mlp_bias = optional_bool(r, doc, "mlp_bias", false);
+  s.tied_embeddings = optional_bool(r, doc, "tie_word_embeddings", false);
+  s.hidden_dropout = false;
+  s.attention_dropout = optional_number(r, doc, "attention_dropout", 0.0) > 0.0;
+  read_moe(r, doc, s);
+  return s;
+}
+
+/// "_name_or_path" when the config has one, else the folder holding config.json, else the
+/// file's stem.
+std::string model_name(const std::string& path, const json& doc) {
+  const auto it = doc.find("_name_or_path");
+  if (it != doc.end() && it->is_string() && !it->get_ref<const std::string&>().empty())
+    return it->get<std::string>();
+  const std::filesystem::path p(path);
+  if (p.filename() == "config.json" && !p.parent_path().filename().empty())
+    return p.parent_path().filename().string();
+  return p.stem().string();
+}
+
+}  // namespace
+
+Model load_hf_config(const std::string& path, int seq_len) {
+  if (seq_len < 0)
+    throw sim::ModelError(fmt::format("{}: seq_len must be positive, found {}", path, seq_len));
+  const JsonReader r(path, sim::ErrorKind::model);
+  const json doc = r.parse_file();
+  if (!doc.is_object())
+    r.fail(JsonPath{}, fmt::format("expected {} (an object), found {}", kWhat, topo::shown(doc)));
+  const std::string model_type = optional_string(r, doc, "model_type", "");
+  const bool gpt2 = model_type == "gpt2" || (model_type.empty() && doc.contains("n_embd"));
+  TransformerSpec spec = gpt2 ? gpt2_style(r, doc) : llama_style(r, doc, model_type);
+  spec.name = model_name(path, doc);
+  if (seq_len > 0) spec.shape.seq_len = seq_len;
+  try {
+    return build_transformer(spec);
+  } catch (const sim::ModelError& e) {
+    throw sim::ModelError(fmt::format("{}: {}", path, e.what()));
+  }
+}
+
+}  // namespace foresight::strategy

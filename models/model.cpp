@@ -1,0 +1,41 @@
+#include "models/model.hpp"
+
+namespace foresight::strategy {
+
+std::int64_t Model::params() const {
+  std::int64_t n = 0;
+  for (const Layer& l : layers) n += l.params;
+  return n;
+}
+
+std::string_view to_string(TpRole r) {
+  switch (r) {
+    case TpRole::replicated:
+      return "replicated";
+    case TpRole::column:
+      return "column";
+    case TpRole::row:
+      return "row";
+    case TpRole::sharded:
+      return "sharded";
+    case TpRole::vocab:
+      return "vocab";
+    case TpRole::expert:
+      return "expert";
+  }
+  return "?";
+}
+
+double Model::fwd_flops() const {
+  double f = 0.0;
+  for (const Layer& l : layers) f += l.fwd_flops;
+  return f;
+}
+
+double Model::bwd_flops() const {
+  double f = 0.0;
+  for (const Layer& l : layers) f += l.bwd_flops;
+  return f;
+}
+
+}  // namespace foresight::strategy

@@ -1,0 +1,38 @@
+#include "net/link_pools.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "common/error.hpp"
+
+namespace foresight::sim {
+
+LinkPools LinkPools::of(const Fabric& fabric, const LinkEfficiency& efficiency) {
+  const std::vector<double> link_caps = effective_capacities(fabric, efficiency);
+  LinkPools p;
+  p.pool_of.resize(link_caps.size());
+  std::map<std::uint32_t, std::uint32_t> dense;  // fabric pool id -> index
+  for (std::size_t l = 0; l < link_caps.size(); ++l) {
+    const auto [it, added] =
+        dense.emplace(fabric.link_pool(static_cast<LinkId>(l)), static_cast<std::uint32_t>(p.capacity.size()));
+    if (added) p.capacity.push_back(0.0);
+    p.pool_of[l] = it->second;
+    p.capacity[it->second] += link_caps[l];
+  }
+  return p;
+}
+
+std::vector<LinkId> LinkPools::translate(const std::vector<LinkId>& path) const {
+  std::vector<LinkId> out;
+  out.reserve(path.size());
+  for (const LinkId l : path) {
+    if (l >= pool_of.size()) throw InternalError(fmt::format("network: path names link {} of {}", l, pool_of.size()));
+    const LinkId p = pool_of[l];
+    if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
+  }
+  return out;
+}
+
+}  // namespace foresight::sim

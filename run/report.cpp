@@ -1,0 +1,279 @@
+#include "run/report.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+namespace foresight::strategy {
+namespace {
+
+using Interval = std::pair<std::int64_t, std::int64_t>;
+
+/// Total length of the union of intervals (picoseconds).
+std::int64_t union_length(std::vector<Interval> v) {
+  std::sort(v.begin(), v.end());
+  std::int64_t total = 0;
+  std::int64_t cur_start = 0;
+  std::int64_t cur_end = -1;
+  bool open = false;
+  for (const auto& [a, b] : v) {
+    if (!open || a > cur_end) {
+      if (open) total += cur_end - cur_start;
+      cur_start = a;
+      cur_end = b;
+      open = true;
+    } else {
+      cur_end = std::max(cur_end, b);
+    }
+  }
+  if (open) total += cur_end - cur_start;
+  return total;
+}
+
+std::string bytes_text(double b) { return sim::to_string(sim::Bytes(static_cast<std::int64_t>(b))); }
+
+std::string seconds_text(double s) { return s == 0.0 ? "0" : sim::to_string(sim::Time::from_seconds(s)); }
+
+}  // namespace
+
+std::vector<RankBreakdown> breakdown(const sim::ExecutionGraph& g, const sim::ExecutionResult& result,
+                                     const std::vector<RankWindow>& windows) {
+  struct Spans {
+    std::vector<Interval> compute;
+    std::vector<Interval> comm;
+    std::vector<Interval> waits;  // a pipeline receive posted, its data not yet sent
+  };
+  std::vector<Spans> spans(windows.size());
+  for (sim::NodeId n = 0; n < g.nodes.size(); ++n) {
+    const sim::Node& node = g.nodes[n];
+    if (node.rank >= windows.size()) continue;
+    Spans& sp = spans[node.rank];
+    const std::int64_t lo = windows[node.rank].from.ps();
+    const std::int64_t hi = windows[node.rank].to.ps();
+    if (node.kind == sim::OpKind::recv) {
+      const std::int64_t a = std::max(lo, result.ready[n].ps());
+      const std::int64_t b = std::min(hi, result.start[n].ps());
+      if (b > a) sp.waits.emplace_back(a, b);
+    }
+    const std::int64_t a = std::max(lo, result.start[n].ps());
+    const std::int64_t b = std::min(hi, result.end[n].ps());
+    if (b <= a) continue;
+    if (node.kind == sim::OpKind::compute) sp.compute.emplace_back(a, b);
+    if (node.kind == sim::OpKind::collective || node.kind == sim::OpKind::send || node.kind == sim::OpKind::recv) {
+      sp.comm.emplace_back(a, b);
+    }
+  }
+  std::vector<RankBreakdown> out;
+  for (std::size_t rank = 0; rank < windows.size(); ++rank) {
+    const Spans& sp = spans[rank];
+    std::vector<Interval> busy = sp.compute;
+    busy.insert(busy.end(), sp.comm.begin(), sp.comm.end());
+    const double k = std::max(1, windows[rank].iterations);
+    RankBreakdown& r = out.emplace_back();
+    r.iteration_s = (windows[rank].to - windows[rank].from).seconds() / k;
+    r.compute_s = static_cast<double>(union_length(sp.compute)) * 1e-12 / k;
+    r.comm_s = static_cast<double>(union_length(sp.comm)) * 1e-12 / k;
+    const double busy_s = static_cast<double>(union_length(busy)) * 1e-12 / k;
+    r.exposed_comm_s = busy_s - r.compute_s;
+    // Bubble: the GPU idle while the rank waits for another stage's activations or gradients.
+    // The rest of the idle time waits on the host (dispatch, input, bookkeeping).
+    std::vector<Interval> busy_or_waiting = std::move(busy);
+    busy_or_waiting.insert(busy_or_waiting.end(), sp.waits.begin(), sp.waits.end());
+    r.bubble_s = std::max(0.0, static_cast<double>(union_length(busy_or_waiting)) * 1e-12 / k - busy_s);
+    r.host_s = std::max(0.0, r.iteration_s - busy_s - r.bubble_s);
+  }
+  return out;
+}
+
+RankBreakdown breakdown(const sim::ExecutionGraph& g, const sim::ExecutionResult& result, sim::RankId rank,
+                        sim::Time from, sim::Time to, int iterations) {
+  std::vector<RankWindow> windows(static_cast<std::size_t>(rank) + 1);  // the others empty
+  windows.back() = RankWindow{from, to, iterations};
+  return breakdown(g, result, windows).back();
+}
+
+double Report::peak_bytes_max() const {
+  double m = 0.0;
+  for (const RankMemory& r : memory) m = std::max(m, r.bytes.total());
+  return m;
+}
+
+bool Report::oom() const {
+  return std::any_of(memory.begin(), memory.end(), [](const RankMemory& r) { return r.oom; });
+}
+
+namespace {
+
+nlohmann::json pipeline_json(const Report& r) {
+  using nlohmann::json;
+  if (r.stages.empty()) return nullptr;
+  json stages = json::array();
+  for (const StageReport& st : r.stages) {
+    json chunks = json::array();
+    for (const auto& c : st.chunks) {
+      chunks.push_back(json{{"first_layer", c.first_layer},
+                            {"last_layer", c.last_layer},
+                            {"units", c.units},
+                            {"modelled_s", c.modelled_s},
+                            {"params", c.params}});
+    }
+    const auto ri = static_cast<std::size_t>(st.rank);
+    stages.push_back(json{{"stage", st.stage},
+                          {"chunks", chunks},
+                          {"in_flight", st.in_flight},
+                          {"bubble_s", ri < r.per_rank.size() ? r.per_rank[ri].bubble_s : 0.0},
+                          {"compute_s", ri < r.per_rank.size() ? r.per_rank[ri].compute_s : 0.0},
+                          {"peak_bytes", ri < r.memory.size() ? r.memory[ri].bytes.total() : 0.0}});
+  }
+  return json{{"schedule", r.schedule}, {"stages", stages}};
+}
+
+nlohmann::json moe_json(const Report& r) {
+  using nlohmann::json;
+  if (r.expert_loads.empty()) return nullptr;
+  json ranks = json::array();
+  for (const ExpertLoad& l : r.expert_loads) {
+    ranks.push_back(json{{"rank", l.rank}, {"gpu", l.gpu}, {"stage", l.stage}, {"ep_rank", l.ep_rank},
+                         {"tokens", l.tokens}, {"expert_s", l.expert_s}});
+  }
+  return json{{"routing", r.moe_routing},
+              {"per_rank", ranks},
+              {"imbalance_s", r.moe_imbalance_s},
+              {"dropped_tokens", r.moe_dropped_tokens}};
+}
+
+}  // namespace
+
+nlohmann::json to_json(const Report& r, const nlohmann::json& plan) {
+  using nlohmann::json;
+  auto rank_json = [](const RankBreakdown& b) {
+    return json{{"iteration_s", b.iteration_s}, {"compute_s", b.compute_s},   {"comm_s", b.comm_s},
+                {"exposed_comm_s", b.exposed_comm_s}, {"bubble_s", b.bubble_s}, {"host_s", b.host_s}};
+  };
+  json per_rank_time = json::array();
+  for (std::size_t i = 0; i < r.per_rank.size(); ++i) {
+    json j = rank_json(r.per_rank[i]);
+    j["rank"] = i;
+    j["gpu"] = r.per_rank[i].gpu;
+    j["represents"] = r.per_rank[i].represents;
+    per_rank_time.push_back(j);
+  }
+  json per_rank_mem = json::array();
+  for (const RankMemory& m : r.memory) {
+    per_rank_mem.push_back(json{{"rank", m.rank},
+                                {"gpu", m.gpu},
+                                {"represents", m.represents},
+                                {"peak_bytes", m.bytes.total()},
+                                {"capacity_bytes", m.capacity},
+                                {"oom", m.oom},
+                                {"overflow_bytes", m.overflow},
+                                {"weights_bytes", m.bytes.weights},
+                                {"gradients_bytes", m.bytes.gradients},
+                                {"optimizer_bytes", m.bytes.optimizer},
+                                {"activations_bytes", m.bytes.activations},
+                                {"buffers_bytes", m.bytes.buffers},
+                                {"workspace_bytes", m.bytes.workspace},
+                                {"allocator_bytes", m.bytes.allocator}});
+  }
+  json b = rank_json(r.breakdown);
+  b["rank"] = r.slowest_rank;
+  b["per_rank"] = per_rank_time;
+  return json{{"scenario", r.scenario},
+              {"model", {{"name", r.model}, {"params", r.model_params}, {"fwd_flops_per_sample", r.model_fwd_flops}}},
+              {"cluster", {{"name", r.cluster}, {"gpu", r.gpu}, {"gpus", r.gpus}, {"nodes", r.nodes}}},
+              {"iteration_time_s", r.iteration_time_s},
+              {"steps", r.steps_total},
+              {"run_time_s", r.run_time_s},
+              {"throughput",
+               {{"samples_per_s", r.samples_per_s},
+                {"tokens_per_s", r.tokens_per_s},
+                {"tflops_per_gpu", r.tflops_per_gpu},
+                {"mfu", r.mfu},
+                {"hardware_tflops_per_gpu", r.hardware_tflops_per_gpu},
+                {"hfu", r.hfu},
+                {"peak_tflops_per_gpu", r.peak_tflops}}},
+              {"breakdown", b},
+              {"memory", {{"peak_bytes_max", r.peak_bytes_max()}, {"oom", r.oom()}, {"per_rank", per_rank_mem}}},
+              {"plan", plan},
+              {"pipeline", pipeline_json(r)},
+              {"moe", moe_json(r)},
+              {"simulation",
+               {{"kernels", r.kernels},
+                {"kernels_profiled", r.kernels_profiled},
+                {"gradient_buckets", r.gradient_buckets},
+                {"events", r.events},
+                {"simulated_ranks", r.simulated_ranks},
+                {"folding", r.folding.empty() ? json(nullptr) : json(r.folding)},
+                {"fingerprint", fmt::format("{:016x}", r.fingerprint)}}}};
+}
+
+std::string to_text(const Report& r) {
+  std::string out;
+  out += fmt::format("scenario    {}\n", r.scenario);
+  out += fmt::format("model       {}: {:.2f} M parameters, {:.3g} GFLOP forward per sample\n", r.model,
+                     static_cast<double>(r.model_params) * 1e-6, r.model_fwd_flops * 1e-9);
+  out += fmt::format("cluster     {}: {} x {} on {} node{}\n", r.cluster, r.gpus, r.gpu, r.nodes, r.nodes == 1 ? "" : "s");
+  out += fmt::format("plan        {}\n", r.plan_summary);
+  if (!r.folding.empty()) out += fmt::format("simulation  {}\n", r.folding);
+  out += fmt::format("iteration   {}\n", seconds_text(r.iteration_time_s));
+  out += fmt::format("run         {} steps: {}\n", r.steps_total, seconds_text(r.run_time_s));
+  out += fmt::format("throughput  {:.1f} samples/s{}, {:.2f} TFLOP/s per GPU, MFU {:.1f}% of {:.0f} TFLOP/s\n",
+                     r.samples_per_s, r.tokens_per_s > 0 ? fmt::format(" ({:.0f} tokens/s)", r.tokens_per_s) : "",
+                     r.tflops_per_gpu, r.mfu * 100.0, r.peak_tflops);
+  if (r.hardware_tflops_per_gpu > r.tflops_per_gpu * 1.005) {
+    out += fmt::format("            hardware {:.2f} TFLOP/s per GPU with recompute, HFU {:.1f}%\n",
+                       r.hardware_tflops_per_gpu, r.hfu * 100.0);
+  }
+  const RankBreakdown& b = r.breakdown;
+  out += fmt::format(
+      "breakdown   per iteration, rank {} (slowest): compute {}, exposed communication {} (of {} in all), "
+      "bubble {}, host-bound idle {}\n",
+      r.slowest_rank, seconds_text(b.compute_s), seconds_text(b.exposed_comm_s), seconds_text(b.comm_s),
+      seconds_text(b.bubble_s), seconds_text(b.host_s));
+  for (const StageReport& st : r.stages) {
+    const auto ri = static_cast<std::size_t>(st.rank);
+    std::string chunks;
+    for (const auto& c : st.chunks) {
+      chunks += fmt::format("{}{}..{} ({} units, {:.2f} M params, {} modelled)", chunks.empty() ? "" : "; ", c.first_layer,
+                            c.last_layer, c.units, static_cast<double>(c.params) * 1e-6, seconds_text(c.modelled_s));
+    }
+    const RankBreakdown* sb = ri < r.per_rank.size() ? &r.per_rank[ri] : nullptr;
+    const RankMemory* sm = ri < r.memory.size() ? &r.memory[ri] : nullptr;
+    out += fmt::format("{}stage {}: {}; compute {}, bubble {}; {} micro-batch{} in flight, peak {}\n",
+                       st.stage == 0 ? fmt::format("{:<12}", r.schedule) : std::string(12, ' '), st.stage, chunks,
+                       sb ? seconds_text(sb->compute_s) : "-", sb ? seconds_text(sb->bubble_s) : "-", st.in_flight,
+                       st.in_flight == 1 ? "" : "es", sm ? bytes_text(sm->bytes.total()) : "-");
+  }
+  if (!r.expert_loads.empty()) {
+    double lo = r.expert_loads.front().tokens, hi = lo, sum = 0.0;
+    for (const ExpertLoad& l : r.expert_loads) {
+      lo = std::min(lo, l.tokens);
+      hi = std::max(hi, l.tokens);
+      sum += l.tokens;
+    }
+    const double mean = sum / static_cast<double>(r.expert_loads.size());
+    out += fmt::format("experts     {} routing: {:.0f}-{:.0f} tokens per rank per iteration (max/mean {:.2f}); "
+                       "imbalance costs {} per iteration{}\n",
+                       r.moe_routing, lo, hi, mean > 0 ? hi / mean : 0.0, seconds_text(r.moe_imbalance_s),
+                       r.moe_dropped_tokens > 0 ? fmt::format("; {:.0f} assignments dropped per EP group", r.moe_dropped_tokens) : "");
+  }
+  if (!r.memory.empty()) {
+    const RankMemory& m = *std::max_element(r.memory.begin(), r.memory.end(), [](const RankMemory& a, const RankMemory& c) {
+      return a.bytes.total() < c.bytes.total();
+    });
+    out += fmt::format(
+        "memory      peak {} of {} on rank {}{} (weights {}, gradients {}, optimizer {}, activations {}, buffers {}, "
+        "workspace {}, allocator {}): {}\n",
+        bytes_text(m.bytes.total()), bytes_text(m.capacity), m.rank,
+        m.represents > 1 ? fmt::format(" (and the {} GPU{} it stands for)", m.represents - 1, m.represents == 2 ? "" : "s")
+                         : std::string(),
+        bytes_text(m.bytes.weights),
+        bytes_text(m.bytes.gradients), bytes_text(m.bytes.optimizer), bytes_text(m.bytes.activations),
+        bytes_text(m.bytes.buffers), bytes_text(m.bytes.workspace), bytes_text(m.bytes.allocator),
+        m.oom ? fmt::format("OUT OF MEMORY by {}", bytes_text(m.overflow)) : std::string("fits"));
+  }
+  return out;
+}
+
+}  // namespace foresight::strategy

@@ -1,0 +1,363 @@
+#include "run/simulation.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <tuple>
+#include <nlohmann/json.hpp>
+
+#include "common/error.hpp"
+#include "strategies/memory_model.hpp"
+#include "models/model_builder.hpp"
+#include "models/model_zoo.hpp"
+#include "strategies/pipeline.hpp"
+#include "strategies/tensor_parallel.hpp"
+#include "topologies/cluster_builders.hpp"
+
+namespace foresight::strategy {
+namespace {
+
+std::string plan_summary(const Plan& p, int cc) {
+  std::string prec(to_string(p.precision));
+  if (p.precision == Precision::fp32 && cc >= 80) {
+    prec += p.tf32_conv ? (p.tf32_matmul ? " (TF32 convolutions and matmuls)" : " (TF32 convolutions)")
+                        : (p.tf32_matmul ? " (TF32 matmuls)" : "");
+  }
+  std::string out = fmt::format("{}, dp {}", to_string(p.framework), p.dp);
+  if (p.ep > 1) out += fmt::format(", ep {}", p.ep);
+  if (p.pp > 1) out += fmt::format(", pp {}", p.pp);
+  if (p.tp > 1) out += fmt::format(", tp {}{}", p.tp, p.sequence_parallel ? " with sequence parallelism" : "");
+  if (p.zero > 0) out += fmt::format(", ZeRO-{}", p.zero);
+  if (p.hybrid_shard()) out += fmt::format(" sharded in groups of {} (hybrid)", p.shard_group);
+  if (p.recompute != Recompute::none) out += fmt::format(", {} recompute", to_string(p.recompute));
+  if (p.fused_attention) out += ", fused attention";
+  out += fmt::format(", micro-batch {}, global batch {}", p.micro_batch, p.global_batch);
+  if (p.grad_accum > 1) out += fmt::format(" ({} accumulation steps)", p.grad_accum);
+  out += fmt::format(", {}, {}", prec, to_string(p.optimizer));
+  out += p.input_rate > 0 ? fmt::format(", input {:.0f} samples/s per process", p.input_rate) : ", input unlimited";
+  return out;
+}
+
+/// The links a timeline shows: each used GPU's link into its NVSwitch and each used node's NIC
+/// links into the fabric (at most 64).
+std::vector<sim::LinkId> links_to_sample(const topo::Cluster& c, int gpus) {
+  std::vector<sim::LinkId> out;
+  std::vector<int> nodes;
+  for (int g = 0; g < gpus && out.size() < 64; ++g) {
+    if (const auto l = c.nvswitch_links(static_cast<sim::GpuId>(g))) out.push_back(l->first);
+    const int node = c.gpu(static_cast<sim::GpuId>(g)).node;
+    if (std::find(nodes.begin(), nodes.end(), node) == nodes.end()) nodes.push_back(node);
+  }
+  for (const int node : nodes) {
+    for (int rail = 0; rail < c.node(node).nics && out.size() < 64; ++rail) {
+      const auto nic = c.nic(node, rail);
+      if (!nic) continue;
+      for (const sim::LinkId l : c.out_links(*nic)) {
+        if (c.link(l).cls == sim::LinkClass::infiniband) {
+          out.push_back(l);
+          break;
+        }
+      }
+    }
+  }
+  return out;
+}
+
+/// Each simulated rank's routed tokens and expert time per iteration, and the imbalance's cost.
+void report_expert_loads(const SimulationOutput& out, const Plan& plan, MoeRouting& routing, Report& r) {
+  const sim::ExecutionGraph& g = out.compiled.graph;
+  const Model& model = out.model;
+  const int steps = std::max(1, plan.steps);
+  r.moe_routing = std::string(to_string(plan.routing.kind));
+  if (plan.routing.kind == RoutingSpec::Kind::zipf) r.moe_routing += fmt::format(" (s = {})", plan.routing.zipf_s);
+  std::vector<double> expert_s(g.ranks(), 0.0);
+  // (stage, EP group, layer, micro-batch) -> each EP rank's expert time there, per iteration.
+  std::map<std::tuple<int, int, int, int>, std::map<int, double>> per_layer;
+  for (const sim::Node& n : g.nodes) {
+    if (n.kind == sim::OpKind::compute && n.layer >= 0 && model.layers[static_cast<std::size_t>(n.layer)].experts > 0) {
+      const double t = n.duration.seconds() / steps;
+      expert_s[n.rank] += t;
+      const auto& c = out.compiled.rank_coords[n.rank];
+      // Per (stage, EP group and TP rank, layer, micro-batch): the EP ranks' times.
+      const int group = (c.replica / routing.ep()) * 1024 + c.tp_rank;
+      per_layer[{c.stage, group, n.layer, n.micro_batch}][c.replica % routing.ep()] += t;
+    }
+  }
+  for (sim::RankId rank = 0; rank < g.ranks(); ++rank) {
+    ExpertLoad l;
+    l.rank = static_cast<int>(rank);
+    l.gpu = static_cast<int>(g.rank_gpu[rank]);
+    l.stage = out.compiled.rank_coords[rank].stage;
+    l.ep_rank = out.compiled.rank_coords[rank].replica % routing.ep();
+    std::vector<std::pair<std::size_t, std::size_t>> ranges{{0, model.layers.size()}};
+    if (plan.pp > 1) ranges = out.compiled.rank_chunks[rank];
+    for (const auto& [first, last] : ranges) {
+      for (std::size_t i = first; i < last; ++i) {
+        if (model.layers[i].experts == 0) continue;
+        const int local = routing.experts_per_rank(i);
+        for (int micro = 0; micro < plan.grad_accum; ++micro) {
+          const RoutingTable& t = routing.table(i, micro);
+          for (int x = l.ep_rank * local; x < (l.ep_rank + 1) * local; ++x) l.tokens += t.expert_tokens(x);
+          if (out.compiled.rank_coords[rank].replica == 0 && out.compiled.rank_coords[rank].tp_rank == 0) {
+            r.moe_dropped_tokens += t.dropped;
+          }
+        }
+      }
+    }
+    l.expert_s = expert_s[rank];
+    r.expert_loads.push_back(l);
+  }
+  // With EP ranks folded (alike routing) every EP rank does what the simulated one does: no
+  // imbalance.
+  if (out.compiled.ep_folded) return;
+  // Every MoE layer waits for its slowest EP rank (the all-to-all after the experts): the cost
+  // is that rank's excess over the mean, summed over a stage's layers and micro-batches.
+  std::map<std::pair<int, int>, double> stage_excess;  // per (stage, EP group)
+  for (const auto& [key, by_rank] : per_layer) {
+    double sum = 0.0, most = 0.0;
+    for (int e = 0; e < routing.ep(); ++e) {
+      const auto it = by_rank.find(e);
+      const double t = it == by_rank.end() ? 0.0 : it->second;
+      sum += t;
+      most = std::max(most, t);
+    }
+    stage_excess[{std::get<0>(key), std::get<1>(key)}] += most - sum / routing.ep();
+  }
+  for (const auto& [stage, excess] : stage_excess) r.moe_imbalance_s = std::max(r.moe_imbalance_s, excess);
+}
+
+/// Whether every rank's last two steps took the same time, to 1 ppm.
+bool settled(const CompiledGraph& c, const sim::ExecutionResult& r) {
+  const auto& ends = c.step_end;
+  if (ends.size() < 3) return true;
+  const auto& a = ends[ends.size() - 3];
+  const auto& b = ends[ends.size() - 2];
+  const auto& z = ends.back();
+  for (std::size_t rank = 0; rank < z.size(); ++rank) {
+    const double first = static_cast<double>((r.end[b[rank]] - r.end[a[rank]]).ps());
+    const double second = static_cast<double>((r.end[z[rank]] - r.end[b[rank]]).ps());
+    if (std::abs(second - first) > 1e-6 * std::max(first, second)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+Model scenario_model(const Scenario& s) {
+  if (!s.model.hf_config.empty()) return load_hf_config(s.model.hf_config, s.model.seq_len);
+  return build_model(s.model.name, s.model.classes, s.model.seq_len);
+}
+
+SimulationOutput simulate_scenario(const Scenario& scenario, const SimulationInputs& inputs) {
+  SimulationOutput out;
+  Plan plan = scenario.plan;
+  out.model = scenario_model(scenario);
+  if (plan.fused_attention) {
+    if (!out.model.transformer) {
+      throw sim::ConfigError(fmt::format("{}: /plan/fused_attention: expected false for {}, which has no attention",
+                                         scenario.path, out.model.name));
+    }
+    out.model = with_fused_attention(std::move(out.model));
+  }
+  // Bounded work: every layer runs forward and backward once per micro-batch and step, so a
+  // graph has at least this many nodes; a plan past the graph's limit fails before any is built.
+  const double least_nodes = 2.0 * std::max(plan.steps, 1) * std::max(plan.grad_accum, 1) *
+                             static_cast<double>(out.model.layers.size());
+  if (least_nodes > static_cast<double>(sim::ExecutionGraph::kMaxNodes)) {
+    throw sim::ConfigError(fmt::format(
+        "{}: /plan: {} steps x {} micro-batches x {} layers x forward and backward is at least {:.0f} M "
+        "execution-graph nodes, more than the {} M one simulation may hold: lower global_batch or steps, "
+        "or raise micro_batch",
+        scenario.path, plan.steps, plan.grad_accum, out.model.layers.size(), least_nodes / 1e6,
+        sim::ExecutionGraph::kMaxNodes / 1'000'000));
+  }
+  try {
+    out.cluster = std::make_shared<const topo::Cluster>(topo::resolve_cluster(scenario.cluster.spec, scenario.cluster.gpus));
+  } catch (const sim::ConfigError& e) {
+    throw sim::ConfigError(fmt::format("{}: /cluster: {}", scenario.path, e.what()));
+  }
+  const topo::Cluster& cluster = *out.cluster;
+  const int ranks = plan.dp * plan.tp * plan.pp * plan.ep;
+  if (static_cast<std::size_t>(ranks) > cluster.gpu_count()) {
+    throw sim::ConfigError(fmt::format("{}: plan dp x tp x pp x ep = {} x {} x {} x {} = {} GPUs, but the cluster {} has {}",
+                                       scenario.path, plan.dp, plan.tp, plan.pp, plan.ep, ranks, cluster.name(),
+                                       cluster.gpu_count()));
+  }
+  const bool moe = std::any_of(out.model.layers.begin(), out.model.layers.end(), [](const Layer& l) { return l.experts > 0; });
+  if (plan.ep > 1 && !moe) {
+    throw sim::ConfigError(fmt::format("{}: /plan/ep: expected 1 for {}, which has no routed experts, found {}", scenario.path,
+                                       out.model.name, plan.ep));
+  }
+  for (const Layer& l : out.model.layers) {
+    if (l.experts > 0 && l.experts % plan.ep != 0) {
+      throw sim::ConfigError(fmt::format("{}: /plan/ep: expected a divisor of the {} experts of {}, found {}",
+                                         scenario.path, l.experts, l.name, plan.ep));
+    }
+  }
+  try {
+    check_routing(plan.routing, out.model);
+  } catch (const sim::ModelError& e) {
+    throw sim::ConfigError(fmt::format("{}: /plan/moe_routing: {}", scenario.path, e.what()));
+  }
+  const topo::GpuSpec& gpu = cluster.gpu_model(0);
+  const ComputeModel compute(gpu, inputs.profiles);
+  sim::ExecutorOptions options;
+  options.comm_compute_slowdown = plan.comm_compute_slowdown;
+  options.closed_form = inputs.closed_form;
+  if (inputs.link_sample_interval > sim::Time::zero()) {
+    out.sampled_links = links_to_sample(cluster, ranks);
+    options.sample_links = out.sampled_links;
+    options.sample_interval = inputs.link_sample_interval;
+  }
+  const auto compile_and_run = [&] {
+    try {
+      out.compiled = plan.pp > 1 ? compile_pipeline(out.model, plan, cluster, compute)
+                                 : compile_data_parallel(out.model, plan, cluster, compute);
+    } catch (const sim::ConfigError& e) {
+      throw sim::ConfigError(fmt::format("{}: {}", scenario.path, e.what()));
+    }
+    out.result = sim::execute(out.compiled.graph, cluster, inputs.collectives, plan.network, options);
+  };
+  compile_and_run();
+  if (plan.settle && !settled(out.compiled, out.result)) {
+    plan.steps = kUnsettledSteps;
+    compile_and_run();
+  }
+  plan.settle = false;
+  out.plan = plan_to_json(plan);
+
+  Report& r = out.report;
+  r.scenario = scenario.path;
+  r.model = out.model.name;
+  r.model_params = out.model.params();
+  r.model_fwd_flops = out.model.fwd_flops();
+  r.cluster = cluster.name();
+  r.gpu = std::string(gpu.name);
+  r.gpus = ranks;
+  std::vector<int> nodes;
+  for (int g = 0; g < ranks; ++g) nodes.push_back(cluster.gpu(static_cast<sim::GpuId>(g)).node);
+  std::sort(nodes.begin(), nodes.end());
+  r.nodes = static_cast<int>(std::unique(nodes.begin(), nodes.end()) - nodes.begin());
+  r.plan_summary = plan_summary(plan, gpu.compute_capability);
+  r.folding = out.compiled.folding;
+  r.simulated_ranks = static_cast<int>(out.compiled.graph.ranks());
+
+  // Steady state: the windows between consecutive step ends, after the first step.
+  const auto& ends = out.compiled.step_end;
+  const int steps = static_cast<int>(ends.size());
+  const auto& graph = out.compiled.graph;
+  std::vector<RankWindow> windows;
+  for (sim::RankId rank = 0; rank < graph.ranks(); ++rank) {
+    // A pipeline fills and settles over several steps: it is measured over its second half.
+    const int skip = plan.pp > 1 && steps > 2 ? steps / 2 : 0;
+    const sim::Time from = steps > 1 ? out.result.end[ends[static_cast<std::size_t>(skip)][rank]] : sim::Time::zero();
+    windows.push_back(RankWindow{from, out.result.end[ends.back()[rank]], std::max(1, steps - 1 - skip)});
+  }
+  r.per_rank = breakdown(graph, out.result, windows);
+  for (sim::RankId rank = 0; rank < graph.ranks(); ++rank) {
+    r.per_rank[rank].gpu = static_cast<int>(graph.rank_gpu[rank]);
+    r.per_rank[rank].represents = static_cast<int>(graph.represents(rank));
+  }
+  r.slowest_rank = 0;
+  for (std::size_t i = 0; i < r.per_rank.size(); ++i) {
+    if (r.per_rank[i].iteration_s > r.per_rank[static_cast<std::size_t>(r.slowest_rank)].iteration_s) {
+      r.slowest_rank = static_cast<int>(i);
+    }
+  }
+  r.breakdown = r.per_rank[static_cast<std::size_t>(r.slowest_rank)];
+  r.iteration_time_s = r.breakdown.iteration_s;
+  r.steps_total = scenario.total_steps();
+  r.run_time_s = r.iteration_time_s * static_cast<double>(r.steps_total);
+  r.samples_per_s = plan.global_batch / r.iteration_time_s;
+  r.tokens_per_s = r.samples_per_s * out.model.seq_len;
+  // Model FLOPs: forward + backward per sample as the layers count them (backward is twice forward,
+  // less the stem's input gradient), without recomputation.
+  const double step_flops = (out.model.fwd_flops() + out.model.bwd_flops()) * plan.global_batch;
+  r.tflops_per_gpu = step_flops / r.iteration_time_s / ranks * 1e-12;
+  const MathKind main_math = out.model.transformer ? MathKind::matmul : MathKind::conv;
+  OpTemplate probe;
+  probe.math = main_math;
+  r.peak_tflops = compute.peak(instantiate(probe, 1, plan, gpu.compute_capability).dtype).per_second() * 1e-12;
+  r.mfu = r.tflops_per_gpu / r.peak_tflops;
+  // Hardware FLOPs: every kernel of every simulated step, each rank's counted for the GPUs it
+  // stands for, per step.
+  double hardware_flops = 0.0;
+  const auto& cgraph = out.compiled.graph;
+  for (const sim::Node& n : cgraph.nodes) {
+    if (n.kind != sim::OpKind::compute || n.signature >= cgraph.signatures.size()) continue;
+    hardware_flops += cgraph.signatures[n.signature].flops * static_cast<double>(cgraph.represents(n.rank));
+  }
+  hardware_flops /= std::max(1, plan.steps);
+  r.hardware_tflops_per_gpu = hardware_flops / r.iteration_time_s / ranks * 1e-12;
+  r.hfu = r.hardware_tflops_per_gpu / r.peak_tflops;
+
+  const auto& cg = out.compiled;
+  if (auto routing = moe_routing(out.model, plan)) report_expert_loads(out, plan, *routing, r);
+  // Dispatch and combine buffers: a micro-batch's routed tokens sent and received, h each (the
+  // combine reuses them), scaled by the most loaded rank's share.
+  double token_buffers = 0.0;
+  if (!r.expert_loads.empty()) {
+    double top_k = 0.0, mean = 0.0, most = 0.0;
+    for (const Layer& l : out.model.layers) top_k = std::max(top_k, static_cast<double>(l.top_k));
+    for (const ExpertLoad& l : r.expert_loads) {
+      mean += l.tokens / static_cast<double>(r.expert_loads.size());
+      most = std::max(most, l.tokens);
+    }
+    token_buffers = (1.0 + (mean > 0.0 ? most / mean : 1.0)) * plan.micro_batch * out.model.seq_len * top_k *
+                    out.model.transformer->hidden * activation_bytes(plan.precision);
+  }
+  for (int rank = 0; rank < static_cast<int>(graph.ranks()); ++rank) {
+    MemoryBreakdown mem;
+    if (plan.pp > 1) {
+      const auto ri = static_cast<std::size_t>(rank);
+      double params = 0.0;
+      for (const auto& [first, last] : cg.rank_chunks[ri]) params += tp_rank_params(out.model, plan.tp, first, last, plan.ep);
+      mem = pipeline_rank_memory(params, plan, cg.rank_activation_peak_bytes[ri], cg.rank_in_flight[ri]);
+    } else {
+      mem = data_parallel_memory(out.model, plan);
+    }
+    mem.buffers += token_buffers;
+    RankMemory m;
+    m.rank = rank;
+    m.bytes = mem;
+    m.gpu = static_cast<int>(graph.rank_gpu[static_cast<std::size_t>(rank)]);
+    m.represents = static_cast<int>(graph.represents(static_cast<sim::RankId>(rank)));
+    m.capacity = cluster.gpu_model(graph.rank_gpu[static_cast<std::size_t>(rank)]).memory.as_double();
+    m.oom = mem.total() > m.capacity;
+    m.overflow = std::max(0.0, mem.total() - m.capacity);
+    r.memory.push_back(m);
+  }
+  if (plan.pp > 1) {
+    r.schedule = std::string(to_string(plan.schedule));
+    const int cc = gpu.compute_capability;
+    for (int st = 0; st < plan.pp; ++st) {
+      StageReport sr;
+      sr.stage = st;
+      const auto stage_rank = static_cast<std::size_t>(cg.stage_ranks[static_cast<std::size_t>(st)]);  // replica 0, TP rank 0
+      sr.rank = static_cast<int>(stage_rank);
+      sr.in_flight = cg.rank_in_flight[stage_rank];
+      for (const auto& [first, last] : cg.rank_chunks[stage_rank]) {
+        StageReport::Chunk c;
+        c.first_layer = out.model.layers[first].name;
+        c.last_layer = out.model.layers[last - 1].name;
+        for (const PartitionUnit& u : partition_units(out.model)) c.units += (u.first >= first && u.last <= last) ? 1 : 0;
+        for (std::size_t i = first; i < last; ++i) {
+          c.modelled_s += layer_seconds(out.model, i, plan, compute, cc);
+          c.params += out.model.layers[i].params;
+        }
+        sr.chunks.push_back(c);
+      }
+      r.stages.push_back(sr);
+    }
+  }
+  r.kernels = out.compiled.graph.signatures.size();
+  for (const auto& sig : out.compiled.graph.signatures) r.kernels_profiled += compute.profiled(sig) ? 1 : 0;
+  r.gradient_buckets = plan.replicas() > 1 ? out.compiled.buckets.size() : 0;
+  r.events = out.result.events;
+  r.fingerprint = out.result.fingerprint;
+  return out;
+}
+
+}  // namespace foresight::strategy

@@ -1,0 +1,47 @@
+#pragma once
+/// A scenario simulated end to end: the model is built, the cluster resolved, every kernel costed,
+/// the plan compiled into an execution graph, the graph run, and the report made. The same path
+/// serves `foresight simulate`, `sweep` and validation, on any thread (no shared mutable state).
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "collectives/collective_config.hpp"
+#include "exec/executor.hpp"
+#include "exec/profile_db.hpp"
+#include "strategies/data_parallel.hpp"
+#include "run/report.hpp"
+#include "run/scenario.hpp"
+#include "topologies/cluster.hpp"
+
+namespace foresight::strategy {
+
+struct SimulationInputs {
+  sim::CollectiveConfig collectives;
+  const sim::ProfileDb* profiles = nullptr;  ///< measured kernels, may be null
+  /// Sample the used GPUs' NVLink and NIC links every this long (timelines); zero: off.
+  sim::Time link_sample_interval;
+  /// Collectives and transfers alone on their links take their closed-form time
+  /// (sim::ExecutorOptions::closed_form); false runs every one flow by flow.
+  bool closed_form = true;
+};
+
+struct SimulationOutput {
+  Report report;
+  nlohmann::json plan;  ///< the effective plan
+  Model model;
+  std::shared_ptr<const topo::Cluster> cluster;
+  CompiledGraph compiled;
+  sim::ExecutionResult result;
+  std::vector<sim::LinkId> sampled_links;
+};
+
+/// Builds the scenario's model (zoo name or Hugging Face config).
+Model scenario_model(const Scenario& s);
+
+/// Simulates `scenario` on the cluster's first dp x tp x pp x ep GPUs. ConfigError when the
+/// cluster has fewer, ModelError for an unknown model.
+SimulationOutput simulate_scenario(const Scenario& scenario, const SimulationInputs& inputs);
+
+}  // namespace foresight::strategy

@@ -1,0 +1,149 @@
+// Scenario files: defaults, overrides, and a clear error for every kind of bad input.
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include "common/error.hpp"
+#include "run/scenario.hpp"
+#include "run/simulation.hpp"
+#include "topologies/cluster_builders.hpp"
+
+using namespace foresight;
+using Catch::Matchers::Contains;
+using nlohmann::json;
+
+namespace {
+
+json base() {
+  return json::parse(R"({
+    "model": {"name": "resnet18-cifar", "classes": 100},
+    "cluster": {"preset": "thetagpu", "gpus": 8},
+    "plan": {"dp": 8, "micro_batch": 128},
+    "workload": {"epochs": 10, "dataset_samples": 50000}})");
+}
+
+strategy::Scenario parse(const json& doc) { return strategy::parse_scenario(doc, "s.json"); }
+
+}  // namespace
+
+TEST_CASE("a scenario's defaults and derived batch", "[training]") {
+  const auto s = parse(base());
+  REQUIRE(s.plan.global_batch == 1024);
+  REQUIRE(s.plan.grad_accum == 1);
+  REQUIRE(s.plan.bucket_cap == sim::Bytes(25LL << 20));
+  REQUIRE(s.plan.tf32_conv);
+  REQUIRE_FALSE(s.plan.tf32_matmul);
+  // 10 epochs x ceil(50000 / 1024) = 10 x 49 steps (the last batch of each epoch is partial).
+  REQUIRE(s.total_steps() == 490);
+  auto doc = base();
+  doc["plan"]["global_batch"] = 4096;
+  REQUIRE(parse(doc).plan.grad_accum == 4);
+  doc["plan"]["bucket_cap"] = "50 MiB";
+  doc["plan"]["cycle_time"] = "5 ms";
+  REQUIRE(parse(doc).plan.bucket_cap == sim::Bytes(50LL << 20));
+  REQUIRE(parse(doc).plan.cycle_time == sim::Time::from_ps(5'000'000'000));
+}
+
+TEST_CASE("overrides edit the scenario before it is checked", "[training]") {
+  auto doc = base();
+  strategy::apply_overrides(doc, {{"cluster.gpus", "4"}, {"plan.micro_batch", "64"}, {"plan.precision", "amp_fp16"},
+                                  {"plan.bucket_cap", "10 MiB"}});
+  const auto s = parse(doc);
+  REQUIRE(s.cluster.gpus == 4);
+  REQUIRE(s.plan.dp == 4);  // follows the GPU count
+  REQUIRE(s.plan.micro_batch == 64);
+  REQUIRE(s.plan.precision == strategy::Precision::amp_fp16);
+  REQUIRE(s.plan.bucket_cap == sim::Bytes(10LL << 20));
+  REQUIRE(strategy::parse_override("plan.tp=8").path == "plan.tp");
+  REQUIRE_THROWS_WITH(strategy::parse_override("plan.tp"), Contains("PATH=VALUE"));
+}
+
+TEST_CASE("every kind of bad scenario names its field", "[training]") {
+  auto doc = base();
+  doc["plan"]["colour"] = "red";
+  REQUIRE_THROWS_WITH(parse(doc), Contains("s.json") && Contains("/plan/colour") && Contains("unknown key"));
+  doc = base();
+  doc["plan"]["dp"] = 4;
+  REQUIRE_THROWS_WITH(parse(doc), Contains("/plan") && Contains("= 4, but cluster.gpus is 8"));
+  doc = base();
+  doc["plan"]["micro_batch"] = -3;
+  REQUIRE_THROWS_WITH(parse(doc), Contains("/plan/micro_batch") && Contains("-3"));
+  doc = base();
+  doc["plan"]["global_batch"] = 1000;
+  REQUIRE_THROWS_WITH(parse(doc), Contains("/plan/global_batch") && Contains("multiple of dp x micro_batch"));
+  doc = base();
+  doc["plan"]["zero"] = 2;
+  doc["plan"]["pp"] = 2;
+  doc["plan"]["dp"] = 4;
+  REQUIRE_THROWS_WITH(parse(doc), Contains("/plan/zero") && Contains("expected 0 or 1 with pp = 2") &&
+                                      Contains("found 2"));
+  doc["plan"]["zero"] = 1;  // Megatron's distributed optimizer inside a pipeline
+  REQUIRE(parse(doc).plan.zero == 1);
+  doc = base();
+  doc["plan"]["shard_group"] = 4;
+  REQUIRE_THROWS_WITH(parse(doc), Contains("/plan/shard_group") && Contains("without ZeRO"));
+  doc["plan"]["zero"] = 3;
+  doc["plan"]["shard_group"] = 3;
+  REQUIRE_THROWS_WITH(parse(doc), Contains("/plan/shard_group") && Contains("expected a divisor of dp = 8") &&
+                                      Contains("found 3"));
+  doc["plan"]["shard_group"] = 4;
+  REQUIRE(parse(doc).plan.hybrid_shard());
+  doc = base();
+  doc["plan"]["placement"] = "tp-pp-pp";
+  REQUIRE_THROWS_WITH(parse(doc), Contains("/plan/placement") && Contains("expected tp, pp and dp in some order") &&
+                                      Contains("\"tp-pp-pp\""));
+  doc["plan"]["placement"] = "tp-dp-pp";
+  REQUIRE(parse(doc).plan.placement == "tp-dp-pp");
+  doc = base();
+  // Without dp, data parallelism takes what tp x pp x ep leave of cluster.gpus (8 here).
+  doc["plan"].erase("dp");
+  doc["plan"]["pp"] = 2;
+  doc["plan"]["schedule"] = "gpipe";
+  REQUIRE(strategy::parse_scenario(doc, "s.json").plan.dp == 4);
+  doc["plan"]["pp"] = 3;
+  REQUIRE_THROWS_WITH(parse(doc), Contains("/plan") && Contains("but cluster.gpus is 8"));
+  doc = base();
+  doc["plan"]["zero"] = 1;
+  doc["plan"]["framework"] = "horovod";
+  REQUIRE_THROWS_WITH(parse(doc), Contains("/plan/zero") && Contains("expected 0 with framework horovod"));
+  doc = base();
+  doc["plan"]["zero"] = 4;
+  REQUIRE_THROWS_WITH(parse(doc), Contains("/plan/zero"));
+  doc = base();
+  doc["plan"]["sequence_parallel"] = true;
+  REQUIRE_THROWS_WITH(parse(doc), Contains("/plan/sequence_parallel") && Contains("expected false with tp = 1"));
+  doc = base();
+  doc["plan"]["precision"] = "fp64";
+  REQUIRE_THROWS_WITH(parse(doc), Contains("/plan/precision") && Contains("amp_bf16") && Contains("fp64"));
+  doc = base();
+  doc["plan"]["bucket_cap"] = 25;
+  REQUIRE_THROWS_WITH(parse(doc), Contains("/plan/bucket_cap") && Contains("with a unit"));
+  doc = base();
+  doc["model"] = json{{"name", "resnet18"}, {"hf_config", "x.json"}};
+  REQUIRE_THROWS_WITH(parse(doc), Contains("/model") && Contains("exactly one"));
+  doc = base();
+  doc.erase("workload");
+  REQUIRE_THROWS_WITH(parse(doc), Contains("missing required key \"workload\""));
+  doc = base();
+  doc["workload"]["steps"] = 5;
+  REQUIRE_THROWS_WITH(parse(doc), Contains("/workload") && Contains("either"));
+  REQUIRE_THROWS_AS(strategy::load_scenario("/nonexistent/scenario.json"), sim::ConfigError);
+}
+
+TEST_CASE("work is bounded: a plan or cluster too large to simulate fails before it is built", "[training]") {
+  // 2^30 samples at dp 8 x micro-batch 128 are 2^20 micro-batches: 3 steps x 2^20 x the model's
+  // layers x 2 passes is far past the graph's limit, so it fails at once, naming /plan.
+  auto doc = base();
+  doc["plan"]["global_batch"] = 1 << 30;
+  const auto huge = parse(doc);
+  const double least = 2.0 * 3 * (1 << 20) * static_cast<double>(strategy::scenario_model(huge).layers.size());
+  REQUIRE(least > static_cast<double>(sim::ExecutionGraph::kMaxNodes));
+  REQUIRE_THROWS_WITH(strategy::simulate_scenario(huge, {}),
+                      Contains("s.json: /plan:") && Contains("execution-graph nodes"));
+  // A preset past its limit is refused before any switch is built, naming /cluster.
+  doc = base();
+  doc["cluster"] = {{"preset", "dgx-h100"}, {"gpus", topo::kMaxPresetGpus + 8}};
+  doc["plan"]["dp"] = topo::kMaxPresetGpus + 8;
+  REQUIRE_THROWS_WITH(strategy::simulate_scenario(parse(doc), {}),
+                      Contains("s.json: /cluster:") && Contains("at most 131072 GPUs"));
+}

@@ -1,0 +1,228 @@
+// Rank folding (DESIGN.md, "Identical ranks"): simulating replica 0 and TP rank 0 of each stage
+// for every identical rank gives the unfolded run's answer, and folds only what is identical.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "strategies/hybrid_layout.hpp"
+#include "run/simulation.hpp"
+#include "topologies/cluster_builders.hpp"
+
+using namespace foresight;
+using nlohmann::json;
+
+namespace {
+
+/// GPT-3 Small on two DGX A100 nodes (16 GPUs).
+json scenario(const json& plan) {
+  json p = {{"micro_batch", 2},        {"precision", "amp_bf16"}, {"optimizer", "adam"},
+            {"steps", 2},              {"fused_attention", true}};
+  p.update(plan);
+  return {{"model", {{"name", "gpt3-125m"}, {"seq_len", 512}}},
+          {"cluster", {{"preset", "dgx-a100"}, {"gpus", 16}}},
+          {"plan", p},
+          {"workload", {{"steps", 1}}}};
+}
+
+strategy::SimulationOutput run(json doc, bool fold) {
+  doc["plan"]["fold"] = fold;
+  strategy::SimulationInputs in;
+  return strategy::simulate_scenario(strategy::parse_scenario(doc, "fold.json"), in);
+}
+
+/// Folded and unfolded runs of `doc` agree on everything a report says about time and memory.
+void same_answer(const json& doc, int simulated) {
+  const auto full = run(doc, false);
+  const auto folded = run(doc, true);
+  REQUIRE(full.report.simulated_ranks == full.report.gpus);
+  REQUIRE(full.report.folding.empty());
+  REQUIRE(folded.report.simulated_ranks == simulated);
+  REQUIRE(!folded.report.folding.empty());
+  // Bit for bit: every copy of a collective or transfer runs in the folded run too.
+  REQUIRE(folded.report.iteration_time_s == full.report.iteration_time_s);
+  REQUIRE(folded.result.makespan == full.result.makespan);
+  REQUIRE(folded.report.breakdown.exposed_comm_s == full.report.breakdown.exposed_comm_s);
+  REQUIRE(folded.report.peak_bytes_max() == full.report.peak_bytes_max());
+  // Hardware FLOPs count each simulated rank's kernels once per GPU it stands for.
+  REQUIRE(folded.report.hardware_tflops_per_gpu == Approx(full.report.hardware_tflops_per_gpu).epsilon(1e-12));
+  // Each simulated rank reports what the rank on its GPU reported in the full run.
+  auto on_gpu = [](const auto& list, int gpu) {
+    const auto it = std::find_if(list.begin(), list.end(), [&](const auto& x) { return x.gpu == gpu; });
+    REQUIRE(it != list.end());
+    return *it;
+  };
+  for (const auto& m : folded.report.memory) REQUIRE(m.bytes.total() == on_gpu(full.report.memory, m.gpu).bytes.total());
+  int represented = 0;
+  for (const auto& b : folded.report.per_rank) {
+    represented += b.represents;
+    REQUIRE(b.iteration_s == on_gpu(full.report.per_rank, b.gpu).iteration_s);
+  }
+  REQUIRE(represented == full.report.gpus);
+  // And the folded graph is smaller by the fold.
+  REQUIRE(folded.compiled.graph.nodes.size() * static_cast<std::size_t>(full.report.gpus) ==
+          full.compiled.graph.nodes.size() * static_cast<std::size_t>(simulated));
+}
+
+}  // namespace
+
+TEST_CASE("folding data-parallel replicas and TP ranks gives the unfolded answer", "[training][fold]") {
+  for (const char* network : {"flow", "analytical"}) {
+    CAPTURE(network);
+    SECTION(std::string("dp 4 x tp 4, DDP, ") + network) {
+      same_answer(scenario({{"dp", 4}, {"tp", 4}, {"global_batch", 16}, {"network", network}}), 1);
+    }
+    SECTION(std::string("dp 8 x tp 2 with sequence parallelism and ZeRO-1, ") + network) {
+      same_answer(scenario({{"dp", 8}, {"tp", 2}, {"sequence_parallel", true}, {"zero", 1}, {"global_batch", 32},
+                            {"network", network}}),
+                  1);
+    }
+    SECTION(std::string("dp 16, ZeRO-2, ") + network) {
+      same_answer(scenario({{"dp", 16}, {"zero", 2}, {"global_batch", 32}, {"network", network}}), 1);
+    }
+    SECTION(std::string("dp 16, ZeRO-3 (FSDP full shard), ") + network) {
+      same_answer(scenario({{"dp", 16}, {"zero", 3}, {"global_batch", 32}, {"network", network}}), 1);
+    }
+    SECTION(std::string("dp 16, FSDP hybrid shard in groups of 8, ") + network) {
+      same_answer(scenario({{"dp", 16}, {"zero", 3}, {"shard_group", 8}, {"global_batch", 32}, {"network", network}}), 1);
+    }
+    SECTION(std::string("dp 8 x tp 2, ZeRO-3, ") + network) {
+      same_answer(scenario({{"dp", 8}, {"tp", 2}, {"zero", 3}, {"global_batch", 16}, {"network", network}}), 1);
+    }
+    SECTION(std::string("dp 2 x pp 2 x tp 4, 1F1B, ") + network) {
+      same_answer(scenario({{"dp", 2}, {"pp", 2}, {"tp", 4}, {"global_batch", 16}, {"schedule", "1f1b"},
+                            {"partition", "uniform"}, {"network", network}}),
+                  2);
+    }
+    SECTION(std::string("pp 4 x tp 4, the pipeline crossing nodes between stages 1 and 2, ") + network) {
+      same_answer(scenario({{"dp", 1}, {"pp", 4}, {"tp", 4}, {"global_batch", 8}, {"schedule", "1f1b"},
+                            {"partition", "uniform"}, {"network", network}}),
+                  4);
+    }
+    SECTION(std::string("dp 2 x pp 2 x tp 4 placed tp-dp-pp (Megatron-Core's order), ") + network) {
+      same_answer(scenario({{"dp", 2}, {"pp", 2}, {"tp", 4}, {"global_batch", 16}, {"schedule", "1f1b"},
+                            {"partition", "uniform"}, {"placement", "tp-dp-pp"}, {"network", network}}),
+                  2);
+    }
+    SECTION(std::string("dp 4 x pp 4, interleaved, data-parallel groups across both nodes, ") + network) {
+      same_answer(scenario({{"dp", 4}, {"pp", 4}, {"global_batch", 32}, {"schedule", "interleaved"},
+                            {"virtual_stages", 3}, {"partition", "uniform"}, {"network", network}}),
+                  4);
+    }
+  }
+}
+
+TEST_CASE("only ranks that sit alike fold", "[training][fold]") {
+  strategy::Plan p;
+  p.dp = 5;
+  p.tp = 1;
+  SECTION("a replica that straddles two nodes keeps every replica") {
+    // pp 3 on 8-GPU nodes: replica 2 runs on GPUs 6, 7 and 8.
+    const auto c = topo::resolve_cluster("dgx-a100", 16);
+    const strategy::HybridLayout l(p, 3, c);
+    REQUIRE_FALSE(l.folds_dp());
+    REQUIRE(l.simulated_ranks() == 15);
+    REQUIRE(l.describe().empty());
+  }
+  SECTION("TP groups split across nodes keep every TP rank") {
+    p.dp = 2;
+    p.tp = 6;  // GPUs 6..11 form replica 1's TP group, across nodes 0 and 1
+    const auto c = topo::resolve_cluster("dgx-a100", 16);
+    const strategy::HybridLayout l(p, 1, c);
+    REQUIRE_FALSE(l.folds_tp());
+  }
+  SECTION("mixed GPU models fold nothing") {
+    // ThetaGPU's last two nodes hold 80 GB A100s.
+    p.dp = 192;
+    const auto c = topo::resolve_cluster("thetagpu", 192);
+    REQUIRE_FALSE(strategy::HybridLayout(p, 1, c).folds_dp());
+    p.dp = 64;
+    REQUIRE(strategy::HybridLayout(p, 1, c).folds_dp());
+  }
+  SECTION("fold: false keeps every rank") {
+    p.dp = 4;
+    p.tp = 2;
+    p.fold = false;
+    const auto c = topo::resolve_cluster("dgx-a100", 8);
+    const strategy::HybridLayout l(p, 1, c);
+    REQUIRE(l.simulated_ranks() == 8);
+  }
+  SECTION("GPT-3 175B's 3D layout on 1024 A100s simulates one rank per stage") {
+    p.dp = 16;
+    p.tp = 8;
+    const auto c = topo::resolve_cluster("selene", 1024);
+    const strategy::HybridLayout l(p, 8, c);
+    REQUIRE(l.folds_dp());
+    REQUIRE(l.folds_tp());
+    REQUIRE(l.simulated_ranks() == 8);
+    REQUIRE(l.describe() == "8 of 1024 ranks simulated (data-parallel replicas and tensor-parallel ranks folded)");
+  }
+}
+
+TEST_CASE("hardware FLOPs add the recomputed forward; model FLOPs do not", "[training][fold]") {
+  // GPT-3 Small at dp 4 x pp 2 x tp 2: without recompute every kernel is a model FLOP (HFU = MFU);
+  // full recompute runs each transformer block's forward again (Megatron's checkpointing: the
+  // embedding, LM head and loss are not recomputed).
+  const json plan = {{"dp", 4}, {"pp", 2}, {"tp", 2}, {"global_batch", 16}, {"schedule", "1f1b"},
+                     {"partition", "uniform"}, {"network", "analytical"}};
+  auto with = [&](const char* recompute) {
+    json doc = scenario(plan);
+    doc["plan"]["recompute"] = recompute;
+    // Unfused attention: a causal FlashAttention kernel skips half the scores, so its hardware
+    // FLOPs differ from the model's even without recompute.
+    doc["plan"]["fused_attention"] = false;
+    return run(doc, true).report;
+  };
+  const auto none = with("none");
+  REQUIRE(none.hardware_tflops_per_gpu == Approx(none.tflops_per_gpu).epsilon(0.01));
+  REQUIRE(none.hfu == Approx(none.mfu).epsilon(0.01));
+  const auto full = with("full");
+  const double ratio = full.hardware_tflops_per_gpu / full.tflops_per_gpu;
+  // Expected: 1 + the transformer blocks' forward over the model's forward + backward.
+  json doc = scenario(plan);
+  doc["plan"]["fused_attention"] = false;
+  const auto m = strategy::scenario_model(strategy::parse_scenario(doc, "fold.json"));
+  double blocks = 0.0;
+  for (const auto& layer : m.layers) blocks += layer.block >= 0 ? layer.fwd_flops : 0.0;
+  REQUIRE(ratio == Approx(1.0 + blocks / (m.fwd_flops() + m.bwd_flops())).epsilon(0.01));
+  REQUIRE(ratio < 4.0 / 3.0);
+  const auto selective = with("selective");
+  REQUIRE(selective.hardware_tflops_per_gpu / selective.tflops_per_gpu > 1.0);
+  REQUIRE(selective.hardware_tflops_per_gpu / selective.tflops_per_gpu < ratio);
+}
+
+TEST_CASE("model FLOPs of GPT-3 175B follow Megatron's count", "[training]") {
+  // Per sample forward: 24 s l h^2 (1 + s / 6h + V / 16 l h) (Narayanan et al. 2021, Eq. 3 over
+  // its 4 passes); the model's layers add up to it, and forward + backward to 3x it.
+  json doc = scenario({{"dp", 16}});
+  doc["model"] = {{"name", "gpt3-175b"}};
+  const auto m = strategy::scenario_model(strategy::parse_scenario(doc, "175b.json"));
+  const double s = 2048, l = 96, h = 12288, v = 50257;
+  const double megatron = 24.0 * s * l * h * h * (1.0 + s / (6.0 * h) + v / (16.0 * l * h));
+  REQUIRE(m.fwd_flops() == Approx(megatron).epsilon(0.005));
+  REQUIRE(m.fwd_flops() + m.bwd_flops() == Approx(3.0 * megatron).epsilon(0.005));
+}
+
+TEST_CASE("placement orders TP, PP and DP as the plan says, innermost first", "[training][fold]") {
+  strategy::Plan p;
+  p.dp = 2;
+  p.tp = 4;
+  const auto c = topo::resolve_cluster("dgx-a100", 16);
+  // Default tp-pp-dp: a replica's two stages share node 0; the replicas are the two nodes.
+  const strategy::HybridLayout standard(p, 2, c);
+  REQUIRE(standard.gpu(0, 1, 0) == 4);
+  REQUIRE(standard.gpu(1, 0, 0) == 8);
+  // tp-dp-pp: a stage's data-parallel group shares a node; the pipeline crosses the nodes.
+  p.placement = "tp-dp-pp";
+  const strategy::HybridLayout megatron_core(p, 2, c);
+  REQUIRE(megatron_core.gpu(1, 0, 0) == 4);
+  REQUIRE(megatron_core.gpu(0, 1, 0) == 8);
+  REQUIRE(megatron_core.gpu(1, 1, 3) == 15);
+  sim::ExecutionGraph g;
+  megatron_core.add_ranks(g);
+  const auto dp = megatron_core.add_dp_communicator(g, 1, 0);
+  // Folded: one simulated member standing for the four (stage 1, TP rank j) groups {8+j, 12+j}.
+  REQUIRE(g.communicators[dp].groups.size() == 4);
+  REQUIRE(g.communicators[dp].groups[0] == std::vector<sim::GpuId>{8, 12});
+  REQUIRE(g.communicators[dp].groups[3] == std::vector<sim::GpuId>{11, 15});
+}
