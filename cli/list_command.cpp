@@ -1,12 +1,17 @@
-// foresight --list: every registry, with descriptions, units and defaults.
+// foresight --list: every registry, with descriptions, units and defaults; foresight params: every
+// scenario key, from run/params.hpp's table.
 #include <fmt/format.h>
 
+#include <cstdio>
+#include <memory>
+
 #include "cli/commands.hpp"
-#include "sim/collective_config.hpp"
-#include "sim/collective_types.hpp"
-#include "sim/registry.hpp"
-#include "strategies/model_zoo.hpp"
-#include "strategies/plan.hpp"
+#include "common/error.hpp"
+#include "collectives/collective_config.hpp"
+#include "collectives/collective_types.hpp"
+#include "collectives/registry.hpp"
+#include "models/model_zoo.hpp"
+#include "run/params.hpp"
 #include "topologies/cluster_builders.hpp"
 #include "topologies/gpu_spec.hpp"
 
@@ -39,13 +44,8 @@ std::string list_text() {
   }
   out += "\nModels (scenario model.name; any decoder-only transformer also from model.hf_config):\n";
   for (const auto& m : strategy::known_models()) out += fmt::format("  {:<16} {}\n", m.name, m.description);
-  out += "\nPlan choices (scenario plan.*):\n";
-  out += "  precision      fp32 (TF32 convolutions on Ampere+ unless tf32_conv is false), amp_fp16, amp_bf16\n"
-         "                 (torch.autocast: fp32 master weights), fp16, bf16 (pure half precision)\n";
-  out += fmt::format("  framework      {} (gradient buckets), {} (tensor fusion with a cycle time)\n",
-                     strategy::to_string(strategy::Framework::ddp), strategy::to_string(strategy::Framework::horovod));
-  out += fmt::format("  optimizer      {} (momentum: 1 state), {} (2 states)\n", strategy::to_string(strategy::Optimizer::sgd),
-                     strategy::to_string(strategy::Optimizer::adam));
+  out += "\nScenario keys (model, cluster, plan, workload) with types, units, defaults and ranges: "
+         "`foresight params`.\n";
   out += "\nLink classes and their default efficiency (fraction of line rate transfers achieve):\n";
   const auto eff = sim::LinkEfficiency::defaults();
   for (int i = 0; i < sim::kLinkClassCount; ++i) {
@@ -53,6 +53,28 @@ std::string list_text() {
     out += fmt::format("  {:<18} {:.3f}\n", sim::to_string(c), eff.of(c));
   }
   return out;
+}
+
+void add_params_command(CLI::App& app, Runner& run) {
+  struct Options {
+    bool markdown = false;
+    bool json = false;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand(
+      "params", "List every scenario key (model, cluster, plan, workload): type, unit, default, range and meaning");
+  cmd->add_flag("--markdown", o->markdown, "Print docs/reference.md (the reference generated from the same table)");
+  cmd->add_flag("--json", o->json, "Print the table as JSON");
+  cmd->callback([&run, o] {
+    run = [o] {
+      if (o->markdown && o->json) throw sim::ConfigError("params: expected at most one of --markdown and --json");
+      const std::string text = o->markdown ? strategy::params_markdown()
+                               : o->json   ? strategy::params_json().dump(1) + "\n"
+                                           : strategy::params_text();
+      std::fputs(text.c_str(), stdout);
+      return 0;
+    };
+  });
 }
 
 }  // namespace foresight::cli

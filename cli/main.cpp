@@ -7,7 +7,7 @@
 #include <exception>
 
 #include "cli/commands.hpp"
-#include "sim/error.hpp"
+#include "common/error.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"Foresight: a discrete-event simulator of distributed deep-learning training on GPU clusters"};
@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   foresight::cli::add_topology_command(app, run);
   foresight::cli::add_collective_command(app, run);
   foresight::cli::add_validate_command(app, run);
+  foresight::cli::add_params_command(app, run);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -1,5 +1,5 @@
 #pragma once
-/// Runs planned collectives (sim/collective_plan.hpp) on a network model. Several collectives
+/// Runs planned collectives (collectives/collective_plan.hpp) on a network model. Several collectives
 /// may run at once; their flows then contend in the network model.
 ///
 /// Ring phases run step by step: position p sends step k to p+1 once it has received step k-1

@@ -3,7 +3,7 @@
 /// of flows that CollectiveEngine executes. Planning picks the algorithm and protocol (NCCL's
 /// choice, or the request's hint), builds the rings / trees / NVLink-SHARP transfers on the
 /// topology's routes, and sets each flow's bytes, rate cap and latency so that an uncontended
-/// run takes exactly the calibrated time of sim/collective_config.hpp; concurrent traffic then
+/// run takes exactly the calibrated time of collectives/collective_config.hpp; concurrent traffic then
 /// slows it through the network model.
 
 #include <optional>
@@ -21,7 +21,7 @@ struct CollectiveRequest {
   CollectiveOp op = CollectiveOp::all_reduce;
   /// The communicator: GPUs in rank order. send_recv: {source, destination}.
   std::vector<GpuId> ranks;
-  /// Size in NCCL's convention (sim/collective_types.hpp), bytes.
+  /// Size in NCCL's convention (collectives/collective_types.hpp), bytes.
   double bytes = 0.0;
   /// Rank (index into `ranks`) of the root of broadcast and reduce.
   int root = 0;

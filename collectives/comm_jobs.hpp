@@ -1,12 +1,12 @@
 #pragma once
 /// Communication jobs on the network. A job is a collective together with every group a folded
 /// communicator stands for, or a point-to-point transfer together with its mirrors
-/// (sim/execution_graph.hpp): its plans start together and it ends when the last one has.
+/// (exec/execution_graph.hpp): its plans start together and it ends when the last one has.
 ///
 /// A job that meets no contention when it starts runs in closed form: its duration alone,
 /// computed once per job, says when it ends, and none of its flows enters the network. On the
 /// analytical network that is always so (flows never interact), and the duration alone is the
-/// closed form of sim/plan_timing.hpp. On the flow-level network a job meets contention when a
+/// closed form of collectives/plan_timing.hpp. On the flow-level network a job meets contention when a
 /// link it shares with running jobs lacks room for all of their flows at their standalone rates
 /// (leaves_room; a link with room never limits a flow, so jobs that share only such links run as
 /// if alone). Its duration alone is the closed form when its own flows never crowd a link

@@ -171,7 +171,7 @@ std::vector<LinkLoad> standalone_load(const std::vector<const CollectivePlan*>& 
 }
 
 bool leaves_room(int flows, double rate, double capacity) {
-  // The flow-level model's rounding tolerance (sim/flow_network.hpp): a share within it of a
+  // The flow-level model's rounding tolerance (net/flow_network.hpp): a share within it of a
   // flow's standalone rate is that rate.
   constexpr double kTolerance = 1e-12;
   return flows <= 1 || rate <= capacity * (1.0 + kTolerance);

@@ -1,7 +1,7 @@
 #pragma once
-/// Closed-form timing of planned collectives (sim/collective_plan.hpp) running alone: what
+/// Closed-form timing of planned collectives (collectives/collective_plan.hpp) running alone: what
 /// CollectiveEngine would take, event for event, when every flow moves at its standalone rate
-/// (sim/network_model.hpp), computed without simulating each flow.
+/// (net/network_model.hpp), computed without simulating each flow.
 ///
 /// A flow phase ends when its slowest flow has drained and its latency has passed. A ring phase
 /// is a max-plus recurrence: position p sends step k when it has sent step k-1 and received step

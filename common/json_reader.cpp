@@ -1,12 +1,13 @@
-#include "topologies/json_reader.hpp"
+#include "common/json_reader.hpp"
 
 #include <fmt/format.h>
 
 #include <cmath>
 #include <fstream>
+#include <span>
 #include <sstream>
 
-#include "sim/unit_parser.hpp"
+#include "common/unit_parser.hpp"
 
 namespace foresight::topo {
 namespace {
@@ -28,7 +29,7 @@ std::string escape_token(std::string_view key) {
   return out;
 }
 
-std::string join(std::initializer_list<std::string_view> items) {
+std::string join(std::span<const std::string_view> items) {
   std::string out;
   for (const auto item : items) {
     if (!out.empty()) out += ", ";
@@ -81,6 +82,11 @@ void JsonReader::fail(const JsonPath& p, const std::string& message) const {
 
 void JsonReader::check_object(const json& value, std::initializer_list<std::string_view> allowed,
                               const JsonPath& p, std::string_view what) const {
+  check_object(value, std::span<const std::string_view>(allowed.begin(), allowed.size()), p, what);
+}
+
+void JsonReader::check_object(const json& value, std::span<const std::string_view> allowed, const JsonPath& p,
+                              std::string_view what) const {
   if (!value.is_object()) fail(p, fmt::format("expected {} (an object), found {}", what, shown(value)));
   for (const auto& [key, unused] : value.items()) {
     bool known = false;

@@ -6,11 +6,12 @@
 
 #include <initializer_list>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 #include <string_view>
 
-#include "sim/error.hpp"
-#include "sim/units.hpp"
+#include "common/error.hpp"
+#include "common/units.hpp"
 
 namespace foresight::topo {
 
@@ -42,6 +43,8 @@ class JsonReader {
   /// Fails unless `value` is an object whose keys are all in `allowed`.
   void check_object(const nlohmann::json& value, std::initializer_list<std::string_view> allowed,
                     const JsonPath& p, std::string_view what) const;
+  void check_object(const nlohmann::json& value, std::span<const std::string_view> allowed, const JsonPath& p,
+                    std::string_view what) const;
   const nlohmann::json& require(const nlohmann::json& obj, std::string_view key, const JsonPath& p,
                                 std::string_view what) const;
   const nlohmann::json& array_at(const nlohmann::json& obj, std::string_view key,

@@ -1,6 +1,6 @@
 #pragma once
 /// The execution graph: the contract between strategies/ and traces/ (which build it) and the
-/// executor (which runs it). One node per operation of one rank (DESIGN.md, "The execution
+/// executor (which runs it). One node per operation of one rank (docs/architecture.md, "The execution
 /// graph"). Cross-rank ordering comes only from communication: a node's dependencies are nodes
 /// of its own rank.
 
@@ -94,7 +94,7 @@ inline constexpr std::uint32_t kNoMatrix = 0xffffffffu;
 
 struct Communicator {
   std::vector<RankId> ranks;  ///< the simulated members, in communicator rank order
-  /// A folded graph (DESIGN.md, "Identical ranks") simulates one rank for several identical
+  /// A folded graph (docs/architecture.md, "Identical ranks") simulates one rank for several identical
   /// ones. Then `groups` lists the real communicators this one stands for, each as its GPUs in
   /// communicator rank order (all of one size; a root indexes them): every group runs each
   /// collective when the simulated members reach it, and the collective ends when the last

@@ -27,7 +27,7 @@ struct ExecutorOptions {
   Time sample_interval;
   /// A collective or transfer that starts alone on its links takes its closed-form time alone
   /// instead of running flow by flow, and continues flow by flow from where it stands if another
-  /// later needs its links (sim/comm_jobs.hpp): the same answer, with far fewer events. Off
+  /// later needs its links (collectives/comm_jobs.hpp): the same answer, with far fewer events. Off
   /// while links are sampled (their bytes need every flow).
   bool closed_form = true;
   /// How many GPU ops a stream holds issued but unfinished before the launch that would add one
@@ -73,8 +73,8 @@ struct ExecutionResult {
 };
 
 /// Validates `graph` against `fabric` (GraphError naming the node and what is wrong: a dangling
-/// or cross-rank dependency, a host op off the host stream, unmatched collectives or transfers,
-/// members disagreeing on a collective) and simulates it. A run that cannot finish is a
+/// dependency, one on another process's rank, a GPU op on the host stream, unmatched collectives
+/// or transfers, members disagreeing on a collective) and simulates it. A run that cannot finish is a
 /// deadlock, reported as a GraphError naming the ops left waiting.
 ExecutionResult execute(const ExecutionGraph& graph, const Fabric& fabric,
                         const CollectiveConfig& config, NetworkKind network,

@@ -1,6 +1,6 @@
 #pragma once
 /// How long a kernel takes on a GPU. A measured duration from a profile database comes first;
-/// otherwise the analytical model of DESIGN.md:
+/// otherwise the analytical model of docs/architecture.md:
 /// - GEMMs and convolutions (as implicit GEMMs) run at peak x cap x shape efficiency. The shape
 ///   efficiency is the best, over cuBLAS-like tile shapes, of (wave quantization over the SMs) x
 ///   (tile quantization of the matrix edges) x (that tile's relative throughput), times a short-K

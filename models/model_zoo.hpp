@@ -1,6 +1,6 @@
 #pragma once
 /// The models Foresight knows by name, and Hugging Face config.json import. Every count is
-/// computed from layer shapes by the builders (strategies/model_builder.hpp).
+/// computed from layer shapes by the builders (models/model_builder.hpp).
 
 #include <span>
 #include <string>

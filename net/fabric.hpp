@@ -17,7 +17,7 @@ using LinkId = std::uint32_t;
 /// Cluster-wide GPU index, 0 .. Fabric::gpu_count()-1, node-major (node 0's GPUs first).
 using GpuId = std::uint32_t;
 
-/// Link classes. Each has a stated efficiency (sim/link_efficiency.hpp) that turns its line
+/// Link classes. Each has a stated efficiency (net/link_efficiency.hpp) that turns its line
 /// rate into what data transfers achieve.
 enum class LinkClass : std::uint8_t { nvlink, pcie, infiniband, ethernet, cpu_interconnect };
 inline constexpr int kLinkClassCount = 5;

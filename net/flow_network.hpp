@@ -9,7 +9,7 @@
 /// a held flow runs faster than it. When neither adds a link, every flow has a saturated
 /// bottleneck on which it is among the fastest, which characterizes THE max-min fair allocation
 /// (Bertsekas & Gallager, Data Networks, 2nd ed., sec. 6.5.2), so the incremental answer equals a
-/// global re-solve; tests/sim/flow_network_test.cpp checks it against one on random instances.
+/// global re-solve; tests/net/flow_network_test.cpp checks it against one on random instances.
 
 #include <cstdint>
 #include <vector>

@@ -4,7 +4,7 @@
 /// the model's business: callers add it (see CollectiveEngine), so both models agree on it.
 ///
 /// - AnalyticalNetwork: each flow runs at its bottleneck rate, ignoring every other flow.
-/// - FlowNetwork: concurrent flows share links max-min fairly (sim/flow_network.hpp).
+/// - FlowNetwork: concurrent flows share links max-min fairly (net/flow_network.hpp).
 
 #include <cstdint>
 #include <limits>

@@ -59,7 +59,7 @@ std::string us_text(sim::Time t) { return fmt::format("{} us", t.microseconds())
 constexpr std::string_view kModel =
     "Simple: T = launch + (sqrt(T_bw) + sqrt(latency_scale * alpha))^2; LL, LL128: T = launch + "
     "latency_scale * alpha + T_bw; alpha is NCCL's latency and T_bw the larger of "
-    "S / (NCCL algbw * efficiency[protocol]) and the links' own time. See sim/collective_config.hpp";
+    "S / (NCCL algbw * efficiency[protocol]) and the links' own time. See collectives/collective_config.hpp";
 
 }  // namespace
 

@@ -40,7 +40,7 @@ nlohmann::json to_json(const CalibrationFile& file);
 /// A collective configuration using `file`'s profiles (NCCL's uncalibrated model elsewhere).
 sim::CollectiveConfig collective_config(const CalibrationFile& file);
 
-/// The compute model's fitted constants for one GPU generation (strategies/compute_model.cpp
+/// The compute model's fitted constants for one GPU generation (models/compute_model.cpp
 /// carries the same values; check_compute_constants compares them).
 struct ComputeCalibration {
   int compute_capability = 0;

@@ -1,7 +1,7 @@
 #pragma once
-/// What a simulation answers (DESIGN.md, "Outputs"): iteration and run time, throughput, a
+/// What a simulation answers (docs/architecture.md, "Outputs"): iteration and run time, throughput, a
 /// per-rank breakdown that explains the time, and peak memory with an OOM verdict; as text for
-/// people and JSON for programs (keys in DESIGN.md, never renamed).
+/// people and JSON for programs (keys in docs/architecture.md, never renamed).
 
 #include <nlohmann/json_fwd.hpp>
 #include <string>
@@ -126,7 +126,7 @@ struct Report {
   bool oom() const;
 };
 
-/// The report as DESIGN.md's --json object: iteration_time_s, run_time_s, throughput {...},
+/// The report as docs/architecture.md's --json object: iteration_time_s, run_time_s, throughput {...},
 /// breakdown {...}, memory {peak_bytes_max, oom, per_rank}, plan (given), and more.
 nlohmann::json to_json(const Report& r, const nlohmann::json& plan);
 /// The report for people.

@@ -1,4 +1,4 @@
-#include "strategies/scenario.hpp"
+#include "run/scenario.hpp"
 
 #include <fmt/format.h>
 
@@ -7,10 +7,11 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "sim/error.hpp"
-#include "strategies/model_zoo.hpp"
+#include "common/error.hpp"
+#include "models/model_zoo.hpp"
 #include "topologies/cluster_builders.hpp"
-#include "topologies/json_reader.hpp"
+#include "common/json_reader.hpp"
+#include "run/params.hpp"
 
 namespace foresight::strategy {
 namespace {
@@ -19,68 +20,28 @@ using nlohmann::json;
 using topo::JsonPath;
 using topo::JsonReader;
 
-constexpr long long kMaxCount = 1LL << 40;
-
 std::string resolve_path(const std::string& origin, const std::string& p) {
   if (p.empty() || std::filesystem::path(p).is_absolute()) return p;
   const auto base = std::filesystem::path(origin).parent_path();
   return base.empty() ? p : (base / p).string();
 }
 
-template <typename E, std::size_t N>
-E pick(const JsonReader& r, const json& obj, std::string_view key, const JsonPath& p,
-       const std::array<std::pair<std::string_view, E>, N>& choices) {
-  const std::string text = r.string_at(obj, key, p, "a plan");
-  for (const auto& [name, value] : choices) {
-    if (name == text) return value;
-  }
-  std::string known;
-  for (const auto& [name, value] : choices) known += (known.empty() ? "" : ", ") + std::string(name);
-  r.fail(p.at(key), fmt::format("expected one of {}, found \"{}\"", known, text));
-}
-
-constexpr std::array<std::pair<std::string_view, Precision>, 5> kPrecisions{{{"fp32", Precision::fp32},
-                                                                             {"amp_fp16", Precision::amp_fp16},
-                                                                             {"amp_bf16", Precision::amp_bf16},
-                                                                             {"fp16", Precision::fp16},
-                                                                             {"bf16", Precision::bf16}}};
-constexpr std::array<std::pair<std::string_view, Framework>, 2> kFrameworks{
-    {{"ddp", Framework::ddp}, {"horovod", Framework::horovod}}};
-constexpr std::array<std::pair<std::string_view, Optimizer>, 2> kOptimizers{
-    {{"sgd", Optimizer::sgd}, {"adam", Optimizer::adam}}};
-constexpr std::array<std::pair<std::string_view, Schedule>, 6> kSchedules{{{"none", Schedule::none},
-                                                                           {"naive", Schedule::naive},
-                                                                           {"gpipe", Schedule::gpipe},
-                                                                           {"1f1b", Schedule::one_f_one_b},
-                                                                           {"interleaved", Schedule::interleaved},
-                                                                           {"pipedream", Schedule::pipedream}}};
-constexpr std::array<std::pair<std::string_view, PartitionMode>, 3> kPartitions{
-    {{"time", PartitionMode::time}, {"params", PartitionMode::params}, {"uniform", PartitionMode::uniform}}};
-constexpr std::array<std::pair<std::string_view, PipelineDriver>, 2> kDrivers{
-    {{"per_stage", PipelineDriver::per_stage}, {"single_process", PipelineDriver::single_process}}};
-constexpr std::array<std::pair<std::string_view, Recompute>, 4> kRecomputes{{{"none", Recompute::none},
-                                                                             {"full", Recompute::full},
-                                                                             {"except_last", Recompute::except_last},
-                                                                             {"selective", Recompute::selective}}};
-constexpr std::array<std::pair<std::string_view, ScaleAxis>, 2> kScaleAxes{{{"dp", ScaleAxis::dp}, {"pp", ScaleAxis::pp}}};
-constexpr std::array<std::pair<std::string_view, sim::NetworkKind>, 2> kNetworks{
-    {{"analytical", sim::NetworkKind::analytical}, {"flow", sim::NetworkKind::flow}}};
-
-int positive_int(const JsonReader& r, const json& obj, std::string_view key, const JsonPath& p) {
-  return static_cast<int>(r.integer_at(obj, key, p, "a plan", 1, 1 << 30));
+/// The index of `obj[key]` among the table's choices for plan.`key`, as enum E.
+template <typename E>
+E pick(const JsonReader& r, const json& obj, std::string_view section, std::string_view key, const JsonPath& p,
+       std::string_view what) {
+  return static_cast<E>(std::get<long long>(read_value(r, obj, p, *find_param(section, key), what)));
 }
 
 /// The pipeline fields of a plan, checked against each other (the model-dependent checks, such as
 /// more stages than layers, come when the model is partitioned).
 void read_pipeline(const JsonReader& r, const json& o, const JsonPath& p, Plan& plan) {
   auto has = [&](std::string_view k) { return o.contains(k); };
-  if (has("schedule")) plan.schedule = pick(r, o, "schedule", p, kSchedules);
   if (plan.pp > 1 && plan.schedule == Schedule::none) plan.schedule = Schedule::one_f_one_b;
   if (plan.pp == 1 && plan.schedule != Schedule::none) {
     r.fail(p.at("schedule"), fmt::format("expected \"none\" with pp = 1: schedule \"{}\" needs pp > 1",
                                          to_string(plan.schedule)));
   }
-  if (has("virtual_stages")) plan.virtual_stages = static_cast<int>(r.integer_at(o, "virtual_stages", p, "a plan", 1, 1024));
   if (plan.virtual_stages > 1 && plan.schedule != Schedule::interleaved) {
     r.fail(p.at("virtual_stages"), fmt::format("expected 1: {} virtual stages need schedule \"interleaved\", found \"{}\"",
                                                plan.virtual_stages, to_string(plan.schedule)));
@@ -102,21 +63,16 @@ void read_pipeline(const JsonReader& r, const json& o, const JsonPath& p, Plan& 
       }
       if (plan.partition_units.empty()) r.fail(pp, "expected a list of units per stage, found an empty list");
     } else {
-      plan.partition = pick(r, o, "partition", p, kPartitions);
+      plan.partition = pick<PartitionMode>(r, o, "plan", "partition", p, "a plan");
     }
   } else if (plan.schedule == Schedule::interleaved) {
     plan.partition = PartitionMode::uniform;  // Megatron's equal split into model chunks
   }
-  if (has("driver")) plan.driver = pick(r, o, "driver", p, kDrivers);
-  if (has("microbatch_overhead")) plan.microbatch_overhead = r.time_at(o, "microbatch_overhead", p, "a plan");
-  if (has("dispatch_gil")) plan.dispatch_gil = r.time_at(o, "dispatch_gil", p, "a plan");
   if (plan.dispatch_gil > plan.dispatch_forward) {
     r.fail(p.at("dispatch_gil"), fmt::format("expected at most dispatch_forward ({}), found {}",
                                              sim::to_string(plan.dispatch_forward), sim::to_string(plan.dispatch_gil)));
   }
-  plan.p2p_sync = plan.driver == PipelineDriver::per_stage && plan.schedule != Schedule::interleaved;
-  if (has("p2p_sync")) plan.p2p_sync = r.bool_at(o, "p2p_sync", p, "a plan");
-  if (has("recompute")) plan.recompute = pick(r, o, "recompute", p, kRecomputes);
+  if (!has("p2p_sync")) plan.p2p_sync = plan.driver == PipelineDriver::per_stage && plan.schedule != Schedule::interleaved;
   if (plan.recompute == Recompute::except_last && plan.pp == 1) {
     r.fail(p.at("recompute"), "expected none, full or selective with pp = 1: except_last is torchgpipe's per-stage "
                               "checkpointing");
@@ -127,7 +83,6 @@ void read_pipeline(const JsonReader& r, const json& o, const JsonPath& p, Plan& 
     plan.steps = plan.schedule == Schedule::pipedream ? kUnsettledSteps : 3;
     plan.settle = plan.schedule != Schedule::pipedream;
   }
-  if (has("scale_axis")) plan.scale_axis = pick(r, o, "scale_axis", p, kScaleAxes);
   if (plan.schedule == Schedule::naive && plan.grad_accum != 1 && !has("global_batch")) {
     r.fail(p.at("grad_accum"), fmt::format("expected 1: naive model parallelism runs one micro-batch per step, found {} "
                                            "(use schedule \"gpipe\" for several)", plan.grad_accum));
@@ -137,22 +92,18 @@ void read_pipeline(const JsonReader& r, const json& o, const JsonPath& p, Plan& 
 /// plan.moe_routing: {"distribution": balanced | zipf | histogram, "s", "file", "seed",
 /// "expected"}. A histogram file is {"source", "shares": [...] or [[...], ...]}.
 RoutingSpec read_routing(const JsonReader& r, const json& o, const JsonPath& p, const std::string& origin) {
-  r.check_object(o, {"distribution", "s", "file", "seed", "expected"}, p, "moe_routing");
+  r.check_object(o, section_keys("plan.moe_routing"), p, "moe_routing");
   RoutingSpec spec;
-  static constexpr std::array<std::pair<std::string_view, RoutingSpec::Kind>, 3> kKinds{
-      {{"balanced", RoutingSpec::Kind::balanced}, {"zipf", RoutingSpec::Kind::zipf}, {"histogram", RoutingSpec::Kind::histogram}}};
-  if (o.contains("distribution")) spec.kind = pick(r, o, "distribution", p, kKinds);
+  auto value = [&](std::string_view key) { return read_value(r, o, p, *find_param("plan.moe_routing", key), "moe_routing"); };
+  if (o.contains("distribution")) spec.kind = static_cast<RoutingSpec::Kind>(std::get<long long>(value("distribution")));
   if (o.contains("s")) {
     if (spec.kind != RoutingSpec::Kind::zipf) r.fail(p.at("s"), "expected no s: it is the zipf distribution's exponent");
-    spec.zipf_s = r.number_at(o, "s", p, "moe_routing");
-    if (!(spec.zipf_s > 0.0) || spec.zipf_s > 10.0) {
-      r.fail(p.at("s"), fmt::format("expected an exponent in (0, 10], found {}", spec.zipf_s));
-    }
+    spec.zipf_s = std::get<double>(value("s"));
   }
-  if (o.contains("seed")) spec.seed = static_cast<std::uint64_t>(r.integer_at(o, "seed", p, "moe_routing", 0, 1LL << 62));
-  if (o.contains("expected")) spec.expected = r.bool_at(o, "expected", p, "moe_routing");
+  if (o.contains("seed")) spec.seed = static_cast<std::uint64_t>(std::get<long long>(value("seed")));
+  if (o.contains("expected")) spec.expected = std::get<bool>(value("expected"));
   if (spec.kind == RoutingSpec::Kind::histogram) {
-    spec.histogram_file = resolve_path(origin, r.string_at(o, "file", p, "moe_routing"));
+    spec.histogram_file = resolve_path(origin, std::get<std::string>(value("file")));
     const JsonReader f(spec.histogram_file, sim::ErrorKind::config);
     const json doc = f.parse_file();
     const JsonPath root;
@@ -182,57 +133,12 @@ RoutingSpec read_routing(const JsonReader& r, const json& o, const JsonPath& p, 
 }
 
 Plan read_plan(const JsonReader& r, const json& o, const JsonPath& p, const std::string& origin) {
-  r.check_object(o,
-                 {"dp", "tp", "pp", "ep", "micro_batch", "grad_accum", "global_batch", "framework", "precision",
-                  "tf32_conv", "tf32_matmul", "optimizer", "bucket_cap", "first_bucket", "fusion_threshold",
-                  "cycle_time", "input_rate", "step_overhead", "dispatch_forward", "dispatch_backward",
-                  "dispatch_optimizer", "sync_each_step", "comm_compute_slowdown", "network", "steps", "schedule",
-                  "virtual_stages", "partition", "driver", "microbatch_overhead", "dispatch_gil", "p2p_sync", "recompute",
-                  "scale_axis", "zero", "shard_group", "sequence_parallel", "fused_attention", "fold", "placement", "moe_routing",
-                  "gemm_efficiency"},
-                 p, "a plan");
-  Plan plan;
+  Scenario read;
+  read_section(r, o, p, "plan", "a plan", read);
+  Plan plan = std::move(read.plan);
   auto has = [&](std::string_view k) { return o.contains(k); };
-  if (has("dp")) plan.dp = positive_int(r, o, "dp", p);
-  if (has("tp")) plan.tp = positive_int(r, o, "tp", p);
-  if (has("pp")) plan.pp = positive_int(r, o, "pp", p);
-  if (has("ep")) plan.ep = positive_int(r, o, "ep", p);
-  if (has("micro_batch")) plan.micro_batch = positive_int(r, o, "micro_batch", p);
-  if (has("grad_accum")) plan.grad_accum = positive_int(r, o, "grad_accum", p);
-  if (has("global_batch")) plan.global_batch = positive_int(r, o, "global_batch", p);
-  if (has("framework")) plan.framework = pick(r, o, "framework", p, kFrameworks);
-  if (has("precision")) plan.precision = pick(r, o, "precision", p, kPrecisions);
-  if (has("tf32_conv")) plan.tf32_conv = r.bool_at(o, "tf32_conv", p, "a plan");
-  if (has("tf32_matmul")) plan.tf32_matmul = r.bool_at(o, "tf32_matmul", p, "a plan");
-  if (has("optimizer")) plan.optimizer = pick(r, o, "optimizer", p, kOptimizers);
-  if (has("bucket_cap")) plan.bucket_cap = r.bytes_at(o, "bucket_cap", p, "a plan");
-  if (has("first_bucket")) plan.first_bucket = r.bytes_at(o, "first_bucket", p, "a plan");
-  if (has("fusion_threshold")) plan.fusion_threshold = r.bytes_at(o, "fusion_threshold", p, "a plan");
-  if (has("cycle_time")) plan.cycle_time = r.time_at(o, "cycle_time", p, "a plan");
-  if (has("input_rate")) {
-    plan.input_rate = r.number_at(o, "input_rate", p, "a plan");
-    if (plan.input_rate < 0.0) {
-      r.fail(p.at("input_rate"), fmt::format("expected samples per second >= 0 (0: unlimited), found {}", plan.input_rate));
-    }
-  }
-  if (has("step_overhead")) plan.step_overhead = r.time_at(o, "step_overhead", p, "a plan");
-  if (has("dispatch_forward")) plan.dispatch_forward = r.time_at(o, "dispatch_forward", p, "a plan");
-  if (has("dispatch_backward")) plan.dispatch_backward = r.time_at(o, "dispatch_backward", p, "a plan");
-  if (has("dispatch_optimizer")) plan.dispatch_optimizer = r.time_at(o, "dispatch_optimizer", p, "a plan");
-  if (has("sync_each_step")) plan.sync_each_step = r.bool_at(o, "sync_each_step", p, "a plan");
-  if (has("comm_compute_slowdown")) {
-    plan.comm_compute_slowdown = r.number_at(o, "comm_compute_slowdown", p, "a plan");
-    if (plan.comm_compute_slowdown < 0.0) {
-      r.fail(p.at("comm_compute_slowdown"), fmt::format("expected a factor >= 0, found {}", plan.comm_compute_slowdown));
-    }
-  }
-  if (has("network")) plan.network = pick(r, o, "network", p, kNetworks);
-  if (has("steps")) plan.steps = static_cast<int>(r.integer_at(o, "steps", p, "a plan", 1, 1000));
   read_pipeline(r, o, p, plan);
-  // Parts of a plan whose strategies are not built yet: only their neutral values are accepted.
-  if (has("zero")) plan.zero = static_cast<int>(r.integer_at(o, "zero", p, "a plan", 0, 3));
-  if (has("shard_group")) {
-    plan.shard_group = static_cast<int>(r.integer_at(o, "shard_group", p, "a plan", 1, 1 << 20));
+  if (plan.shard_group > 0) {
     if (plan.zero == 0) {
       r.fail(p.at("shard_group"), fmt::format("expected no shard_group without ZeRO (zero 1-3): it says how ZeRO "
                                               "shards, found {}", plan.shard_group));
@@ -265,11 +171,8 @@ Plan read_plan(const JsonReader& r, const json& o, const JsonPath& p, const std:
   if (plan.ep > 1 && !has("placement")) plan.placement = "tp-dp-pp";
   if (has("moe_routing")) plan.routing = read_routing(r, o.at("moe_routing"), p.at("moe_routing"), origin);
 
-  if (has("sequence_parallel")) plan.sequence_parallel = r.bool_at(o, "sequence_parallel", p, "a plan");
-  if (has("fused_attention")) plan.fused_attention = r.bool_at(o, "fused_attention", p, "a plan");
-  if (has("fold")) plan.fold = r.bool_at(o, "fold", p, "a plan");
   if (has("placement")) {
-    plan.placement = r.string_at(o, "placement", p, "a plan");
+    plan.placement = std::get<std::string>(read_value(r, o, p, *find_param("plan", "placement"), "a plan"));
     std::vector<std::string> dims;
     for (std::size_t k = 0; k < plan.placement.size(); k += 3) dims.push_back(plan.placement.substr(k, 2));
     std::sort(dims.begin(), dims.end());
@@ -277,12 +180,6 @@ Plan read_plan(const JsonReader& r, const json& o, const JsonPath& p, const std:
         dims != std::vector<std::string>{"dp", "pp", "tp"}) {
       r.fail(p.at("placement"), fmt::format("expected tp, pp and dp in some order, innermost first, joined by '-' "
                                             "(e.g. \"tp-pp-dp\"), found \"{}\"", plan.placement));
-    }
-  }
-  if (has("gemm_efficiency")) {
-    plan.gemm_efficiency = r.number_at(o, "gemm_efficiency", p, "a plan");
-    if (!(plan.gemm_efficiency > 0.0 && plan.gemm_efficiency <= 2.0)) {
-      r.fail(p.at("gemm_efficiency"), fmt::format("expected a factor in (0, 2], found {}", plan.gemm_efficiency));
     }
   }
   if (plan.sequence_parallel && plan.tp == 1) {
@@ -355,6 +252,7 @@ void apply_overrides(json& doc, const std::vector<Override>& overrides) {
   bool axis_set = false;  // an explicit override of the scaled axis wins over cluster.gpus
   for (const Override& o : overrides) axis_set = axis_set || o.path == "plan.dp" || o.path == "plan.pp";
   for (const Override& o : overrides) {
+    if (o.path != "description") check_param_path(o.path);
     const auto parts = split_path(o.path);
     json* node = &doc;
     for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
@@ -393,7 +291,7 @@ Scenario parse_scenario(const json& doc, const std::string& origin) {
 
   const JsonPath pm = root.at("model");
   const json& m = r.require(doc, "model", root, "a scenario");
-  r.check_object(m, {"name", "hf_config", "classes", "seq_len"}, pm, "a model");
+  read_section(r, m, pm, "model", "a model", s);
   if (m.contains("name") == m.contains("hf_config")) {
     r.fail(pm, "expected exactly one of \"name\" (a zoo model) and \"hf_config\" (a config.json path)");
   }
@@ -408,12 +306,10 @@ Scenario parse_scenario(const json& doc, const std::string& origin) {
     if (!known) r.fail(pm.at("name"), fmt::format("expected a zoo model ({}), found \"{}\"", names, s.model.name));
   }
   if (m.contains("hf_config")) s.model.hf_config = resolve_path(origin, r.string_at(m, "hf_config", pm, "a model"));
-  if (m.contains("classes")) s.model.classes = static_cast<int>(r.integer_at(m, "classes", pm, "a model", 1, 1 << 24));
-  if (m.contains("seq_len")) s.model.seq_len = static_cast<int>(r.integer_at(m, "seq_len", pm, "a model", 1, 1 << 24));
 
   const JsonPath pc = root.at("cluster");
   const json& c = r.require(doc, "cluster", root, "a scenario");
-  r.check_object(c, {"preset", "topology", "gpus"}, pc, "a cluster");
+  read_section(r, c, pc, "cluster", "a cluster", s);
   if (c.contains("preset") == c.contains("topology")) {
     r.fail(pc, "expected exactly one of \"preset\" and \"topology\" (a topology JSON file)");
   }
@@ -429,7 +325,6 @@ Scenario parse_scenario(const json& doc, const std::string& origin) {
   } else {
     s.cluster.spec = resolve_path(origin, r.string_at(c, "topology", pc, "a cluster"));
   }
-  if (c.contains("gpus")) s.cluster.gpus = static_cast<int>(r.integer_at(c, "gpus", pc, "a cluster", 1, 1 << 24));
 
   json plan_doc = r.require(doc, "plan", root, "a scenario");
   if (plan_doc.is_object() && !plan_doc.contains("dp") && s.cluster.gpus > 0) {
@@ -451,16 +346,15 @@ Scenario parse_scenario(const json& doc, const std::string& origin) {
 
   const JsonPath pw = root.at("workload");
   const json& w = r.require(doc, "workload", root, "a scenario");
-  r.check_object(w, {"epochs", "dataset_samples", "steps"}, pw, "a workload");
-  if (w.contains("steps") == (w.contains("epochs") || w.contains("dataset_samples"))) {
+  if (!w.is_object() || w.contains("steps") == (w.contains("epochs") || w.contains("dataset_samples"))) {
+    read_section(r, w, pw, "workload", "a workload", s);  // an unknown key or a non-object is the first error
     r.fail(pw, "expected either \"steps\" or both \"epochs\" and \"dataset_samples\"");
   }
-  if (w.contains("steps")) {
-    s.workload.steps = r.integer_at(w, "steps", pw, "a workload", 1, kMaxCount);
-  } else {
-    s.workload.epochs = static_cast<int>(r.integer_at(w, "epochs", pw, "a workload", 1, 1 << 24));
-    s.workload.dataset_samples = r.integer_at(w, "dataset_samples", pw, "a workload", 1, kMaxCount);
+  if (!w.contains("steps")) {
+    r.require(w, "epochs", pw, "a workload");
+    r.require(w, "dataset_samples", pw, "a workload");
   }
+  read_section(r, w, pw, "workload", "a workload", s);
   return s;
 }
 
@@ -472,48 +366,9 @@ Scenario load_scenario(const std::string& path, const std::vector<Override>& ove
 }
 
 json plan_to_json(const Plan& p) {
-  return json{{"dp", p.dp},
-              {"tp", p.tp},
-              {"pp", p.pp},
-              {"ep", p.ep},
-              {"micro_batch", p.micro_batch},
-              {"grad_accum", p.grad_accum},
-              {"global_batch", p.global_batch},
-              {"framework", std::string(to_string(p.framework))},
-              {"precision", std::string(to_string(p.precision))},
-              {"tf32_conv", p.tf32_conv},
-              {"tf32_matmul", p.tf32_matmul},
-              {"optimizer", std::string(to_string(p.optimizer))},
-              {"bucket_cap", sim::to_string(p.bucket_cap)},
-              {"first_bucket", sim::to_string(p.first_bucket)},
-              {"fusion_threshold", sim::to_string(p.fusion_threshold)},
-              {"cycle_time", sim::to_string(p.cycle_time)},
-              {"input_rate", p.input_rate},
-              {"step_overhead", sim::to_string(p.step_overhead)},
-              {"dispatch_forward", sim::to_string(p.dispatch_forward)},
-              {"dispatch_backward", sim::to_string(p.dispatch_backward)},
-              {"dispatch_optimizer", sim::to_string(p.dispatch_optimizer)},
-              {"sync_each_step", p.sync_each_step},
-              {"comm_compute_slowdown", p.comm_compute_slowdown},
-              {"network", std::string(sim::to_string(p.network))},
-              {"steps", p.steps},
-              {"schedule", std::string(to_string(p.schedule))},
-              {"virtual_stages", p.virtual_stages},
-              {"partition", p.partition == PartitionMode::explicit_units ? json(p.partition_units)
-                                                                          : json(std::string(to_string(p.partition)))},
-              {"driver", std::string(to_string(p.driver))},
-              {"microbatch_overhead", sim::to_string(p.microbatch_overhead)},
-              {"dispatch_gil", sim::to_string(p.dispatch_gil)},
-              {"p2p_sync", p.p2p_sync},
-              {"recompute", std::string(to_string(p.recompute))},
-              {"sequence_parallel", p.sequence_parallel},
-              {"zero", p.zero},
-              {"shard_group", p.shard_group},
-              {"fused_attention", p.fused_attention},
-              {"fold", p.fold},
-              {"placement", p.placement},
-              {"gemm_efficiency", p.gemm_efficiency},
-              {"scale_axis", p.scale_axis == ScaleAxis::dp ? "dp" : "pp"}};
+  Scenario s;
+  s.plan = p;
+  return section_to_json(s, "plan");
 }
 
 }  // namespace foresight::strategy

@@ -1,5 +1,5 @@
 #pragma once
-/// Scenario files: one JSON document with four parts (DESIGN.md, "Scenario files"):
+/// Scenario files: one JSON document with four parts (docs/architecture.md, "Scenario files"):
 ///   { "description": "...",                                   (optional)
 ///     "model":    {"name": "resnet18-cifar", "classes": 100} | {"hf_config": "path", "seq_len": 2048},
 ///     "cluster":  {"preset": "thetagpu", "gpus": 8} | {"topology": "path/topology.json"},

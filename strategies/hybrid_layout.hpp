@@ -6,7 +6,7 @@
 /// when tp divides its GPUs), then the pipeline, then data parallelism. Another order of the
 /// three, innermost first, overrides it.
 ///
-/// Folding (DESIGN.md, "Identical ranks"): data-parallel replicas run identical programs, and so
+/// Folding (docs/architecture.md, "Identical ranks"): data-parallel replicas run identical programs, and so
 /// do the TP ranks of a stage. When they also sit alike on the hardware, only replica 0 and TP
 /// rank 0 of each stage are simulated. Their communicators stand for every real group
 /// (sim::Communicator::groups) and their transfers carry the mirrors' copies

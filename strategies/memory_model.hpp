@@ -1,5 +1,5 @@
 #pragma once
-/// Peak memory of a rank (DESIGN.md, "Memory model"): weights, gradients and optimizer states by
+/// Peak memory of a rank (docs/architecture.md, "Memory model"): weights, gradients and optimizer states by
 /// precision and optimizer; saved activations of one micro-batch; communication buffers; CUDA
 /// context and library workspaces; and an allowance for the caching allocator. A predicted OOM is
 /// an answer, not a crash: the report names the rank and the overflow.
@@ -47,7 +47,7 @@ MemoryBreakdown model_state_memory(double params, const Plan& plan, int shard);
 /// - full recompute (when `block_checkpoints`) keeps only each block's input (1/t with sequence
 ///   parallelism); layers outside blocks keep theirs.
 /// Per transformer layer this gives K22 Table 2's sbh(34 + 5as/h), sbh(10 + 24/t + 5as/ht),
-/// sbh(34/t + 5as/ht), sbh(10 + 24/t), 34sbh/t and 2sbh (tests/training/memory_test.cpp).
+/// sbh(34/t + 5as/ht), sbh(10 + 24/t), 34sbh/t and 2sbh (tests/strategies/memory_test.cpp).
 double saved_activation_bytes(const Model& model, const Plan& plan, std::size_t first, std::size_t last,
                               bool block_checkpoints);
 

@@ -56,9 +56,9 @@ inline constexpr int kUnsettledSteps = 8;
 
 struct Plan {
   int dp = 1;
-  int tp = 1;  ///< tensor parallelism: 1 until the tensor-parallel strategy lands
+  int tp = 1;  ///< tensor-parallel ranks (Megatron)
   int pp = 1;  ///< pipeline stages
-  int ep = 1;  ///< expert parallelism: 1 until the MoE strategy lands
+  int ep = 1;  ///< expert-parallel ranks (MoE models)
   int micro_batch = 1;  ///< samples per rank per forward/backward
   int grad_accum = 1;   ///< forward/backward passes per optimizer step
   int global_batch = 0; ///< samples per optimizer step = dp x micro_batch x grad_accum
@@ -155,7 +155,7 @@ struct Plan {
   /// the SC21 runs used).
   bool fused_attention = false;
   /// Simulate one data-parallel replica and one tensor-parallel rank per stage for all the
-  /// identical ones (DESIGN.md, "Identical ranks"; strategies/hybrid_layout.hpp): the same
+  /// identical ones (docs/architecture.md, "Identical ranks"; strategies/hybrid_layout.hpp): the same
   /// answer for a fraction of the work. Off by choice, and by itself on mixed GPU models.
   bool fold = true;
   /// Rank placement, innermost first: "tp-pp-dp" (the default: TP groups inside a node, then the

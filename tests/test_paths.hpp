@@ -1,5 +1,6 @@
 #pragma once
-// Test data is found through the path Meson passes in (FORESIGHT_TEST_DATA, FORESIGHT_SHARED),
+// Test data is found through the paths Meson passes in (FORESIGHT_TEST_DATA, FORESIGHT_SOURCE_ROOT,
+// FORESIGHT_SHARED),
 // never through relative paths such as ../../.
 
 #include <cstdlib>
@@ -14,6 +15,13 @@ namespace foresight::test {
 inline std::string data_path(std::string_view relative) {
   const char* root = std::getenv("FORESIGHT_TEST_DATA");
   if (root == nullptr) throw std::runtime_error("FORESIGHT_TEST_DATA is not set (run via meson test)");
+  return (std::filesystem::path(root) / relative).string();
+}
+
+/// Absolute path of `relative` under the repository root (FORESIGHT_SOURCE_ROOT): examples/, docs/.
+inline std::string source_path(std::string_view relative) {
+  const char* root = std::getenv("FORESIGHT_SOURCE_ROOT");
+  if (root == nullptr) throw std::runtime_error("FORESIGHT_SOURCE_ROOT is not set (run via meson test)");
   return (std::filesystem::path(root) / relative).string();
 }
 

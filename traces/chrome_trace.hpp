@@ -1,6 +1,6 @@
 #pragma once
 /// The timeline of a simulated run as Chrome trace-event JSON (object form), which
-/// ui.perfetto.dev and chrome://tracing load (DESIGN.md, "Outputs"). Format: the Trace Event
+/// ui.perfetto.dev and chrome://tracing load (docs/architecture.md, "Outputs"). Format: the Trace Event
 /// Format document (docs.google.com/document/d/1CvAClvFfyA5R-PhYUmn5OOQtYMH4h6I0nSsKchNAySU)
 /// as Perfetto's JSON importer reads it.
 ///

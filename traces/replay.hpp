@@ -1,5 +1,5 @@
 #pragma once
-/// One iteration of a Kineto trace rebuilt as an execution graph of one rank (DESIGN.md: a
+/// One iteration of a Kineto trace rebuilt as an execution graph of one rank (docs/architecture.md: a
 /// measured trace can replace the strategy compiler).
 ///
 /// The iteration is the chosen ProfilerStep's window, preceded by the steps that ran back to back

@@ -80,7 +80,7 @@ void check_compute_constants(const Calibration& c, const std::string& path) {
     if (!same(k.gemm_cap, code.gemm_cap) || !same(k.hbm_fraction, code.hbm_fraction)) {
       throw sim::ConfigError(fmt::format(
           "{}: /compute/{}: gemm_cap {:.9g} and hbm_fraction {:.9g} differ from the compute model's {:.9g} and {:.9g} "
-          "(strategies/compute_model.cpp): make them agree",
+          "(models/compute_model.cpp): make them agree",
           path, i, k.gemm_cap, k.hbm_fraction, code.gemm_cap, code.hbm_fraction));
     }
   }

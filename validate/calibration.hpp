@@ -60,7 +60,7 @@ void check_provenance(const Calibration& c, const CaseRoles& roles, const std::s
 std::vector<ComputeCalibration> fit_compute(const std::vector<ThroughputCase>& cases);
 
 /// ConfigError when `c`'s compute constants differ (relative 1e-9) from the compute model's
-/// (strategies/compute_model.cpp), so code and file cannot drift apart.
+/// (models/compute_model.cpp), so code and file cannot drift apart.
 void check_compute_constants(const Calibration& c, const std::string& path);
 
 }  // namespace foresight::validate

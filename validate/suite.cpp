@@ -143,7 +143,8 @@ DatasetResult run_traces(const std::string& dir) {
   out.goal_pct = 5.0;
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
-    out.message = fmt::format("skipped: {} is absent (pass --traces DIR)", dir);
+    out.message = fmt::format("skipped: {} is absent (third-party traces, not shipped: docs/validation.md, \"Trace "
+                              "datasets\", says where to obtain them; then pass --traces DIR)", dir);
     return out;
   }
   out.threshold_pct = 7.0;  // enforced where the traces are present

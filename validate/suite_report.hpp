@@ -1,5 +1,5 @@
 #pragma once
-/// The validation suite's results for people and programs: a text table, JSON (DESIGN.md's keys:
+/// The validation suite's results for people and programs: a text table, JSON (docs/architecture.md's keys:
 /// {"datasets": [{"name", "mape_pct", "worst_pct", "threshold_pct", "cases": [{"id", "role",
 /// "predicted", "measured", "error_pct"}]}]}, plus more), a Markdown report and an SVG scatter of
 /// predicted vs measured (log axes, the diagonal and +-10% bands).

@@ -1,7 +1,7 @@
 #pragma once
 /// Where a collective's data goes on the topology: the communicator's members grouped by node,
 /// NCCL's rings over NIC rails, double binary trees, NVLink SHARP transfers and PXN paths.
-/// Internal to sim/collective_plan.cpp.
+/// Internal to collectives/collective_plan.cpp.
 
 #include <cstdint>
 #include <map>

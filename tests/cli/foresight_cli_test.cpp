@@ -272,7 +272,7 @@ TEST_CASE("bad scenarios and flags: exit status, file and field named, no output
   const std::string s = small_ddp();
   for (const Flag& f : {Flag{"simulate " + s + " --set plan.dp=3", 1, "dp x tp x pp x ep = 3 x 1 x 1 x 1 = 3"},
                         Flag{"simulate " + s + " --set plan.tp=2 --set plan.dp=2", 1, "expected 1 for resnet18-cifar: tensor parallelism splits transformer layers"},
-                        Flag{"simulate " + s + " --set plan.foo=3", 1, "/plan/foo: unknown key"},
+                        Flag{"simulate " + s + " --set plan.foo=3", 1, "--set plan.foo: unknown key \"foo\" in plan; expected one of dp, tp"},
                         Flag{"simulate " + s + " --set plan.dp", 1, "expected PATH=VALUE"},
                         Flag{"simulate " + s + " --micro-batch 0", 2, "expected an integer >= 1, found \"0\""},
                         Flag{"simulate /nonexistent/scenario.json", 1, "cannot open"},
@@ -288,12 +288,27 @@ TEST_CASE("bad scenarios and flags: exit status, file and field named, no output
   REQUIRE(!std::filesystem::exists(scratch("never.csv")));
 }
 
-TEST_CASE("foresight --list names the models and plan choices", "[cli]") {
+TEST_CASE("foresight --list names the models; foresight params every scenario key and choice", "[cli]") {
   const auto r = run_foresight("--list");
-  for (const char* s : {"resnet18-cifar", "gpt3-175b", "llama2-7b", "amp_bf16", "horovod", "ddp"}) {
+  for (const char* s : {"resnet18-cifar", "gpt3-175b", "llama2-7b", "foresight params"}) {
     INFO(s);
     REQUIRE(r.out.find(s) != std::string::npos);
   }
+  const auto params = run_foresight("params");
+  REQUIRE(params.status == 0);
+  for (const char* s : {"micro_batch", "shard_group", "amp_bf16", "horovod", "interleaved", "dataset_samples"}) {
+    INFO(s);
+    REQUIRE(params.out.find(s) != std::string::npos);
+  }
+  const auto j = run_foresight("params --json");
+  REQUIRE(j.status == 0);
+  const auto table = nlohmann::json::parse(j.out);
+  REQUIRE(table.size() > 50);
+  for (const auto& e : table) REQUIRE(params.out.find(e.at("path").get<std::string>().substr(
+                                          e.at("path").get<std::string>().rfind('.') + 1)) != std::string::npos);
+  const auto both = run_foresight("params --markdown --json");
+  REQUIRE(both.status == 1);
+  REQUIRE(both.out.find("at most one of --markdown and --json") != std::string::npos);
 }
 
 TEST_CASE("foresight validate: every dataset with its error, JSON, Markdown and plot; exit 1 past a threshold",

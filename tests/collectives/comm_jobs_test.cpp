@@ -1,4 +1,4 @@
-// Collectives and transfers in closed form (sim/plan_timing.hpp, sim/comm_jobs.hpp): the closed
+// Collectives and transfers in closed form (collectives/plan_timing.hpp, collectives/comm_jobs.hpp): the closed
 // form is the engine's own run, event for event; jobs that meet contention are rebuilt and run
 // flow by flow to the same answer as a run that never took the shortcut; and a job's cost does
 // not grow with the groups it stands for.

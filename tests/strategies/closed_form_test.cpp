@@ -1,4 +1,4 @@
-// Every strategy with collectives in closed form (sim/comm_jobs.hpp) gives the answer of the run
+// Every strategy with collectives in closed form (collectives/comm_jobs.hpp) gives the answer of the run
 // that simulates every flow, bit for bit, on both network models; and a folded run's cost does
 // not grow with the data-parallel size.
 #include <catch2/catch.hpp>

@@ -1,4 +1,4 @@
-// Rank folding (DESIGN.md, "Identical ranks"): simulating replica 0 and TP rank 0 of each stage
+// Rank folding (docs/architecture.md, "Identical ranks"): simulating replica 0 and TP rank 0 of each stage
 // for every identical rank gives the unfolded run's answer, and folds only what is identical.
 #include <catch2/catch.hpp>
 

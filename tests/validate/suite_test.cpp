@@ -134,7 +134,7 @@ TEST_CASE("a calibration that reads a prediction case, or drifts from the code, 
                       Contains("/thetagpu_gpipe/fitted_on/0") && Contains("\"gpipe-3gpu\", which no dataset declares"));
   const auto drift = run::load_calibration(bad("calibration_compute_drift.json"));
   REQUIRE_THROWS_WITH(validate::check_compute_constants(drift, "d.json"),
-                      Contains("d.json: /compute/0: gemm_cap 0.9") && Contains("strategies/compute_model.cpp"));
+                      Contains("d.json: /compute/0: gemm_cap 0.9") && Contains("models/compute_model.cpp"));
   // The compute constants the fit gives are the stored ones, and the code's.
   const auto fitted = validate::fit_compute(validate::load_gemm_dataset(validate::data_dir() + "/gemm_and_memory.json"));
   REQUIRE(fitted.size() == stored().compute.size());
@@ -164,7 +164,7 @@ TEST_CASE("malformed suite, dataset and calibration files are clear errors", "[v
   REQUIRE_THROWS_AS(validate::load_suite(bad("no_such_suite.json")), sim::ConfigError);
 }
 
-TEST_CASE("reports: JSON keys of DESIGN.md, Markdown tables and an SVG scatter", "[validate]") {
+TEST_CASE("reports: JSON keys of docs/architecture.md, Markdown tables and an SVG scatter", "[validate]") {
   const json doc = json::parse(validate::suite_json(results()));
   REQUIRE(doc.at("datasets").size() == results().size());
   for (const auto& d : doc.at("datasets")) {

@@ -1,0 +1,168 @@
+// The parameter table: every scenario key is read, range-checked, echoed and documented from it.
+#include <catch2/catch.hpp>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "common/error.hpp"
+#include "run/params.hpp"
+#include "run/scenario.hpp"
+#include "tests/test_paths.hpp"
+
+using namespace foresight;
+using Catch::Matchers::Contains;
+using nlohmann::json;
+
+namespace {
+
+json base() {
+  return json::parse(R"({
+    "model": {"name": "gpt2"},
+    "cluster": {"preset": "dgx-a100", "gpus": 8},
+    "plan": {"dp": 8, "micro_batch": 4},
+    "workload": {"steps": 10}})");
+}
+
+strategy::Scenario parse(const json& doc) { return strategy::parse_scenario(doc, "s.json"); }
+
+/// The document's `section` object ("plan.moe_routing" is nested in "plan").
+json& section_of(json& doc, std::string_view section) {
+  if (section == "plan.moe_routing") {
+    doc["plan"]["moe_routing"] = json::object();
+    return doc["plan"]["moe_routing"];
+  }
+  return doc[std::string(section)];
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+TEST_CASE("every parameter is documented with its type, default and range", "[params]") {
+  std::set<std::string> paths;
+  for (const auto& p : strategy::scenario_params()) {
+    INFO(p.path());
+    REQUIRE(paths.insert(p.path()).second);  // declared once
+    REQUIRE_FALSE(p.doc.empty());
+    REQUIRE_FALSE(p.default_text.empty());
+    if (p.kind == strategy::ParamKind::integer || p.kind == strategy::ParamKind::number) REQUIRE(p.lo < p.hi);
+    if (p.kind == strategy::ParamKind::choice) REQUIRE(p.choices.size() >= 2);
+  }
+  // Each section the scenario format has, and every plan key scenarios were written with before the
+  // table existed (the reader's former key list), are there.
+  for (const char* s : {"model", "cluster", "plan", "plan.moe_routing", "workload"}) {
+    REQUIRE_FALSE(strategy::section_keys(s).empty());
+  }
+  const std::set<std::string_view> former{
+      "dp", "tp", "pp", "ep", "micro_batch", "grad_accum", "global_batch", "framework", "precision", "tf32_conv",
+      "tf32_matmul", "optimizer", "bucket_cap", "first_bucket", "fusion_threshold", "cycle_time", "input_rate",
+      "step_overhead", "dispatch_forward", "dispatch_backward", "dispatch_optimizer", "sync_each_step",
+      "comm_compute_slowdown", "network", "steps", "schedule", "virtual_stages", "partition", "driver",
+      "microbatch_overhead", "dispatch_gil", "p2p_sync", "recompute", "scale_axis", "zero", "shard_group",
+      "sequence_parallel", "fused_attention", "fold", "placement", "moe_routing", "gemm_efficiency"};
+  const auto plan = strategy::section_keys("plan");
+  REQUIRE(std::set<std::string_view>(plan.begin(), plan.end()) == former);
+}
+
+TEST_CASE("docs/reference.md is the reference generated from the table", "[params]") {
+  // Regenerate with: build/cli/foresight params --markdown > docs/reference.md
+  REQUIRE(read_file(test::source_path("docs/reference.md")) == strategy::params_markdown());
+}
+
+TEST_CASE("a key outside the table is rejected, in the file and in --set", "[params]") {
+  auto doc = base();
+  doc["plan"]["micro_bacth"] = 4;
+  REQUIRE_THROWS_WITH(parse(doc), Contains("/plan/micro_bacth: unknown key \"micro_bacth\" in a plan; expected only dp, "
+                                           "tp, pp, ep, micro_batch"));
+  REQUIRE_NOTHROW(strategy::check_param_path("plan.tp"));
+  REQUIRE_NOTHROW(strategy::check_param_path("plan.moe_routing.seed"));
+  REQUIRE_THROWS_WITH(strategy::check_param_path("plan.tpp"), Contains("--set plan.tpp: unknown key \"tpp\" in plan"));
+  REQUIRE_THROWS_WITH(strategy::check_param_path("simulation.network"),
+                      Contains("expected a path under model, cluster, plan"));
+}
+
+TEST_CASE("every integer and number is refused just outside its declared range", "[params]") {
+  for (const auto& p : strategy::scenario_params()) {
+    if (p.kind != strategy::ParamKind::integer && p.kind != strategy::ParamKind::number) continue;
+    INFO(p.path());
+    auto doc = base();
+    if (p.section == "workload") doc["workload"] = json::object({{"steps", 10}});
+    json& obj = section_of(doc, p.section);
+    const std::string pointer =
+        fmt::format("/{}/{}", p.section == "plan.moe_routing" ? std::string_view("plan/moe_routing") : p.section, p.key);
+    if (p.kind == strategy::ParamKind::integer) {
+      obj[std::string(p.key)] = static_cast<long long>(p.hi) + 1;
+      REQUIRE_THROWS_WITH(parse(doc), Contains(pointer) && Contains(fmt::format("expected an integer from {} to {}",
+                                                                              static_cast<long long>(p.lo),
+                                                                              static_cast<long long>(p.hi))));
+      obj[std::string(p.key)] = static_cast<long long>(p.lo) - 1;
+      REQUIRE_THROWS_WITH(parse(doc), Contains(pointer) && Contains("expected an integer from"));
+    } else {
+      if (p.section == "plan.moe_routing") obj["distribution"] = "zipf";  // s belongs to zipf
+      obj[std::string(p.key)] = p.lo_open ? p.lo : p.lo - 1.0;
+      REQUIRE_THROWS_WITH(parse(doc), Contains(pointer) && Contains("expected a number"));
+      if (!std::isinf(p.hi)) {
+        obj[std::string(p.key)] = p.hi * 1.5 + 1.0;
+        REQUIRE_THROWS_WITH(parse(doc), Contains(pointer) && Contains("expected a number"));
+      }
+    }
+  }
+}
+
+TEST_CASE("every choice is refused outside its names, with the names listed", "[params]") {
+  for (const auto& p : strategy::scenario_params()) {
+    if (p.kind != strategy::ParamKind::choice) continue;
+    INFO(p.path());
+    auto doc = base();
+    section_of(doc, p.section)[std::string(p.key)] = "no-such-choice";
+    REQUIRE_THROWS_WITH(parse(doc), Contains(fmt::format("expected one of {}, found \"no-such-choice\"",
+                                                         fmt::join(p.choices, ", "))));
+  }
+}
+
+TEST_CASE("the echoed plan reads back as the same plan, for every example", "[params]") {
+  for (const char* example : {"examples/thetagpu-resnet18-ddp.json", "examples/thetagpu-resnet18-gpipe.json",
+                              "examples/gpt2-1f1b-4stages.json", "examples/gpt3-175b-3d-sweep-1024.json",
+                              "examples/mixtral-8x7b-ep8-pp4-64xh100.json", "examples/resnet50-ddp-selene.json"}) {
+    INFO(example);
+    const auto s = strategy::load_scenario(test::source_path(example));
+    const json echoed = strategy::plan_to_json(s.plan);
+    // Every echoed key is a table key of the plan, and every plan key with a value is echoed
+    // (moe_routing is a distribution, reported with the routing).
+    for (const auto& [key, value] : echoed.items()) REQUIRE(strategy::find_param("plan", key) != nullptr);
+    for (const auto key : strategy::section_keys("plan")) {
+      if (key != "moe_routing") REQUIRE(echoed.contains(std::string(key)));
+    }
+    json doc = json::parse(read_file(test::source_path(example)));
+    json plan = echoed;
+    if (doc["plan"].contains("moe_routing")) plan["moe_routing"] = doc["plan"]["moe_routing"];
+    doc["plan"] = plan;
+    const auto again = strategy::parse_scenario(doc, test::source_path(example));
+    REQUIRE(strategy::plan_to_json(again.plan) == echoed);
+  }
+}
+
+TEST_CASE("--set reaches every table key through the same reader", "[params]") {
+  auto doc = base();
+  strategy::apply_overrides(doc, {strategy::parse_override("plan.bucket_cap=50 MiB"),
+                                  strategy::parse_override("plan.precision=\"amp_bf16\""),
+                                  strategy::parse_override("plan.network=analytical")});
+  const auto s = parse(doc);
+  REQUIRE(s.plan.bucket_cap == sim::Bytes(50LL << 20));
+  REQUIRE(s.plan.precision == strategy::Precision::amp_bf16);
+  REQUIRE(s.plan.network == sim::NetworkKind::analytical);
+  auto bad = base();
+  REQUIRE_THROWS_WITH(strategy::apply_overrides(bad, {strategy::parse_override("plan.bucket_capp=1")}),
+                      Contains("unknown key \"bucket_capp\" in plan; expected one of dp, tp"));
+}
