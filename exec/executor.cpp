@@ -2,17 +2,15 @@
 
 #include <fmt/format.h>
 
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <deque>
-#include <map>
-#include <memory>
-#include <tuple>
-#include <unordered_map>
 
 #include "collectives/comm_jobs.hpp"
-#include "collectives/collective_plan.hpp"
 #include "common/error.hpp"
+#include "exec/detail/comm_starts.hpp"
+#include "exec/detail/compute_rates.hpp"
+#include "exec/detail/interpreter_locks.hpp"
 #include "exec/graph_check.hpp"
 #include "sim/simulator.hpp"
 
@@ -23,6 +21,11 @@ constexpr NodeId kNone = 0xffffffffu;
 
 bool is_comm(OpKind k) { return k == OpKind::collective || k == OpKind::send || k == OpKind::recv; }
 
+/// Replays a checked graph: each host thread walks its rank's program in order (dispatching GPU
+/// ops onto their streams, running host ops, blocking on dependencies), each stream runs its
+/// issued ops in order, and completions release dependents. The parts with a job of their own
+/// are in exec/detail/: interpreter locks, compute speed under communication, starting
+/// collectives and transfers as communication jobs, and the deadlock report.
 class Runner final : public EventHandler {
  public:
   Runner(const ExecutionGraph& g, const GraphIndex& index, const Fabric& fabric, const CollectiveConfig& config,
@@ -34,7 +37,10 @@ class Runner final : public EventHandler {
         options_(options),
         self_(sim_.add_handler(*this, "executor")),
         jobs_(sim_, network, fabric, config.links,
-              options.closed_form && !(!options.sample_links.empty() && options.sample_interval > Time::zero())) {
+              options.closed_form && !(!options.sample_links.empty() && options.sample_interval > Time::zero())),
+        comms_(g, index, fabric, config, sim_, jobs_),
+        rates_(g.ranks(), options.comm_compute_slowdown),
+        locks_(process_count(g, index), index.host_count) {
     const std::size_t n = g.nodes.size();
     deps_left_.resize(n);
     for (NodeId i = 0; i < n; ++i) deps_left_[i] = static_cast<std::uint32_t>(g.nodes[i].deps.size());
@@ -46,18 +52,9 @@ class Runner final : public EventHandler {
     result_.ranks.assign(g.ranks(), RankTotals{});
     streams_.resize(index.stream_count);
     hosts_.resize(index.host_count);
-    std::uint32_t processes = index.host_count;
-    for (const std::uint32_t p : g.host_process) processes = std::max(processes, p + 1);
-    locks_.resize(processes);
     for (NodeId i = 0; i < n; ++i) {
       hosts_[g.rank_host[g.nodes[i].rank]].program.push_back(i);
     }
-    comm_active_.assign(g.ranks(), 0);
-    running_compute_.resize(g.ranks());
-    coll_arrived_.assign(index.collectives.size(), 0);
-    p2p_arrived_.assign(index.transfers.size(), 0);
-    coll_pending_.assign(index.collectives.size(), 0);
-    p2p_pending_.assign(index.transfers.size(), 0);
   }
 
   ExecutionResult run() {
@@ -73,7 +70,7 @@ class Runner final : public EventHandler {
         result_.comm_instance[n] = static_cast<std::uint32_t>(index_.collectives.size()) + index_.transfer_of[n];
       }
     }
-    report_deadlock();
+    detail::report_deadlock(g_, index_, comms_, done_, issued_, deps_left_);
     result_.events = sim_.events_processed();
     result_.jobs_closed_form = jobs_.stats().closed_form;
     result_.jobs_flow_by_flow = jobs_.stats().flow_by_flow;
@@ -97,10 +94,7 @@ class Runner final : public EventHandler {
         const auto n = static_cast<NodeId>(e.data & 0xffffffffULL);
         const auto gen = static_cast<std::uint32_t>(e.data >> 32);
         const Node& node = g_.nodes[n];
-        if (node.kind == OpKind::compute) {
-          const auto it = compute_.find(n);
-          if (it == compute_.end() || gen != it->second.generation) return;  // rescheduled
-        }
+        if (node.kind == OpKind::compute && !rates_.current(n, gen)) return;  // its end moved
         if (node.stream == kHostStream) {
           HostState& h = hosts_[host_of(n)];
           h.busy = false;
@@ -114,13 +108,11 @@ class Runner final : public EventHandler {
       }
       case kCollectiveDone: {
         const auto c = static_cast<std::uint32_t>(e.data);
-        if (--coll_pending_[c] > 0) break;
         for (const NodeId m : index_.collectives[c].members) work_.push_back({Work::complete, m});
         break;
       }
       case kTransferDone: {
         const auto t = static_cast<std::uint32_t>(e.data);
-        if (--p2p_pending_[t] > 0) break;
         work_.push_back({Work::complete, index_.transfers[t].send});
         work_.push_back({Work::complete, index_.transfers[t].recv});
         break;
@@ -132,17 +124,9 @@ class Runner final : public EventHandler {
         // Keep sampling while anything else is pending; the last sample closes the run.
         if (sim_.pending() > 0) sim_.schedule_after(options_.sample_interval, self_, kSample, 0, priority::settle + 1);
         return;
-      case kGilRelease: {
-        LockState& L = locks_[e.data];
-        L.held = false;
-        if (!L.waiters.empty()) {  // the longest waiter goes first
-          const std::uint32_t h = L.waiters.front();
-          L.waiters.pop_front();
-          hosts_[h].gil_queued = false;
-          work_.push_front({Work::resume_host, h});
-        }
+      case kGilRelease:
+        if (const auto h = locks_.release(static_cast<std::uint32_t>(e.data))) work_.push_front({Work::resume_host, *h});
         break;
-      }
       default:
         throw InternalError(fmt::format("executor: unknown event kind {}", e.kind));
     }
@@ -160,13 +144,6 @@ class Runner final : public EventHandler {
     std::size_t pc = 0;
     bool busy = false;
     NodeId waiting = kNone;
-    bool gil_queued = false;  ///< waiting for its process's interpreter lock
-  };
-  /// A process's interpreter lock: held for the `gil` part of an op, granted first come, first
-  /// served.
-  struct LockState {
-    bool held = false;
-    std::deque<std::uint32_t> waiters;
   };
   struct StreamState {
     std::vector<NodeId> queue;  ///< issued ops; from `head` on, unfinished
@@ -174,13 +151,12 @@ class Runner final : public EventHandler {
     bool running = false;
     std::deque<NodeId> blocked;  ///< launches waiting for room in the queue, in order
   };
-  struct ComputeState {
-    double remaining_ps = 0.0;
-    double rate = 1.0;
-    Time updated;
-    std::uint32_t generation = 0;
-  };
 
+  static std::uint32_t process_count(const ExecutionGraph& g, const GraphIndex& index) {
+    std::uint32_t processes = index.host_count;
+    for (const std::uint32_t p : g.host_process) processes = std::max(processes, p + 1);
+    return processes;
+  }
   std::uint32_t host_of(NodeId n) const { return g_.rank_host[g_.nodes[n].rank]; }
   std::uint32_t process_of(std::uint32_t h) const { return g_.host_process.empty() ? h : g_.host_process[h]; }
 
@@ -189,16 +165,7 @@ class Runner final : public EventHandler {
   bool acquire_gil(std::uint32_t h, Time gil) {
     if (gil <= Time::zero()) return true;
     const std::uint32_t p = process_of(h);
-    LockState& L = locks_[p];
-    if (L.held) {
-      if (!hosts_[h].gil_queued) {
-        hosts_[h].gil_queued = true;
-        L.waiters.push_back(h);
-      }
-      return false;
-    }
-    L.held = true;
-    hosts_[h].gil_queued = false;
+    if (!locks_.try_take(p, h)) return false;
     sim_.schedule_after(gil, self_, kGilRelease, p);
     return true;
   }
@@ -294,16 +261,9 @@ class Runner final : public EventHandler {
     result_.ready[n] = sim_.now();
     if (!is_comm(node.kind)) result_.start[n] = sim_.now();
     switch (node.kind) {
-      case OpKind::compute: {
-        ComputeState& c = compute_[n];
-        c.generation = next_generation_++;
-        c.remaining_ps = static_cast<double>(node.duration.ps());
-        c.rate = comm_active_[node.rank] > 0 ? 1.0 / (1.0 + options_.comm_compute_slowdown) : 1.0;
-        c.updated = sim_.now();
-        running_compute_[node.rank].push_back(n);
-        schedule_compute(n);
+      case OpKind::compute:
+        schedule_end(n, rates_.start(n, node.rank, node.duration, sim_.now()));
         break;
-      }
       case OpKind::sync:
         work_.push_back({Work::complete, n});
         break;
@@ -312,120 +272,43 @@ class Runner final : public EventHandler {
         break;
       case OpKind::collective: {
         const std::uint32_t c = index_.collective_of[n];
-        if (++coll_arrived_[c] == index_.collectives[c].members.size()) start_collective(c);
+        if (comms_.arrive_collective(c)) start_collective(c);
         break;
       }
       case OpKind::send:
       case OpKind::recv: {
         const std::uint32_t t = index_.transfer_of[n];
-        if (++p2p_arrived_[t] == 2) start_transfer(t);
+        if (comms_.arrive_transfer(t)) start_transfer(t);
         break;
       }
     }
   }
 
-  void schedule_compute(NodeId n) {
-    ComputeState& c = compute_.at(n);
-    c.generation = next_generation_++;
-    const auto ps = static_cast<std::int64_t>(std::ceil(c.remaining_ps / c.rate - 1e-6));
-    sim_.schedule_after(Time::from_ps(std::max<std::int64_t>(ps, 0)), self_, kDone,
-                        (static_cast<std::uint64_t>(c.generation) << 32) | n);
+  /// Compute op `n` ends after `end.after`, unless its end moves first.
+  void schedule_end(NodeId n, detail::ComputeRates::End end) {
+    sim_.schedule_after(end.after, self_, kDone, (static_cast<std::uint64_t>(end.generation) << 32) | n);
   }
 
   /// The rank starts or stops communicating: its running compute ops change speed.
   void comm_changed(RankId r, int delta) {
-    const bool was = comm_active_[r] > 0;
-    comm_active_[r] += delta;
-    const bool now = comm_active_[r] > 0;
-    if (was == now || options_.comm_compute_slowdown == 0.0) return;
-    const double rate = now ? 1.0 / (1.0 + options_.comm_compute_slowdown) : 1.0;
-    for (const NodeId n : running_compute_[r]) {
-      ComputeState& c = compute_.at(n);
-      c.remaining_ps = std::max(0.0, c.remaining_ps - c.rate * static_cast<double>((sim_.now() - c.updated).ps()));
-      c.updated = sim_.now();
-      c.rate = rate;
-      schedule_compute(n);
-    }
-  }
-
-  /// Jobs (sim/comm_jobs.hpp) are numbered by what they are: a collective by (communicator, send
-  /// matrix, op, bytes, root, algorithm); a transfer by (sender, receiver, bytes).
-  using JobKey = std::tuple<bool, std::uint32_t, std::uint32_t, int, double, int, int>;
-  JobKey collective_key(std::uint32_t c) const {
-    const Node& n = g_.nodes[index_.collectives[c].members.front()];
-    return {true, n.communicator, n.matrix, static_cast<int>(n.op), n.bytes, n.root,
-            n.algorithm ? static_cast<int>(*n.algorithm) : -1};
-  }
-  JobKey transfer_key(std::uint32_t t) const {
-    const Node& n = g_.nodes[index_.transfers[t].send];
-    return {false, n.rank, n.peer, 0, n.bytes, 0, 0};
-  }
-  std::uint32_t job_id(const JobKey& key) {
-    return job_ids_.emplace(key, static_cast<std::uint32_t>(job_ids_.size())).first->second;
+    rates_.comm_changed(r, delta, sim_.now(), [&](NodeId n, detail::ComputeRates::End end) { schedule_end(n, end); });
   }
 
   void start_collective(std::uint32_t c) {
-    const GraphIndex::Collective& coll = index_.collectives[c];
-    const Node& first = g_.nodes[coll.members.front()];
-    for (const NodeId m : coll.members) {
+    for (const NodeId m : index_.collectives[c].members) {
       result_.start[m] = sim_.now();
       comm_changed(g_.nodes[m].rank, +1);
     }
-    if (first.duration > Time::zero()) {  // measured (trace replay): the network is not consulted
-      coll_pending_[c] = 1;
-      sim_.schedule_after(first.duration, self_, kCollectiveDone, c);
-      return;
-    }
-    // Folded: every group it stands for runs it now.
-    coll_pending_[c] = 1;
-    jobs_.start(job_id(collective_key(c)), [&] {
-      CollectiveRequest r;
-      r.op = first.op;
-      r.bytes = first.bytes;
-      r.root = first.root;
-      r.algorithm = first.algorithm;
-      if (first.matrix != kNoMatrix) r.send_matrix = g_.send_matrices[first.matrix];
-      const Communicator& comm = g_.communicators[first.communicator];
-      std::vector<CollectivePlan> plans;
-      if (comm.groups.empty()) {
-        for (const RankId rank : comm.ranks) r.ranks.push_back(g_.rank_gpu[rank]);
-        plans.push_back(plan_collective(fabric_, config_, r));
-      }
-      for (const auto& group : comm.groups) {
-        r.ranks = group;
-        plans.push_back(plan_collective(fabric_, config_, r));
-      }
-      return plans;
-    }, FlowNotify{self_, kCollectiveDone, c});
+    comms_.start_collective(c, FlowNotify{self_, kCollectiveDone, c});
   }
 
   void start_transfer(std::uint32_t t) {
     const GraphIndex::Transfer& tr = index_.transfers[t];
     const Node& s = g_.nodes[tr.send];
-    const GpuId src = g_.rank_gpu[s.rank];
-    const GpuId dst = g_.rank_gpu[s.peer];
     result_.start[tr.send] = result_.start[tr.recv] = sim_.now();
     comm_changed(s.rank, +1);
     comm_changed(s.peer, +1);
-    if (src == dst) {  // both ranks on one GPU: a local copy, taken as free
-      p2p_pending_[t] = 1;
-      sim_.schedule_at(sim_.now(), self_, kTransferDone, t);
-      return;
-    }
-    p2p_pending_[t] = 1;
-    jobs_.start(job_id(transfer_key(t)), [&] {
-      CollectiveRequest r;
-      r.op = CollectiveOp::send_recv;
-      r.bytes = s.bytes;
-      r.ranks = {src, dst};
-      std::vector<CollectivePlan> plans{plan_collective(fabric_, config_, r)};
-      const std::size_t mirrors = g_.represents(s.rank) - 1;
-      for (std::size_t k = 0; k < mirrors; ++k) {  // folded: the mirrors' copies of it
-        r.ranks = {g_.rank_mirrors[s.rank][k], g_.rank_mirrors[s.peer][k]};
-        plans.push_back(plan_collective(fabric_, config_, r));
-      }
-      return plans;
-    }, FlowNotify{self_, kTransferDone, t});
+    comms_.start_transfer(t, FlowNotify{self_, kTransferDone, t});
   }
 
   void complete(NodeId n) {
@@ -435,10 +318,8 @@ class Runner final : public EventHandler {
     const Node& node = g_.nodes[n];
     const Time ran = sim_.now() - result_.start[n];
     if (node.kind == OpKind::compute) {
-      compute_.erase(n);
+      rates_.finish(n, node.rank);
       result_.ranks[node.rank].compute += ran;
-      auto& running = running_compute_[node.rank];
-      running.erase(std::find(running.begin(), running.end(), n));
     }
     if (is_comm(node.kind)) {
       result_.ranks[node.rank].comm += ran;
@@ -467,36 +348,6 @@ class Runner final : public EventHandler {
     }
   }
 
-  void report_deadlock() const {
-    std::string waiting;
-    int shown = 0;
-    std::size_t left = 0;
-    for (NodeId n = 0; n < g_.nodes.size(); ++n) {
-      if (done_[n] != 0) continue;
-      ++left;
-      if (shown == 5) continue;
-      ++shown;
-      const Node& node = g_.nodes[n];
-      std::string why;
-      if (node.kind == OpKind::collective && issued_[n] != 0) {
-        const auto c = index_.collective_of[n];
-        why = fmt::format("{} of {} members arrived", coll_arrived_[c], index_.collectives[c].members.size());
-      } else if ((node.kind == OpKind::send || node.kind == OpKind::recv) && issued_[n] != 0) {
-        why = "its partner never became ready";
-      } else if (deps_left_[n] > 0) {
-        why = fmt::format("{} dependencies unfinished", deps_left_[n]);
-      } else {
-        why = "never reached by its host or stream";
-      }
-      waiting += fmt::format("\n  node {} (rank {}, {} {}): {}", n, node.rank, to_string(node.kind),
-                             g_.names[node.name], why);
-    }
-    if (left > 0) {
-      throw GraphError(fmt::format("deadlock: {} of {} operations never finished; the first:{}", left,
-                                   g_.nodes.size(), waiting));
-    }
-  }
-
   const ExecutionGraph& g_;
   const GraphIndex& index_;
   const Fabric& fabric_;
@@ -505,22 +356,15 @@ class Runner final : public EventHandler {
   Simulator sim_;
   HandlerId self_;
   CommJobs jobs_;
+  detail::CommStarts comms_;
+  detail::ComputeRates rates_;
+  detail::InterpreterLocks locks_;
   std::deque<Work> work_;
   LargeVector<std::uint32_t> deps_left_;
   LargeVector<std::uint8_t> issued_;
   LargeVector<std::uint8_t> done_;
-  std::unordered_map<NodeId, ComputeState> compute_;  ///< compute ops running now
   std::vector<StreamState> streams_;
   std::vector<HostState> hosts_;
-  std::vector<LockState> locks_;
-  std::vector<int> comm_active_;
-  std::vector<std::vector<NodeId>> running_compute_;
-  std::vector<std::uint32_t> coll_arrived_;
-  std::vector<std::uint32_t> p2p_arrived_;
-  std::vector<std::uint32_t> coll_pending_;  ///< per collective: groups still running
-  std::vector<std::uint32_t> p2p_pending_;   ///< per transfer: copies still running
-  std::map<JobKey, std::uint32_t> job_ids_;
-  std::uint32_t next_generation_ = 1;  ///< of compute completions, so that a rescheduled one's old event is ignored
   bool sampling_ = false;
   ExecutionResult result_;
 };
