@@ -150,57 +150,194 @@ Model scenario_model(const Scenario& s) {
   return build_model(s.model.name, s.model.classes, s.model.seq_len);
 }
 
-SimulationOutput simulate_scenario(const Scenario& scenario, const SimulationInputs& inputs) {
-  SimulationOutput out;
-  Plan plan = scenario.plan;
-  out.model = scenario_model(scenario);
+namespace {
+
+/// The model of `scenario` as `plan` runs it, checked against the plan: fused attention needs
+/// attention, the graph must stay within its bound, expert parallelism needs routed experts
+/// that it divides, and the routing must fit the model.
+Model plan_model(const Scenario& scenario, const Plan& plan) {
+  Model model = scenario_model(scenario);
   if (plan.fused_attention) {
-    if (!out.model.transformer) {
+    if (!model.transformer) {
       throw sim::ConfigError(fmt::format("{}: /plan/fused_attention: expected false for {}, which has no attention",
-                                         scenario.path, out.model.name));
+                                         scenario.path, model.name));
     }
-    out.model = with_fused_attention(std::move(out.model));
+    model = with_fused_attention(std::move(model));
   }
   // Bounded work: every layer runs forward and backward once per micro-batch and step, so a
   // graph has at least this many nodes; a plan past the graph's limit fails before any is built.
   const double least_nodes = 2.0 * std::max(plan.steps, 1) * std::max(plan.grad_accum, 1) *
-                             static_cast<double>(out.model.layers.size());
+                             static_cast<double>(model.layers.size());
   if (least_nodes > static_cast<double>(sim::ExecutionGraph::kMaxNodes)) {
     throw sim::ConfigError(fmt::format(
         "{}: /plan: {} steps x {} micro-batches x {} layers x forward and backward is at least {:.0f} M "
         "execution-graph nodes, more than the {} M one simulation may hold: lower global_batch or steps, "
         "or raise micro_batch",
-        scenario.path, plan.steps, plan.grad_accum, out.model.layers.size(), least_nodes / 1e6,
+        scenario.path, plan.steps, plan.grad_accum, model.layers.size(), least_nodes / 1e6,
         sim::ExecutionGraph::kMaxNodes / 1'000'000));
   }
-  try {
-    out.cluster = std::make_shared<const topo::Cluster>(topo::resolve_cluster(scenario.cluster.spec, scenario.cluster.gpus));
-  } catch (const sim::ConfigError& e) {
-    throw sim::ConfigError(fmt::format("{}: /cluster: {}", scenario.path, e.what()));
-  }
-  const topo::Cluster& cluster = *out.cluster;
-  const int ranks = plan.dp * plan.tp * plan.pp * plan.ep;
-  if (static_cast<std::size_t>(ranks) > cluster.gpu_count()) {
-    throw sim::ConfigError(fmt::format("{}: plan dp x tp x pp x ep = {} x {} x {} x {} = {} GPUs, but the cluster {} has {}",
-                                       scenario.path, plan.dp, plan.tp, plan.pp, plan.ep, ranks, cluster.name(),
-                                       cluster.gpu_count()));
-  }
-  const bool moe = std::any_of(out.model.layers.begin(), out.model.layers.end(), [](const Layer& l) { return l.experts > 0; });
+  const bool moe = std::any_of(model.layers.begin(), model.layers.end(), [](const Layer& l) { return l.experts > 0; });
   if (plan.ep > 1 && !moe) {
-    throw sim::ConfigError(fmt::format("{}: /plan/ep: expected 1 for {}, which has no routed experts, found {}", scenario.path,
-                                       out.model.name, plan.ep));
+    throw sim::ConfigError(fmt::format("{}: /plan/ep: expected 1 for {}, which has no routed experts, found {}",
+                                       scenario.path, model.name, plan.ep));
   }
-  for (const Layer& l : out.model.layers) {
+  for (const Layer& l : model.layers) {
     if (l.experts > 0 && l.experts % plan.ep != 0) {
       throw sim::ConfigError(fmt::format("{}: /plan/ep: expected a divisor of the {} experts of {}, found {}",
                                          scenario.path, l.experts, l.name, plan.ep));
     }
   }
   try {
-    check_routing(plan.routing, out.model);
+    check_routing(plan.routing, model);
   } catch (const sim::ModelError& e) {
     throw sim::ConfigError(fmt::format("{}: /plan/moe_routing: {}", scenario.path, e.what()));
   }
+  return model;
+}
+
+/// The scenario's cluster, with at least the plan's dp x tp x pp x ep GPUs.
+std::shared_ptr<const topo::Cluster> plan_cluster(const Scenario& scenario, const Plan& plan) {
+  std::shared_ptr<const topo::Cluster> cluster;
+  try {
+    cluster = std::make_shared<const topo::Cluster>(topo::resolve_cluster(scenario.cluster.spec, scenario.cluster.gpus));
+  } catch (const sim::ConfigError& e) {
+    throw sim::ConfigError(fmt::format("{}: /cluster: {}", scenario.path, e.what()));
+  }
+  const int ranks = plan.dp * plan.tp * plan.pp * plan.ep;
+  if (static_cast<std::size_t>(ranks) > cluster->gpu_count()) {
+    throw sim::ConfigError(fmt::format("{}: plan dp x tp x pp x ep = {} x {} x {} x {} = {} GPUs, but the cluster {} has {}",
+                                       scenario.path, plan.dp, plan.tp, plan.pp, plan.ep, ranks, cluster->name(),
+                                       cluster->gpu_count()));
+  }
+  return cluster;
+}
+
+/// The iteration time (the slowest rank's steady-state window), throughput and FLOP rates.
+void report_timing(const SimulationOutput& out, const Plan& plan, const ComputeModel& compute, int ranks, int cc,
+                   std::int64_t total_steps, Report& r) {
+  // Steady state: the windows between consecutive step ends, after the first step.
+  const auto& ends = out.compiled.step_end;
+  const int steps = static_cast<int>(ends.size());
+  const auto& graph = out.compiled.graph;
+  std::vector<RankWindow> windows;
+  for (sim::RankId rank = 0; rank < graph.ranks(); ++rank) {
+    // A pipeline fills and settles over several steps: it is measured over its second half.
+    const int skip = plan.pp > 1 && steps > 2 ? steps / 2 : 0;
+    const sim::Time from = steps > 1 ? out.result.end[ends[static_cast<std::size_t>(skip)][rank]] : sim::Time::zero();
+    windows.push_back(RankWindow{from, out.result.end[ends.back()[rank]], std::max(1, steps - 1 - skip)});
+  }
+  r.per_rank = breakdown(graph, out.result, windows);
+  for (sim::RankId rank = 0; rank < graph.ranks(); ++rank) {
+    r.per_rank[rank].gpu = static_cast<int>(graph.rank_gpu[rank]);
+    r.per_rank[rank].represents = static_cast<int>(graph.represents(rank));
+  }
+  r.slowest_rank = 0;
+  for (std::size_t i = 0; i < r.per_rank.size(); ++i) {
+    if (r.per_rank[i].iteration_s > r.per_rank[static_cast<std::size_t>(r.slowest_rank)].iteration_s) {
+      r.slowest_rank = static_cast<int>(i);
+    }
+  }
+  r.breakdown = r.per_rank[static_cast<std::size_t>(r.slowest_rank)];
+  r.iteration_time_s = r.breakdown.iteration_s;
+  r.steps_total = total_steps;
+  r.run_time_s = r.iteration_time_s * static_cast<double>(r.steps_total);
+  r.samples_per_s = plan.global_batch / r.iteration_time_s;
+  r.tokens_per_s = r.samples_per_s * out.model.seq_len;
+  // Model FLOPs: forward + backward per sample as the layers count them (backward is twice forward,
+  // less the stem's input gradient), without recomputation.
+  const double step_flops = (out.model.fwd_flops() + out.model.bwd_flops()) * plan.global_batch;
+  r.tflops_per_gpu = step_flops / r.iteration_time_s / ranks * 1e-12;
+  const MathKind main_math = out.model.transformer ? MathKind::matmul : MathKind::conv;
+  OpTemplate probe;
+  probe.math = main_math;
+  r.peak_tflops = compute.peak(instantiate(probe, 1, plan, cc).dtype).per_second() * 1e-12;
+  r.mfu = r.tflops_per_gpu / r.peak_tflops;
+  // Hardware FLOPs: every kernel of every simulated step, each rank's counted for the GPUs it
+  // stands for, per step.
+  double hardware_flops = 0.0;
+  for (const sim::Node& n : graph.nodes) {
+    if (n.kind != sim::OpKind::compute || n.signature >= graph.signatures.size()) continue;
+    hardware_flops += graph.signatures[n.signature].flops * static_cast<double>(graph.represents(n.rank));
+  }
+  hardware_flops /= std::max(1, plan.steps);
+  r.hardware_tflops_per_gpu = hardware_flops / r.iteration_time_s / ranks * 1e-12;
+  r.hfu = r.hardware_tflops_per_gpu / r.peak_tflops;
+}
+
+/// Each simulated rank's peak memory against its GPU's capacity.
+void report_memory(const SimulationOutput& out, const Plan& plan, Report& r) {
+  const auto& cg = out.compiled;
+  const auto& graph = cg.graph;
+  // Dispatch and combine buffers: a micro-batch's routed tokens sent and received, h each (the
+  // combine reuses them), scaled by the most loaded rank's share.
+  double token_buffers = 0.0;
+  if (!r.expert_loads.empty()) {
+    double top_k = 0.0, mean = 0.0, most = 0.0;
+    for (const Layer& l : out.model.layers) top_k = std::max(top_k, static_cast<double>(l.top_k));
+    for (const ExpertLoad& l : r.expert_loads) {
+      mean += l.tokens / static_cast<double>(r.expert_loads.size());
+      most = std::max(most, l.tokens);
+    }
+    token_buffers = (1.0 + (mean > 0.0 ? most / mean : 1.0)) * plan.micro_batch * out.model.seq_len * top_k *
+                    out.model.transformer->hidden * activation_bytes(plan.precision);
+  }
+  for (int rank = 0; rank < static_cast<int>(graph.ranks()); ++rank) {
+    MemoryBreakdown mem;
+    if (plan.pp > 1) {
+      const auto ri = static_cast<std::size_t>(rank);
+      double params = 0.0;
+      for (const auto& [first, last] : cg.rank_chunks[ri]) params += tp_rank_params(out.model, plan.tp, first, last, plan.ep);
+      mem = pipeline_rank_memory(params, plan, cg.rank_activation_peak_bytes[ri], cg.rank_in_flight[ri]);
+    } else {
+      mem = data_parallel_memory(out.model, plan);
+    }
+    mem.buffers += token_buffers;
+    RankMemory m;
+    m.rank = rank;
+    m.bytes = mem;
+    m.gpu = static_cast<int>(graph.rank_gpu[static_cast<std::size_t>(rank)]);
+    m.represents = static_cast<int>(graph.represents(static_cast<sim::RankId>(rank)));
+    m.capacity = out.cluster->gpu_model(graph.rank_gpu[static_cast<std::size_t>(rank)]).memory.as_double();
+    m.oom = mem.total() > m.capacity;
+    m.overflow = std::max(0.0, mem.total() - m.capacity);
+    r.memory.push_back(m);
+  }
+}
+
+/// A pipeline's stages: the layers, units, parameters and modelled time of each chunk.
+void report_stages(const SimulationOutput& out, const Plan& plan, const ComputeModel& compute, int cc, Report& r) {
+  const auto& cg = out.compiled;
+  r.schedule = std::string(to_string(plan.schedule));
+  for (int st = 0; st < plan.pp; ++st) {
+    StageReport sr;
+    sr.stage = st;
+    const auto stage_rank = static_cast<std::size_t>(cg.stage_ranks[static_cast<std::size_t>(st)]);  // replica 0, TP rank 0
+    sr.rank = static_cast<int>(stage_rank);
+    sr.in_flight = cg.rank_in_flight[stage_rank];
+    for (const auto& [first, last] : cg.rank_chunks[stage_rank]) {
+      StageReport::Chunk c;
+      c.first_layer = out.model.layers[first].name;
+      c.last_layer = out.model.layers[last - 1].name;
+      for (const PartitionUnit& u : partition_units(out.model)) c.units += (u.first >= first && u.last <= last) ? 1 : 0;
+      for (std::size_t i = first; i < last; ++i) {
+        c.modelled_s += layer_seconds(out.model, i, plan, compute, cc);
+        c.params += out.model.layers[i].params;
+      }
+      sr.chunks.push_back(c);
+    }
+    r.stages.push_back(sr);
+  }
+}
+
+}  // namespace
+
+SimulationOutput simulate_scenario(const Scenario& scenario, const SimulationInputs& inputs) {
+  SimulationOutput out;
+  Plan plan = scenario.plan;
+  out.model = plan_model(scenario, plan);
+  out.cluster = plan_cluster(scenario, plan);
+  const topo::Cluster& cluster = *out.cluster;
+  const int ranks = plan.dp * plan.tp * plan.pp * plan.ep;
   const topo::GpuSpec& gpu = cluster.gpu_model(0);
   const ComputeModel compute(gpu, inputs.profiles);
   sim::ExecutorOptions options;
@@ -243,115 +380,10 @@ SimulationOutput simulate_scenario(const Scenario& scenario, const SimulationInp
   r.plan_summary = plan_summary(plan, gpu.compute_capability);
   r.folding = out.compiled.folding;
   r.simulated_ranks = static_cast<int>(out.compiled.graph.ranks());
-
-  // Steady state: the windows between consecutive step ends, after the first step.
-  const auto& ends = out.compiled.step_end;
-  const int steps = static_cast<int>(ends.size());
-  const auto& graph = out.compiled.graph;
-  std::vector<RankWindow> windows;
-  for (sim::RankId rank = 0; rank < graph.ranks(); ++rank) {
-    // A pipeline fills and settles over several steps: it is measured over its second half.
-    const int skip = plan.pp > 1 && steps > 2 ? steps / 2 : 0;
-    const sim::Time from = steps > 1 ? out.result.end[ends[static_cast<std::size_t>(skip)][rank]] : sim::Time::zero();
-    windows.push_back(RankWindow{from, out.result.end[ends.back()[rank]], std::max(1, steps - 1 - skip)});
-  }
-  r.per_rank = breakdown(graph, out.result, windows);
-  for (sim::RankId rank = 0; rank < graph.ranks(); ++rank) {
-    r.per_rank[rank].gpu = static_cast<int>(graph.rank_gpu[rank]);
-    r.per_rank[rank].represents = static_cast<int>(graph.represents(rank));
-  }
-  r.slowest_rank = 0;
-  for (std::size_t i = 0; i < r.per_rank.size(); ++i) {
-    if (r.per_rank[i].iteration_s > r.per_rank[static_cast<std::size_t>(r.slowest_rank)].iteration_s) {
-      r.slowest_rank = static_cast<int>(i);
-    }
-  }
-  r.breakdown = r.per_rank[static_cast<std::size_t>(r.slowest_rank)];
-  r.iteration_time_s = r.breakdown.iteration_s;
-  r.steps_total = scenario.total_steps();
-  r.run_time_s = r.iteration_time_s * static_cast<double>(r.steps_total);
-  r.samples_per_s = plan.global_batch / r.iteration_time_s;
-  r.tokens_per_s = r.samples_per_s * out.model.seq_len;
-  // Model FLOPs: forward + backward per sample as the layers count them (backward is twice forward,
-  // less the stem's input gradient), without recomputation.
-  const double step_flops = (out.model.fwd_flops() + out.model.bwd_flops()) * plan.global_batch;
-  r.tflops_per_gpu = step_flops / r.iteration_time_s / ranks * 1e-12;
-  const MathKind main_math = out.model.transformer ? MathKind::matmul : MathKind::conv;
-  OpTemplate probe;
-  probe.math = main_math;
-  r.peak_tflops = compute.peak(instantiate(probe, 1, plan, gpu.compute_capability).dtype).per_second() * 1e-12;
-  r.mfu = r.tflops_per_gpu / r.peak_tflops;
-  // Hardware FLOPs: every kernel of every simulated step, each rank's counted for the GPUs it
-  // stands for, per step.
-  double hardware_flops = 0.0;
-  const auto& cgraph = out.compiled.graph;
-  for (const sim::Node& n : cgraph.nodes) {
-    if (n.kind != sim::OpKind::compute || n.signature >= cgraph.signatures.size()) continue;
-    hardware_flops += cgraph.signatures[n.signature].flops * static_cast<double>(cgraph.represents(n.rank));
-  }
-  hardware_flops /= std::max(1, plan.steps);
-  r.hardware_tflops_per_gpu = hardware_flops / r.iteration_time_s / ranks * 1e-12;
-  r.hfu = r.hardware_tflops_per_gpu / r.peak_tflops;
-
-  const auto& cg = out.compiled;
+  report_timing(out, plan, compute, ranks, gpu.compute_capability, scenario.total_steps(), r);
   if (auto routing = moe_routing(out.model, plan)) report_expert_loads(out, plan, *routing, r);
-  // Dispatch and combine buffers: a micro-batch's routed tokens sent and received, h each (the
-  // combine reuses them), scaled by the most loaded rank's share.
-  double token_buffers = 0.0;
-  if (!r.expert_loads.empty()) {
-    double top_k = 0.0, mean = 0.0, most = 0.0;
-    for (const Layer& l : out.model.layers) top_k = std::max(top_k, static_cast<double>(l.top_k));
-    for (const ExpertLoad& l : r.expert_loads) {
-      mean += l.tokens / static_cast<double>(r.expert_loads.size());
-      most = std::max(most, l.tokens);
-    }
-    token_buffers = (1.0 + (mean > 0.0 ? most / mean : 1.0)) * plan.micro_batch * out.model.seq_len * top_k *
-                    out.model.transformer->hidden * activation_bytes(plan.precision);
-  }
-  for (int rank = 0; rank < static_cast<int>(graph.ranks()); ++rank) {
-    MemoryBreakdown mem;
-    if (plan.pp > 1) {
-      const auto ri = static_cast<std::size_t>(rank);
-      double params = 0.0;
-      for (const auto& [first, last] : cg.rank_chunks[ri]) params += tp_rank_params(out.model, plan.tp, first, last, plan.ep);
-      mem = pipeline_rank_memory(params, plan, cg.rank_activation_peak_bytes[ri], cg.rank_in_flight[ri]);
-    } else {
-      mem = data_parallel_memory(out.model, plan);
-    }
-    mem.buffers += token_buffers;
-    RankMemory m;
-    m.rank = rank;
-    m.bytes = mem;
-    m.gpu = static_cast<int>(graph.rank_gpu[static_cast<std::size_t>(rank)]);
-    m.represents = static_cast<int>(graph.represents(static_cast<sim::RankId>(rank)));
-    m.capacity = cluster.gpu_model(graph.rank_gpu[static_cast<std::size_t>(rank)]).memory.as_double();
-    m.oom = mem.total() > m.capacity;
-    m.overflow = std::max(0.0, mem.total() - m.capacity);
-    r.memory.push_back(m);
-  }
-  if (plan.pp > 1) {
-    r.schedule = std::string(to_string(plan.schedule));
-    const int cc = gpu.compute_capability;
-    for (int st = 0; st < plan.pp; ++st) {
-      StageReport sr;
-      sr.stage = st;
-      const auto stage_rank = static_cast<std::size_t>(cg.stage_ranks[static_cast<std::size_t>(st)]);  // replica 0, TP rank 0
-      sr.rank = static_cast<int>(stage_rank);
-      sr.in_flight = cg.rank_in_flight[stage_rank];
-      for (const auto& [first, last] : cg.rank_chunks[stage_rank]) {
-        StageReport::Chunk c;
-        c.first_layer = out.model.layers[first].name;
-        c.last_layer = out.model.layers[last - 1].name;
-        for (const PartitionUnit& u : partition_units(out.model)) c.units += (u.first >= first && u.last <= last) ? 1 : 0;
-        for (std::size_t i = first; i < last; ++i) {
-          c.modelled_s += layer_seconds(out.model, i, plan, compute, cc);
-          c.params += out.model.layers[i].params;
-        }
-        sr.chunks.push_back(c);
-      }
-      r.stages.push_back(sr);
-    }
-  }
+  report_memory(out, plan, r);
+  if (plan.pp > 1) report_stages(out, plan, compute, gpu.compute_capability, r);
   r.kernels = out.compiled.graph.signatures.size();
   for (const auto& sig : out.compiled.graph.signatures) r.kernels_profiled += compute.profiled(sig) ? 1 : 0;
   r.gradient_buckets = plan.replicas() > 1 ? out.compiled.buckets.size() : 0;

@@ -145,34 +145,7 @@ CompiledGraph compile_data_parallel(const Model& model, const Plan& plan, const 
   out.rank_coords = layout.coords<CompiledGraph::Coords>();
   std::vector<sim::RankId> ranks;
   for (sim::RankId r = 0; r < g.ranks(); ++r) ranks.push_back(r);
-  std::vector<std::uint32_t> dp_comm(ranks.size());
-  std::vector<std::uint32_t> tp_comm(ranks.size());
-  std::vector<std::uint32_t> replica_comm(ranks.size(), 0xffffffffu);
-  for (int j = 0; j < layout.live_tp(); ++j) {
-    if (!plan.hybrid_shard()) {
-      const auto c = layout.add_dp_communicator(g, 0, j);
-      for (int d = 0; d < layout.live_dp(); ++d) dp_comm[layout.rank(d, 0, j)] = c;
-      continue;
-    }
-    // Hybrid sharding: ZeRO's collectives run in the shard group, gradient shards are
-    // all-reduced over the replica group. One communicator per subgroup.
-    const int size = plan.shard_size();
-    std::map<std::pair<bool, int>, std::uint32_t> made;
-    for (int d = 0; d < layout.live_dp(); ++d) {
-      for (const bool shard : {true, false}) {
-        const std::pair<bool, int> key{shard, shard ? d / size : d % size};
-        auto it = made.find(key);
-        if (it == made.end()) it = made.emplace(key, layout.add_dp_subgroup(g, 0, j, d, size, shard)).first;
-        (shard ? dp_comm : replica_comm)[layout.rank(d, 0, j)] = it->second;
-      }
-    }
-  }
-  if (tp > 1) {
-    for (int d = 0; d < layout.live_dp(); ++d) {
-      const auto c = layout.add_tp_communicator(g, d, 0);
-      for (int j = 0; j < layout.live_tp(); ++j) tp_comm[layout.rank(d, 0, j)] = c;
-    }
-  }
+  const auto comms = layout.add_data_parallel_communicators(g, plan);
   out.buckets = plan.framework == Framework::ddp
                     ? ddp_buckets(model, plan)
                     : horovod_groups(model, plan, compute, cluster.gpu(0).compute_capability);
@@ -181,12 +154,12 @@ CompiledGraph compile_data_parallel(const Model& model, const Plan& plan, const 
   std::map<std::tuple<bool, int, int, int>, std::uint32_t> expert_comms;
   for (const sim::RankId r : ranks) {
     RankEmitter e(model, plan, cluster, compute, g, r);
-    e.set_tp_communicator(tp_comm[r]);
+    e.set_tp_communicator(comms.tp[r]);
     const int d = static_cast<int>(r) / layout.live_tp();
     e.set_moe(layout.moe_rank(g, routing ? &*routing : nullptr, d, 0, static_cast<int>(r) % layout.live_tp(), expert_comms));
-    e.set_replica_communicator(replica_comm[r]);
+    e.set_replica_communicator(comms.replica[r]);
     e.load_batches(plan.steps, plan.micro_batch * plan.grad_accum);
-    RankCompiler rc(model, plan, out.buckets, exchanges, e, dp_comm[r]);
+    RankCompiler rc(model, plan, out.buckets, exchanges, e, comms.dp[r]);
     for (int s = 0; s < plan.steps; ++s) {
       const auto [first, last] = rc.step(s);
       out.step_begin[static_cast<std::size_t>(s)][r] = first;

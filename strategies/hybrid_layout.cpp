@@ -162,6 +162,39 @@ MoeRank HybridLayout::moe_rank(sim::ExecutionGraph& g, MoeRouting* routing, int 
   return m;
 }
 
+HybridLayout::RankCommunicators HybridLayout::add_data_parallel_communicators(sim::ExecutionGraph& g,
+                                                                              const Plan& plan) const {
+  const std::size_t ranks = g.ranks();
+  RankCommunicators out{std::vector<std::uint32_t>(ranks), std::vector<std::uint32_t>(ranks),
+                        std::vector<std::uint32_t>(ranks, kNoReplicaGroup)};
+  for (int j = 0; j < live_tp(); ++j) {
+    if (!plan.hybrid_shard()) {
+      const auto c = add_dp_communicator(g, 0, j);
+      for (int d = 0; d < live_dp(); ++d) out.dp[rank(d, 0, j)] = c;
+      continue;
+    }
+    // Hybrid sharding: ZeRO's collectives run in the shard group, gradient shards are
+    // all-reduced over the replica group. One communicator per subgroup.
+    const int size = plan.shard_size();
+    std::map<std::pair<bool, int>, std::uint32_t> made;
+    for (int d = 0; d < live_dp(); ++d) {
+      for (const bool shard : {true, false}) {
+        const std::pair<bool, int> key{shard, shard ? d / size : d % size};
+        auto it = made.find(key);
+        if (it == made.end()) it = made.emplace(key, add_dp_subgroup(g, 0, j, d, size, shard)).first;
+        (shard ? out.dp : out.replica)[rank(d, 0, j)] = it->second;
+      }
+    }
+  }
+  if (tp_ > 1) {
+    for (int d = 0; d < live_dp(); ++d) {
+      const auto c = add_tp_communicator(g, d, 0);
+      for (int j = 0; j < live_tp(); ++j) out.tp[rank(d, 0, j)] = c;
+    }
+  }
+  return out;
+}
+
 std::string HybridLayout::describe() const {
   if (!fold_dp_ && !fold_tp_) return "";
   const char* replicas = ep_ == 1      ? "data-parallel replicas"

@@ -102,6 +102,18 @@ class HybridLayout {
   /// The tensor-parallel communicator of replica d's stage s (d < live_dp).
   std::uint32_t add_tp_communicator(sim::ExecutionGraph& g, int d, int s) const;
 
+  /// Without a pipeline: each simulated rank's communicators, by graph rank. `dp` is its
+  /// data-parallel group, or with hybrid sharding its shard group, whose replica group is
+  /// `replica` (kNoReplicaGroup otherwise); `tp` its tensor-parallel group (tp > 1). Made in a
+  /// fixed order: per TP rank the data-parallel groups, then per replica the TP group.
+  struct RankCommunicators {
+    std::vector<std::uint32_t> dp;
+    std::vector<std::uint32_t> tp;
+    std::vector<std::uint32_t> replica;
+  };
+  static constexpr std::uint32_t kNoReplicaGroup = 0xffffffffu;
+  RankCommunicators add_data_parallel_communicators(sim::ExecutionGraph& g, const Plan& plan) const;
+
   /// For reports: "16 of 1024 ranks simulated (data-parallel replicas and tensor-parallel ranks
   /// folded)", or empty when nothing folds.
   std::string describe() const;
