@@ -152,6 +152,27 @@ Model scenario_model(const Scenario& s) {
 
 namespace {
 
+/// "A100-SXM4-80GB", or for a mixed cluster "mixed: 4 A100-SXM4-80GB + 4 V100-SXM2-32GB" (the
+/// first `gpus` GPUs' models, in order of first appearance).
+std::string gpu_models_text(const topo::Cluster& cluster, int gpus) {
+  std::vector<std::pair<std::string_view, int>> counts;
+  for (int g = 0; g < gpus; ++g) {
+    const std::string_view name = cluster.gpu_model(static_cast<sim::GpuId>(g)).name;
+    auto it = std::find_if(counts.begin(), counts.end(), [&](const auto& c) { return c.first == name; });
+    if (it == counts.end()) {
+      counts.emplace_back(name, 1);
+    } else {
+      ++it->second;
+    }
+  }
+  if (counts.size() == 1) return std::string(counts.front().first);
+  std::string text = "mixed:";
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    text += fmt::format("{} {} {}", i == 0 ? "" : " +", counts[i].second, counts[i].first);
+  }
+  return text;
+}
+
 /// The model of `scenario` as `plan` runs it, checked against the plan: fused attention needs
 /// attention, the graph must stay within its bound, expert parallelism needs routed experts
 /// that it divides, and the routing must fit the model.
@@ -251,6 +272,14 @@ void report_timing(const SimulationOutput& out, const Plan& plan, const ComputeM
   OpTemplate probe;
   probe.math = main_math;
   r.peak_tflops = compute.peak(instantiate(probe, 1, plan, cc).dtype).per_second() * 1e-12;
+  if (!out.cluster->uniform_gpus(ranks)) {  // mixed GPUs: the mean peak of the GPUs used
+    double sum = 0.0;
+    for (int g = 0; g < ranks; ++g) {
+      const topo::GpuSpec& spec = out.cluster->gpu_model(static_cast<sim::GpuId>(g));
+      sum += ComputeModel(spec).peak(instantiate(probe, 1, plan, spec.compute_capability).dtype).per_second();
+    }
+    r.peak_tflops = sum / ranks * 1e-12;
+  }
   r.mfu = r.tflops_per_gpu / r.peak_tflops;
   // Hardware FLOPs: every kernel of every simulated step, each rank's counted for the GPUs it
   // stands for, per step.
@@ -371,7 +400,7 @@ SimulationOutput simulate_scenario(const Scenario& scenario, const SimulationInp
   r.model_params = out.model.params();
   r.model_fwd_flops = out.model.fwd_flops();
   r.cluster = cluster.name();
-  r.gpu = std::string(gpu.name);
+  r.gpu = gpu_models_text(cluster, ranks);
   r.gpus = ranks;
   std::vector<int> nodes;
   for (int g = 0; g < ranks; ++g) nodes.push_back(cluster.gpu(static_cast<sim::GpuId>(g)).node);

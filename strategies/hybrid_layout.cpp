@@ -8,19 +8,6 @@
 #include "common/error.hpp"
 
 namespace foresight::strategy {
-namespace {
-
-/// Every GPU of the first `gpus` is of one model.
-bool one_gpu_model(const topo::Cluster& c, int gpus) {
-  const topo::GpuSpec& first = c.gpu_model(0);
-  for (int g = 1; g < gpus; ++g) {
-    const topo::GpuSpec& other = c.gpu_model(static_cast<sim::GpuId>(g));
-    if (&other != &first && (other.name != first.name || other.memory != first.memory)) return false;
-  }
-  return true;
-}
-
-}  // namespace
 
 HybridLayout::HybridLayout(const Plan& plan, int pp, const topo::Cluster& cluster, bool ep_ranks_alike)
     : dp_(plan.replicas()), pp_(pp), tp_(std::max(1, plan.tp)), ep_(std::max(1, plan.ep)) {
@@ -36,7 +23,7 @@ HybridLayout::HybridLayout(const Plan& plan, int pp, const topo::Cluster& cluste
     *target = stride;
     stride *= dim == "tp" ? tp_ : dim == "pp" ? pp_ : dp_;
   }
-  if (!plan.fold || static_cast<std::size_t>(gpus()) > cluster.gpu_count() || !one_gpu_model(cluster, gpus())) return;
+  if (!plan.fold || static_cast<std::size_t>(gpus()) > cluster.gpu_count() || !cluster.uniform_gpus(gpus())) return;
   if (tp_ > 1) {
     fold_tp_ = true;
     for (int d = 0; d < dp_ && fold_tp_; ++d) {

@@ -103,6 +103,21 @@ sim::NodeId RankEmitter::expert_all_to_all(std::size_t index, int micro, bool to
   return g_.add(std::move(n));
 }
 
+RankEmitter::RankEmitter(const Model& model, const Plan& plan, const topo::Cluster& cluster, const ComputeModel& compute,
+                         sim::ExecutionGraph& g, sim::RankId rank)
+    : model_(model),
+      plan_(plan),
+      cluster_(cluster),
+      gpu_(cluster.gpu_model(g.rank_gpu[rank])),
+      compute_(&compute),
+      g_(g),
+      rank_(rank) {
+  if (gpu_.name != compute.gpu().name) {  // a mixed cluster: this rank's GPU is another model
+    own_ = std::make_shared<const ComputeModel>(gpu_);
+    compute_ = own_.get();
+  }
+}
+
 sim::NodeId RankEmitter::kernel_at(const OpTemplate& t, std::size_t index, int batch, int expert, int micro,
                                    sim::Phase phase, sim::Time dispatch, std::vector<sim::NodeId> deps) {
   // A rank runs the same kernels for every micro-batch and step: each is instantiated, costed,
@@ -112,11 +127,11 @@ sim::NodeId RankEmitter::kernel_at(const OpTemplate& t, std::size_t index, int b
   if (it == kernels_.end()) {
     const Layer& layer = model_.layers[index];
     const sim::OpSignature sig =
-        instantiate(plan_.tp > 1 ? tp_shard(t, layer, plan_) : t, batch, plan_, cluster_.gpu(0).compute_capability);
+        instantiate(plan_.tp > 1 ? tp_shard(t, layer, plan_) : t, batch, plan_, gpu_.compute_capability);
     KernelInfo info;
-    info.duration = compute_.duration(sig);
+    info.duration = compute_->duration(sig);
     const bool matrix = sig.type == sim::OpType::gemm || sig.type == sim::OpType::attention;
-    if (matrix && plan_.gemm_efficiency != 1.0 && !compute_.profiled(sig)) {
+    if (matrix && plan_.gemm_efficiency != 1.0 && !compute_->profiled(sig)) {
       info.duration = sim::Time::from_seconds(info.duration.seconds() / plan_.gemm_efficiency);
     }
     info.signature = g_.add_signature(sig);
@@ -159,7 +174,7 @@ sim::NodeId RankEmitter::memory(const std::string& name, double bytes, sim::Stre
   sig.shape = {1, static_cast<std::int64_t>(bytes)};
   sig.bytes = bytes;
   sim::Node n = make(sim::OpKind::compute, stream, name, phase);
-  n.duration = compute_.duration(sig);
+  n.duration = compute_->duration(sig);
   n.dispatch = dispatch;
   n.signature = g_.add_signature(sig);
   n.deps = std::move(deps);
@@ -178,7 +193,7 @@ sim::NodeId RankEmitter::host(const std::string& name, sim::Time duration, sim::
 sim::NodeId RankEmitter::copy_input(int micro) {
   const double in_bytes = model_.input_elems * plan_.micro_batch * 4.0;
   sim::Node h2d = make(sim::OpKind::compute, streams::compute, "copy input to GPU", sim::Phase::data);
-  h2d.duration = sim::Time::from_seconds(in_bytes / (cluster_.gpu(0).pcie.bytes_per_second() * 24.0 / 31.5));
+  h2d.duration = sim::Time::from_seconds(in_bytes / (cluster_.gpu(g_.rank_gpu[rank_]).pcie.bytes_per_second() * 24.0 / 31.5));
   h2d.dispatch = plan_.dispatch_forward;
   h2d.micro_batch = micro;
   if (shared_interpreter_) h2d.gil = forward_gil_;

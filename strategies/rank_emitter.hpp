@@ -4,6 +4,7 @@
 /// and the optimizer step. Strategies decide the order; this class decides what each op costs.
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -57,9 +58,11 @@ double optimizer_bytes_per_param(Optimizer o);
 
 class RankEmitter {
  public:
+  /// Emits rank `rank` of `g` (already added, on its GPU). Its kernels are costed for its own
+  /// GPU: by `compute` when that is the GPU's model (the cluster's first GPU), else by the
+  /// analytical model of the rank's GPU (a profile database applies to the GPU it measured).
   RankEmitter(const Model& model, const Plan& plan, const topo::Cluster& cluster, const ComputeModel& compute,
-              sim::ExecutionGraph& g, sim::RankId rank)
-      : model_(model), plan_(plan), cluster_(cluster), compute_(compute), g_(g), rank_(rank) {}
+              sim::ExecutionGraph& g, sim::RankId rank);
 
   sim::RankId rank() const { return rank_; }
   /// The rank's host thread shares a Python process with others: forward (and input, host and
@@ -139,7 +142,9 @@ class RankEmitter {
   const Model& model_;
   const Plan& plan_;
   const topo::Cluster& cluster_;
-  const ComputeModel& compute_;
+  const topo::GpuSpec& gpu_;                 ///< the rank's GPU
+  std::shared_ptr<const ComputeModel> own_;  ///< the rank's compute model, where not the given one
+  const ComputeModel* compute_;              ///< the given one or own_
   sim::ExecutionGraph& g_;
   sim::RankId rank_;
   std::vector<sim::NodeId> loads_;

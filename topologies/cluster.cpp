@@ -178,6 +178,15 @@ const GpuSpec& Cluster::gpu_model(sim::GpuId gpu) const {
   return *impl_->devices[gpu_device(gpu)].model;
 }
 
+bool Cluster::uniform_gpus(int gpus) const {
+  const GpuSpec& first = gpu_model(0);
+  for (int g = 1; g < gpus; ++g) {
+    const GpuSpec& other = gpu_model(static_cast<sim::GpuId>(g));
+    if (&other != &first && (other.name != first.name || other.memory != first.memory)) return false;
+  }
+  return true;
+}
+
 std::optional<DeviceId> Cluster::nic(int node, int rail) const {
   if (node < 0 || static_cast<std::size_t>(node) >= impl_->node_nics.size()) return std::nullopt;
   const auto& nics = impl_->node_nics[static_cast<std::size_t>(node)];

@@ -151,6 +151,8 @@ class Cluster final : public sim::Fabric {
   std::optional<sim::GpuId> gpu_id(DeviceId device) const;
   /// The catalog entry of a GPU's model.
   const GpuSpec& gpu_model(sim::GpuId gpu) const;
+  /// Whether the first `gpus` GPUs are all of one model (same catalog name and memory).
+  bool uniform_gpus(int gpus) const;
   /// The NIC of rail `rail` in node `node`, if any.
   std::optional<DeviceId> nic(int node, int rail) const;
 
