@@ -43,7 +43,7 @@ int main() {
     fmt::print("event queue: {} pushes + pops of a 10^6-event heap in {:.3f} s: {:.2f} M events/s (checksum {})\n",
                kEvents, s, kEvents / s * 1e-6, sum % 1000);
   }
-  for (const int population : {1, 1000, 100000}) {
+  for (const int population : {1, 1000, 100000, 1000000}) {
     Simulator sim;
     Churn churn;
     churn.self = sim.add_handler(churn, "churn");

@@ -63,7 +63,7 @@ bool Simulator::run_until(Time limit) {
 void Simulator::run_before(Time limit, std::int32_t prio) {
   stopped_ = false;
   while (!queue_.empty() && !stopped_) {
-    const Event& top = queue_.top();
+    const Event top = queue_.top();
     if (top.time > limit || (top.time == limit && top.priority >= prio)) break;
     dispatch(queue_.pop());
   }
