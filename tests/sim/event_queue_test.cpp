@@ -1,6 +1,8 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "common/error.hpp"
@@ -97,4 +99,41 @@ TEST_CASE("run_until stops at the limit and resumes", "[sim]") {
   REQUIRE(r.seen.size() == 5);
   REQUIRE_FALSE(sim.run_until(Time::max()));
   REQUIRE(r.seen.size() == 10);
+}
+
+TEST_CASE("the queue pops in (time, priority, sequence) order under interleaved pushes and pops", "[sim]") {
+  // A reference: every event pushed so far, popped as the smallest (time, priority, seq) left.
+  EventQueue q;
+  std::vector<Event> reference;
+  std::mt19937_64 rng(7);
+  Time now = Time::zero();
+  std::size_t popped = 0;
+  for (int round = 0; round < 20000; ++round) {
+    const int pushes = static_cast<int>(rng() % 3);
+    for (int k = 0; k < pushes; ++k) {
+      // Times near now (ties), a little later, and far later (high bits differ).
+      const std::int64_t span = (rng() % 4 == 0) ? (std::int64_t{1} << 40) : static_cast<std::int64_t>(rng() % 64);
+      const Time t = now + Time::from_ps(static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(span + 1)));
+      const auto prio = static_cast<std::int32_t>(rng() % 3) - 1;
+      const std::uint64_t seq = q.push(t, prio, 0, 0, 0);
+      reference.push_back(Event{t, prio, 0, 0, seq, 0});
+    }
+    if (q.empty() || rng() % 2 == 0) continue;
+    const auto least = std::min_element(reference.begin(), reference.end(), [](const Event& a, const Event& b) {
+      return std::tie(a.time, a.priority, a.seq) < std::tie(b.time, b.priority, b.seq);
+    });
+    REQUIRE(q.top().seq == least->seq);
+    const Event e = q.pop();
+    REQUIRE(e.seq == least->seq);
+    REQUIRE(e.time == least->time);
+    now = e.time;
+    reference.erase(least);
+    ++popped;
+  }
+  REQUIRE(popped > 5000);
+  REQUIRE(q.size() == reference.size());
+  // Time never goes back: an event before the last popped one is refused.
+  if (now > Time::zero()) {
+    REQUIRE_THROWS_AS(q.push(now - Time::from_ps(1), 0, 0, 0, 0), InternalError);
+  }
 }
