@@ -236,6 +236,21 @@ std::vector<Param> make_table() {
   t.push_back(of_kind("plan", "fold", K::boolean, "", "true",
                       "simulate one of each set of identical ranks (same answer, less work)", store<P, &Plan::fold>,
                       echo<P, &Plan::fold>));
+  t.push_back(of_kind("plan", "stragglers", K::object, "", "none",
+                      "slow GPUs: a fixed slowdown of some GPUs and a per-step jitter of all (plan.stragglers.*)",
+                      nullptr, nullptr));
+  // plan.stragglers
+  t.push_back(of_kind("plan.stragglers", "gpus", K::list, "GPU indices", "[]",
+                      "the GPUs (0-based, in cluster order) whose kernels take `slowdown` times as long", nullptr,
+                      nullptr));
+  t.push_back(number("plan.stragglers", "slowdown", "factor", "1", 1.0, false, 100.0,
+                     "how many times as long the listed GPUs' kernels take", store<P, &Plan::straggler_slowdown>,
+                     nullptr));
+  t.push_back(number("plan.stragglers", "jitter", "factor", "0", 0.0, false, 10.0,
+                     "every GPU's kernels in every step take 1 + X as long, X exponential with this mean",
+                     store<P, &Plan::straggler_jitter>, nullptr));
+  t.push_back(integer("plan.stragglers", "seed", "", "1", 0, static_cast<double>(1LL << 62),
+                      "seed of the jitter draw (per GPU and step)", store<P, &Plan::straggler_seed>));
   // plan.moe_routing (read by run/scenario.cpp: its keys depend on the distribution)
   t.push_back(choice("plan.moe_routing", "distribution", kDistributions, "balanced",
                      "tokens per expert: balanced, zipf (exponent s) or a measured histogram (file)", nullptr, nullptr));
@@ -374,8 +389,8 @@ void check_param_path(const std::string& path) {
   if (find_param(section, key) != nullptr) return;
   const auto keys = section_keys(section);
   if (keys.empty()) {
-    throw sim::ConfigError(fmt::format("--set {}: expected a path under model, cluster, plan, plan.moe_routing or "
-                                       "workload, found \"{}\" (`foresight params` lists every key)",
+    throw sim::ConfigError(fmt::format("--set {}: expected a path under model, cluster, plan, plan.moe_routing, "
+                                       "plan.stragglers or workload, found \"{}\" (`foresight params` lists every key)",
                                        path, section.empty() ? path : section));
   }
   throw sim::ConfigError(fmt::format("--set {}: unknown key \"{}\" in {}; expected one of {}", path, key, section,

@@ -132,9 +132,30 @@ RoutingSpec read_routing(const JsonReader& r, const json& o, const JsonPath& p, 
   return spec;
 }
 
+/// plan.stragglers: {"gpus": [...], "slowdown", "jitter", "seed"}.
+void read_stragglers(const JsonReader& r, const json& o, const JsonPath& p, Plan& plan) {
+  Scenario read;
+  read.plan = plan;
+  read_section(r, o, p, "plan.stragglers", "stragglers", read);
+  plan = std::move(read.plan);
+  if (o.contains("gpus")) {
+    const json& gpus = r.array_at(o, "gpus", p, "stragglers");
+    for (std::size_t i = 0; i < gpus.size(); ++i) {
+      if (!gpus[i].is_number_integer() || gpus[i].get<long long>() < 0 || gpus[i].get<long long>() >= (1 << 24)) {
+        r.fail(p.at("gpus").at(i), fmt::format("expected a GPU index >= 0, found {}", topo::shown(gpus[i])));
+      }
+      plan.straggler_gpus.push_back(static_cast<int>(gpus[i].get<long long>()));
+    }
+  }
+  if (plan.straggler_slowdown != 1.0 && plan.straggler_gpus.empty()) {
+    r.fail(p.at("slowdown"), "expected gpus with it: the slowdown applies to the GPUs listed in gpus");
+  }
+}
+
 Plan read_plan(const JsonReader& r, const json& o, const JsonPath& p, const std::string& origin) {
   Scenario read;
   read_section(r, o, p, "plan", "a plan", read);
+  if (o.contains("stragglers")) read_stragglers(r, o.at("stragglers"), p.at("stragglers"), read.plan);
   Plan plan = std::move(read.plan);
   auto has = [&](std::string_view k) { return o.contains(k); };
   read_pipeline(r, o, p, plan);
@@ -339,6 +360,12 @@ Scenario parse_scenario(const json& doc, const std::string& origin) {
   }
   s.plan = read_plan(r, plan_doc, root.at("plan"), origin);
   const int ranks = s.plan.dp * s.plan.tp * s.plan.pp * s.plan.ep;
+  for (std::size_t i = 0; i < s.plan.straggler_gpus.size(); ++i) {
+    if (s.plan.straggler_gpus[i] >= ranks) {
+      r.fail(root.at("plan").at("stragglers").at("gpus").at(i),
+             fmt::format("expected a GPU index below dp x tp x pp x ep = {}, found {}", ranks, s.plan.straggler_gpus[i]));
+    }
+  }
   if (s.cluster.gpus > 0 && ranks != s.cluster.gpus) {
     r.fail(root.at("plan"), fmt::format("dp x tp x pp x ep = {} x {} x {} x {} = {}, but cluster.gpus is {}", s.plan.dp,
                                         s.plan.tp, s.plan.pp, s.plan.ep, ranks, s.cluster.gpus));

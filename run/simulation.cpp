@@ -1,6 +1,7 @@
 #include "run/simulation.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -37,6 +38,11 @@ std::string plan_summary(const Plan& p, int cc) {
   if (p.grad_accum > 1) out += fmt::format(" ({} accumulation steps)", p.grad_accum);
   out += fmt::format(", {}, {}", prec, to_string(p.optimizer));
   out += p.input_rate > 0 ? fmt::format(", input {:.0f} samples/s per process", p.input_rate) : ", input unlimited";
+  if (!p.straggler_gpus.empty() && p.straggler_slowdown != 1.0) {
+    out += fmt::format(", GPU{} {} {:g}x slower", p.straggler_gpus.size() > 1 ? "s" : "", fmt::join(p.straggler_gpus, ", "),
+                       p.straggler_slowdown);
+  }
+  if (p.straggler_jitter > 0.0) out += fmt::format(", per-step jitter of mean {:g}", p.straggler_jitter);
   return out;
 }
 

@@ -24,6 +24,7 @@ class RankCompiler {
 
   /// Emits one training step; returns (its first node, its last node).
   std::pair<NodeId, NodeId> step(int s) {
+    e_.set_step(s);
     NodeId first = e_.wait_for_batch(s);
     const NodeId overhead = e_.host("step overhead", plan_.step_overhead, sim::Phase::other);
     if (first == kNoNode) first = overhead;

@@ -23,7 +23,10 @@ HybridLayout::HybridLayout(const Plan& plan, int pp, const topo::Cluster& cluste
     *target = stride;
     stride *= dim == "tp" ? tp_ : dim == "pp" ? pp_ : dp_;
   }
-  if (!plan.fold || static_cast<std::size_t>(gpus()) > cluster.gpu_count() || !cluster.uniform_gpus(gpus())) return;
+  if (!plan.fold || plan.has_stragglers() || static_cast<std::size_t>(gpus()) > cluster.gpu_count() ||
+      !cluster.uniform_gpus(gpus())) {
+    return;
+  }
   if (tp_ > 1) {
     fold_tp_ = true;
     for (int d = 0; d < dp_ && fold_tp_; ++d) {

@@ -96,6 +96,7 @@ class StageCompiler {
   /// threads of this process the task waits for first (torchgpipe's clock barrier).
   NodeId emit(const RunTask& t, bool step_begins, bool drives_input, NodeId& step_first,
               const std::vector<NodeId>& after = {}, bool defer_step_end = false) {
+    e_.set_step(t.step);
     if (step_begins) begin_step(t.step, drives_input, step_first);
     const int gc = global_chunk(t.task.chunk);
     const int chunks_total = plan_.pp * plan_.virtual_stages;

@@ -164,6 +164,15 @@ struct Plan {
   std::string placement = "tp-pp-dp";
   /// Mixture of experts: how tokens spread over the experts (strategies/moe.hpp).
   RoutingSpec routing;
+  /// Slow GPUs: the kernels of ranks on `straggler_gpus` take `straggler_slowdown` times as long,
+  /// and every rank's kernels in every step take 1 + X as long, X drawn from an exponential
+  /// distribution of mean `straggler_jitter` (0: none), seeded by `straggler_seed` and the
+  /// rank's GPU and step (straggler_factor). Ranks that may differ are not folded.
+  std::vector<int> straggler_gpus;
+  double straggler_slowdown = 1.0;
+  double straggler_jitter = 0.0;
+  std::uint64_t straggler_seed = 1;
+  bool has_stragglers() const { return (!straggler_gpus.empty() && straggler_slowdown != 1.0) || straggler_jitter > 0.0; }
   /// Data-parallel replicas of the dense layers: dp x ep (each EP rank trains on its own
   /// micro-batches; the experts' own data-parallel group is dp).
   int replicas() const { return dp * ep; }
@@ -172,6 +181,12 @@ struct Plan {
   /// A fitted constant (the Megatron SC21 calibration row sets it for those runs).
   double gemm_efficiency = 1.0;
 };
+
+/// How many times as long GPU `gpu`'s kernels take in training step `step` under the plan's
+/// stragglers: the fixed slowdown where `gpu` is listed, times 1 + X with X exponential of mean
+/// straggler_jitter, drawn from a SplitMix64 hash of (seed, gpu, step): the same for the same
+/// inputs, whatever order ranks are emitted in.
+double straggler_factor(const Plan& plan, int gpu, int step);
 
 /// Bytes per element of activations, of parameters as stored (master weights), and of gradients.
 int activation_bytes(Precision p);

@@ -144,7 +144,7 @@ sim::NodeId RankEmitter::kernel_at(const OpTemplate& t, std::size_t index, int b
   n.stream = streams::compute;
   n.name = it->second.name;
   n.phase = phase;
-  n.duration = it->second.duration;
+  n.duration = slowed(it->second.duration);
   n.dispatch = dispatch;
   n.signature = it->second.signature;
   n.layer = static_cast<int>(index);
@@ -174,7 +174,7 @@ sim::NodeId RankEmitter::memory(const std::string& name, double bytes, sim::Stre
   sig.shape = {1, static_cast<std::int64_t>(bytes)};
   sig.bytes = bytes;
   sim::Node n = make(sim::OpKind::compute, stream, name, phase);
-  n.duration = compute_->duration(sig);
+  n.duration = slowed(compute_->duration(sig));
   n.dispatch = dispatch;
   n.signature = g_.add_signature(sig);
   n.deps = std::move(deps);

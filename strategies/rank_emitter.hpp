@@ -3,6 +3,7 @@
 /// micro-batch, memory-bound kernels, the input pipeline's batches, gradient-bucket reductions
 /// and the optimizer step. Strategies decide the order; this class decides what each op costs.
 
+#include <cmath>
 #include <map>
 #include <memory>
 #include <string>
@@ -65,6 +66,8 @@ class RankEmitter {
               sim::ExecutionGraph& g, sim::RankId rank);
 
   sim::RankId rank() const { return rank_; }
+  /// The training step the kernels emitted next belong to (stragglers' per-step jitter).
+  void set_step(int step) { slow_ = straggler_factor(plan_, static_cast<int>(g_.rank_gpu[rank_]), step); }
   /// The rank's host thread shares a Python process with others: forward (and input, host and
   /// optimizer) ops take the process's GIL for `forward_gil` of their dispatch, host ops for
   /// their whole duration; backward kernels none.
@@ -147,6 +150,11 @@ class RankEmitter {
   const ComputeModel* compute_;              ///< the given one or own_
   sim::ExecutionGraph& g_;
   sim::RankId rank_;
+  double slow_ = 1.0;  ///< the stragglers' factor of this rank's kernels in the current step
+  /// `d` slowed by slow_.
+  sim::Time slowed(sim::Time d) const {
+    return slow_ == 1.0 ? d : sim::Time::from_ps(std::llround(static_cast<double>(d.ps()) * slow_));
+  }
   std::vector<sim::NodeId> loads_;
   bool shared_interpreter_ = false;
   sim::Time forward_gil_;

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -33,9 +34,11 @@ strategy::Scenario parse(const json& doc) { return strategy::parse_scenario(doc,
 
 /// The document's `section` object ("plan.moe_routing" is nested in "plan").
 json& section_of(json& doc, std::string_view section) {
-  if (section == "plan.moe_routing") {
-    doc["plan"]["moe_routing"] = json::object();
-    return doc["plan"]["moe_routing"];
+  for (const char* nested : {"moe_routing", "stragglers"}) {
+    if (section == "plan." + std::string(nested)) {
+      doc["plan"][nested] = json::object();
+      return doc["plan"][nested];
+    }
   }
   return doc[std::string(section)];
 }
@@ -61,7 +64,7 @@ TEST_CASE("every parameter is documented with its type, default and range", "[pa
   }
   // Each section the scenario format has, and every plan key scenarios were written with before the
   // table existed (the reader's former key list), are there.
-  for (const char* s : {"model", "cluster", "plan", "plan.moe_routing", "workload"}) {
+  for (const char* s : {"model", "cluster", "plan", "plan.moe_routing", "plan.stragglers", "workload"}) {
     REQUIRE_FALSE(strategy::section_keys(s).empty());
   }
   const std::set<std::string_view> former{
@@ -71,8 +74,10 @@ TEST_CASE("every parameter is documented with its type, default and range", "[pa
       "comm_compute_slowdown", "network", "steps", "schedule", "virtual_stages", "partition", "driver",
       "microbatch_overhead", "dispatch_gil", "p2p_sync", "recompute", "scale_axis", "zero", "shard_group",
       "sequence_parallel", "fused_attention", "fold", "placement", "moe_routing", "gemm_efficiency"};
+  auto added = former;
+  added.insert("stragglers");  // since the table
   const auto plan = strategy::section_keys("plan");
-  REQUIRE(std::set<std::string_view>(plan.begin(), plan.end()) == former);
+  REQUIRE(std::set<std::string_view>(plan.begin(), plan.end()) == added);
 }
 
 TEST_CASE("docs/reference.md is the reference generated from the table", "[params]") {
@@ -99,8 +104,9 @@ TEST_CASE("every integer and number is refused just outside its declared range",
     auto doc = base();
     if (p.section == "workload") doc["workload"] = json::object({{"steps", 10}});
     json& obj = section_of(doc, p.section);
-    const std::string pointer =
-        fmt::format("/{}/{}", p.section == "plan.moe_routing" ? std::string_view("plan/moe_routing") : p.section, p.key);
+    std::string section(p.section);
+    std::replace(section.begin(), section.end(), '.', '/');
+    const std::string pointer = fmt::format("/{}/{}", section, p.key);
     if (p.kind == strategy::ParamKind::integer) {
       obj[std::string(p.key)] = static_cast<long long>(p.hi) + 1;
       REQUIRE_THROWS_WITH(parse(doc), Contains(pointer) && Contains(fmt::format("expected an integer from {} to {}",
@@ -139,10 +145,10 @@ TEST_CASE("the echoed plan reads back as the same plan, for every example", "[pa
     const auto s = strategy::load_scenario(test::source_path(example));
     const json echoed = strategy::plan_to_json(s.plan);
     // Every echoed key is a table key of the plan, and every plan key with a value is echoed
-    // (moe_routing is a distribution, reported with the routing).
+    // (moe_routing and stragglers are objects, reported in their own lines).
     for (const auto& [key, value] : echoed.items()) REQUIRE(strategy::find_param("plan", key) != nullptr);
     for (const auto key : strategy::section_keys("plan")) {
-      if (key != "moe_routing") REQUIRE(echoed.contains(std::string(key)));
+      if (key != "moe_routing" && key != "stragglers") REQUIRE(echoed.contains(std::string(key)));
     }
     json doc = json::parse(read_file(test::source_path(example)));
     json plan = echoed;
