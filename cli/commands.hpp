@@ -19,6 +19,7 @@ void add_sweep_command(CLI::App& app, Runner& run);
 void add_replay_command(CLI::App& app, Runner& run);
 void add_import_profile_command(CLI::App& app, Runner& run);
 void add_params_command(CLI::App& app, Runner& run);
+void add_plan_command(CLI::App& app, Runner& run);
 
 /// The text of `foresight --list`: every registry with its entries, units and defaults.
 std::string list_text();

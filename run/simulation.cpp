@@ -366,6 +366,22 @@ void report_stages(const SimulationOutput& out, const Plan& plan, const ComputeM
 
 }  // namespace
 
+SimulationOutput compile_scenario(const Scenario& scenario, const SimulationInputs& inputs) {
+  SimulationOutput out;
+  const Plan& plan = scenario.plan;
+  out.model = plan_model(scenario, plan);
+  out.cluster = plan_cluster(scenario, plan);
+  const ComputeModel compute(out.cluster->gpu_model(0), inputs.profiles);
+  try {
+    out.compiled = plan.pp > 1 ? compile_pipeline(out.model, plan, *out.cluster, compute)
+                               : compile_data_parallel(out.model, plan, *out.cluster, compute);
+  } catch (const sim::ConfigError& e) {
+    throw sim::ConfigError(fmt::format("{}: {}", scenario.path, e.what()));
+  }
+  report_memory(out, plan, out.report);
+  return out;
+}
+
 SimulationOutput simulate_scenario(const Scenario& scenario, const SimulationInputs& inputs) {
   SimulationOutput out;
   Plan plan = scenario.plan;

@@ -40,6 +40,11 @@ struct SimulationOutput {
 /// Builds the scenario's model (zoo name or Hugging Face config).
 Model scenario_model(const Scenario& s);
 
+/// Builds the model, the cluster and the execution graph of `scenario` without simulating it,
+/// with each simulated rank's peak memory in report.memory (a lower bound for MoE models, whose
+/// dispatch buffers follow the simulated loads): what a planner checks before simulating.
+SimulationOutput compile_scenario(const Scenario& scenario, const SimulationInputs& inputs);
+
 /// Simulates `scenario` on the cluster's first dp x tp x pp x ep GPUs. ConfigError when the
 /// cluster has fewer, ModelError for an unknown model.
 SimulationOutput simulate_scenario(const Scenario& scenario, const SimulationInputs& inputs);

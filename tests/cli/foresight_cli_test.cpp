@@ -494,3 +494,32 @@ TEST_CASE("foresight sweep over tp x micro-batch marks the rows that run out of 
     REQUIRE(peaks.at({m, 4}) < peaks.at({m, 2}));
   }
 }
+
+TEST_CASE("foresight plan: the best plans, a row simulate can run, and why the rest were left out", "[cli][sweep]") {
+  const std::string s = foresight::test::data_path("scenarios/plan_gpt2.json");
+  const std::string space = " --tp 1,2 --pp 1,2 --micro-batches 1,2,8 --recompute none --zero 0 --sequence-parallel off";
+  const auto r = run_foresight("plan " + s + space + " --top 3");
+  REQUIRE(r.status == 0);
+  REQUIRE(r.out.find("   1  tp ") != std::string::npos);
+  REQUIRE(r.out.find("18 plans:") != std::string::npos);  // tp 2 x (pp 1, pp 2 x virtual stages 1, 2) x 3 batches
+  REQUIRE(r.out.find("invalid") != std::string::npos);     // dp 8 x micro-batch 8 > global batch 32
+  REQUIRE(r.out.find("/plan/global_batch") != std::string::npos);
+  // The best row, run by simulate with the flags the planner printed, takes the planner's time.
+  const auto j = run_foresight("plan " + s + space + " --json");
+  REQUIRE(j.status == 0);
+  const auto search = nlohmann::json::parse(j.out.substr(j.out.find('{')));
+  const auto& best = search.at("plans").at(0);
+  REQUIRE(best.at("status") == "best");
+  std::string sets;
+  for (const auto& set : best.at("set")) sets += " --set " + set.get<std::string>();
+  const auto sim = nlohmann::json::parse(run_foresight("simulate " + s + sets + " --json").out);
+  REQUIRE(sim.at("iteration_time_s").get<double>() == best.at("iteration_s").get<double>());
+  for (const auto& [flags, says] : std::vector<std::pair<std::string, std::string>>{
+           {" --tp 0", "--tp: expected integers >= 1"},
+           {" --memory-margin 1.5", "--memory-margin: expected a fraction in [0, 1)"},
+           {" --sequence-parallel maybe", "expected on or off"}}) {
+    const auto bad = run_foresight("plan " + s + flags);
+    REQUIRE(bad.status == 1);
+    REQUIRE(bad.out.find(says) != std::string::npos);
+  }
+}

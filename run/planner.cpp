@@ -1,0 +1,304 @@
+#include "run/planner.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <mutex>
+#include <thread>
+
+#include "common/error.hpp"
+#include "common/json_reader.hpp"
+#include "models/compute_model.hpp"
+#include "strategies/pipeline.hpp"
+#include "strategies/rank_emitter.hpp"
+#include "topologies/cluster_builders.hpp"
+
+namespace foresight::strategy {
+namespace {
+
+using nlohmann::json;
+
+std::vector<int> powers_of_two_up_to(int limit) {
+  std::vector<int> out;
+  for (int v = 1; v <= limit; v *= 2) out.push_back(v);
+  return out;
+}
+
+/// The message of a reader error without the file it names ("/plan/tp: expected ...").
+std::string reason_of(const std::string& message, const std::string& path) {
+  const std::string prefix = path + ": ";
+  return message.rfind(prefix, 0) == 0 ? message.substr(prefix.size()) : message;
+}
+
+/// A lower bound on the iteration time: every GPU's share of the step's FLOPs (with the recomputed
+/// forward under full recompute) at the GPU's dense peak times the compute model's GEMM cap (no
+/// kernel runs faster, unless a profile says so or gemm_efficiency exceeds 1), stretched by the
+/// pipeline's fill and drain, (pp - 1) / (micro-batches x virtual stages) of a step.
+double lower_bound(const Model& model, const Plan& plan, const ComputeModel& compute, int cc, int gpus,
+                   bool profiled) {
+  const double fwd = model.fwd_flops() * plan.global_batch;
+  const double flops = fwd + model.bwd_flops() * plan.global_batch + (plan.recompute == Recompute::full ? fwd : 0.0);
+  OpTemplate probe;
+  probe.math = model.transformer ? MathKind::matmul : MathKind::conv;
+  double rate = compute.peak(instantiate(probe, 1, plan, cc).dtype).per_second();
+  if (!profiled) rate *= compute.constants().gemm_cap;
+  rate *= std::max(1.0, plan.gemm_efficiency);
+  const double per_gpu = flops / gpus / rate;
+  const double bubble = plan.pp > 1 ? (plan.pp - 1.0) / (plan.grad_accum * std::max(1, plan.virtual_stages)) : 0.0;
+  return per_gpu * (1.0 + bubble);
+}
+
+bool better(const PlanRow& a, const PlanRow& b) {
+  if (a.iteration_s != b.iteration_s) return a.iteration_s < b.iteration_s;
+  return a.label < b.label;
+}
+
+}  // namespace
+
+std::string_view to_string(PlanRow::Status s) {
+  switch (s) {
+    case PlanRow::Status::best:
+      return "best";
+    case PlanRow::Status::fits:
+      return "fits";
+    case PlanRow::Status::invalid:
+      return "invalid";
+    case PlanRow::Status::memory:
+      return "over memory";
+    case PlanRow::Status::oom:
+      return "out of memory";
+    case PlanRow::Status::bound:
+      return "pruned by bound";
+  }
+  return "?";
+}
+
+std::vector<std::string> PlanRow::sets() const {
+  std::vector<std::string> out;
+  for (const auto& [key, value] : plan.items()) {
+    out.push_back(fmt::format("plan.{}={}", key, value.is_string() ? value.get<std::string>() : value.dump()));
+  }
+  return out;
+}
+
+PlanSpace default_plan_space(const Scenario& base, const Model& model, const topo::Cluster& cluster) {
+  PlanSpace s;
+  int per_node = 0;
+  const int node = cluster.gpu(0).node;
+  for (std::size_t g = 0; g < cluster.gpu_count(); ++g) per_node += cluster.gpu(static_cast<sim::GpuId>(g)).node == node;
+  s.tp = model.transformer ? powers_of_two_up_to(std::max(1, per_node)) : std::vector<int>{1};
+  const int units = static_cast<int>(partition_units(model).size());
+  s.pp = powers_of_two_up_to(std::min(64, std::max(1, units)));
+  s.virtual_stages = {1, 2};
+  s.micro_batch = {1, 2, 4, 8};
+  s.recompute = model.transformer ? std::vector<std::string>{"none", "selective", "full"}
+                                  : std::vector<std::string>{"none", "full"};
+  s.zero = {0, 1};
+  s.sequence_parallel = model.transformer ? std::vector<bool>{false, true} : std::vector<bool>{false};
+  if (base.plan.ep > 1) s.zero = {0};  // ZeRO does not shard expert states here
+  return s;
+}
+
+PlanSearch search_plans(const std::string& path, const std::vector<Override>& overrides, const PlanSpace& space,
+                        const PlanOptions& options, const SimulationInputs& inputs,
+                        const std::function<void(const std::string&)>& progress) {
+  const topo::JsonReader reader(path, sim::ErrorKind::config);
+  json doc = reader.parse_file();
+  apply_overrides(doc, overrides);
+  const Scenario base = parse_scenario(doc, path);
+  const int gpus = base.cluster.gpus > 0 ? base.cluster.gpus
+                                         : base.plan.dp * base.plan.tp * base.plan.pp * base.plan.ep;
+  const int global_batch = base.plan.global_batch;
+  if (space.tp.empty() || space.pp.empty() || space.virtual_stages.empty() || space.micro_batch.empty() ||
+      space.recompute.empty() || space.zero.empty() || space.sequence_parallel.empty()) {
+    throw sim::ConfigError("plan: the search space is empty: every dimension needs at least one value");
+  }
+
+  // 1. Every combination, checked by the scenario reader.
+  struct Candidate {
+    PlanRow row;
+    Scenario scenario;
+  };
+  std::vector<Candidate> candidates;
+  PlanSearch search;
+  for (const int tp : space.tp) {
+    for (const int pp : space.pp) {
+      for (const int vs : space.virtual_stages) {
+        if (vs > 1 && pp == 1) continue;  // the same plan as vs = 1
+        for (const int mb : space.micro_batch) {
+          for (const std::string& rc : space.recompute) {
+            for (const int zero : space.zero) {
+              for (const bool sp : space.sequence_parallel) {
+                if (sp && tp == 1) continue;  // sequence parallelism splits a TP group
+                const int ranks = tp * pp * base.plan.ep;
+                if (ranks > gpus) continue;  // not a plan for this many GPUs
+                PlanRow row;
+                row.label = fmt::format("tp {} pp {} dp {} vs {} mb {} recompute {} zero {}{}", tp, pp,
+                                        ranks > 0 && gpus % ranks == 0 ? std::to_string(gpus / ranks) : "-", vs, mb, rc,
+                                        zero, sp ? " sp" : "");
+                if (ranks <= 0 || gpus % ranks != 0) {
+                  row.status = PlanRow::Status::invalid;
+                  row.reason = fmt::format("tp x pp x ep = {} does not divide the {} GPUs", ranks, gpus);
+                  search.rows.push_back(std::move(row));
+                  continue;
+                }
+                row.plan = json{{"tp", tp},          {"pp", pp},         {"dp", gpus / ranks},
+                                {"micro_batch", mb}, {"recompute", rc},  {"zero", zero},
+                                {"global_batch", global_batch}};
+                if (tp > 1) row.plan["sequence_parallel"] = sp;
+                if (pp > 1) {
+                  row.plan["schedule"] = vs > 1 ? "interleaved" : "1f1b";
+                  row.plan["virtual_stages"] = vs;
+                } else {
+                  row.plan["schedule"] = "none";
+                }
+                json d = doc;
+                json& plan = d["plan"];
+                for (const char* k : {"grad_accum", "virtual_stages", "schedule", "sequence_parallel"}) plan.erase(k);
+                if (plan.contains("partition") && plan["partition"].is_array()) plan.erase("partition");
+                for (const auto& [k, v] : row.plan.items()) plan[k] = v;
+                try {
+                  Scenario s = parse_scenario(d, path);
+                  candidates.push_back(Candidate{std::move(row), std::move(s)});
+                } catch (const sim::ConfigError& e) {
+                  row.status = PlanRow::Status::invalid;
+                  row.reason = reason_of(e.what(), path);
+                  search.rows.push_back(std::move(row));
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+
+  std::vector<Candidate> feasible;
+  // 2. Memory, from each candidate's compiled graph (on all cores); and its lower bound.
+  const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+  const std::size_t jobs = options.jobs > 0 ? static_cast<std::size_t>(options.jobs) : hw;
+  const topo::Cluster cluster = topo::resolve_cluster(base.cluster.spec, base.cluster.gpus);
+  const ComputeModel compute(cluster.gpu_model(0), inputs.profiles);
+  const int cc = cluster.gpu_model(0).compute_capability;
+  {
+    std::vector<std::string> failures(candidates.size());
+    std::atomic<std::size_t> taken{0};
+    auto worker = [&] {
+      for (std::size_t k = taken++; k < candidates.size(); k = taken++) {
+        Candidate& c = candidates[k];
+        try {
+          const SimulationOutput compiled = compile_scenario(c.scenario, inputs);
+          for (const RankMemory& m : compiled.report.memory) {
+            if (m.bytes.total() > c.row.peak_bytes) {
+              c.row.peak_bytes = m.bytes.total();
+              c.row.capacity = m.capacity;
+            }
+          }
+          c.row.bound_s = lower_bound(compiled.model, c.scenario.plan, compute, cc, gpus, inputs.profiles != nullptr);
+        } catch (const sim::Error& e) {
+          failures[k] = reason_of(e.what(), path);
+        }
+      }
+    };
+    std::vector<std::thread> pool;
+    for (std::size_t t = 1; t < std::min(jobs, candidates.size()); ++t) pool.emplace_back(worker);
+    worker();
+    for (auto& t : pool) t.join();
+    for (std::size_t k = 0; k < candidates.size(); ++k) {
+      Candidate& c = candidates[k];
+      ++search.compiled;
+      if (!failures[k].empty()) {
+        c.row.status = PlanRow::Status::invalid;
+        c.row.reason = failures[k];
+        search.rows.push_back(std::move(c.row));
+        continue;
+      }
+      const double limit = c.row.capacity * (1.0 - options.memory_margin);
+      if (c.row.peak_bytes > limit) {
+        c.row.status = PlanRow::Status::memory;
+        c.row.reason = fmt::format("peak {:.1f} GiB above {:.1f} GiB ({:.0f}% of {:.0f} GiB)", c.row.peak_bytes / (1 << 30),
+                                   limit / (1 << 30), 100.0 * (1.0 - options.memory_margin), c.row.capacity / (1 << 30));
+        search.rows.push_back(std::move(c.row));
+        continue;
+      }
+      feasible.push_back(std::move(c));
+    }
+  }
+
+  // 3. Simulate, lowest bound first, in rounds of `jobs` (so that what is pruned does not depend
+  // on thread timing): a candidate whose bound is no better than the top-th best so far is pruned.
+  std::stable_sort(feasible.begin(), feasible.end(),
+                   [](const Candidate& a, const Candidate& b) { return a.row.bound_s < b.row.bound_s; });
+  const std::size_t top = static_cast<std::size_t>(std::max(1, options.top));
+  std::vector<PlanRow> fitting;
+  std::mutex lock;
+  std::size_t next = 0;
+  while (next < feasible.size()) {
+    std::vector<std::size_t> round;
+    while (next < feasible.size() && round.size() < jobs) {
+      Candidate& c = feasible[next];
+      if (fitting.size() >= top && c.row.bound_s >= fitting[top - 1].iteration_s) {
+        c.row.status = PlanRow::Status::bound;
+        c.row.reason = fmt::format("lower bound {:.4g} s, no better than the {}th best {:.4g} s", c.row.bound_s, top,
+                                   fitting[top - 1].iteration_s);
+        search.rows.push_back(std::move(c.row));
+      } else {
+        round.push_back(next);
+      }
+      ++next;
+    }
+    std::vector<std::string> errors(round.size());
+    std::atomic<std::size_t> taken{0};
+    auto worker = [&] {
+      for (std::size_t k = taken++; k < round.size(); k = taken++) {
+        Candidate& c = feasible[round[k]];
+        try {
+          const SimulationOutput out = simulate_scenario(c.scenario, inputs);
+          c.row.iteration_s = out.report.iteration_time_s;
+          c.row.samples_per_s = out.report.samples_per_s;
+          c.row.tokens_per_s = out.report.tokens_per_s;
+          c.row.mfu = out.report.mfu;
+          c.row.peak_bytes = out.report.peak_bytes_max();
+          c.row.status = out.report.oom() ? PlanRow::Status::oom : PlanRow::Status::fits;
+          if (out.report.oom()) c.row.reason = "out of memory in simulation (MoE dispatch buffers)";
+        } catch (const sim::Error& e) {
+          errors[k] = e.what();
+        }
+        if (progress) {
+          const std::lock_guard<std::mutex> g(lock);
+          progress(fmt::format("{}: {}", c.row.label,
+                               errors[k].empty() ? fmt::format("{:.4g} s", c.row.iteration_s) : errors[k]));
+        }
+      }
+    };
+    std::vector<std::thread> pool;
+    for (std::size_t t = 1; t < std::min(jobs, round.size()); ++t) pool.emplace_back(worker);
+    worker();
+    for (auto& t : pool) t.join();
+    for (std::size_t k = 0; k < round.size(); ++k) {
+      Candidate& c = feasible[round[k]];
+      ++search.simulated;
+      if (!errors[k].empty()) {
+        c.row.status = PlanRow::Status::invalid;
+        c.row.reason = reason_of(errors[k], path);
+      } else if (c.row.status == PlanRow::Status::fits) {
+        fitting.push_back(c.row);
+        std::sort(fitting.begin(), fitting.end(), better);
+      }
+      if (c.row.status != PlanRow::Status::fits) search.rows.push_back(std::move(c.row));
+    }
+  }
+  std::sort(fitting.begin(), fitting.end(), better);
+  if (!fitting.empty()) fitting.front().status = PlanRow::Status::best;
+  std::vector<PlanRow> rows = std::move(fitting);
+  std::stable_sort(search.rows.begin(), search.rows.end(), [](const PlanRow& a, const PlanRow& b) {
+    return static_cast<int>(a.status) < static_cast<int>(b.status);
+  });
+  for (PlanRow& r : search.rows) rows.push_back(std::move(r));
+  search.rows = std::move(rows);
+  return search;
+}
+
+}  // namespace foresight::strategy

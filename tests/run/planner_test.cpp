@@ -1,0 +1,103 @@
+// The planner: the plan it ranks first is the fastest of those that fit, checked against
+// simulating every candidate directly; its bounds are lower bounds; its memory limit and its
+// reasons for leaving plans out hold.
+#include <catch2/catch.hpp>
+
+#include <limits>
+
+#include "run/calibration.hpp"
+#include "run/planner.hpp"
+#include "tests/test_paths.hpp"
+
+using namespace foresight;
+using Status = strategy::PlanRow::Status;
+
+namespace {
+
+strategy::PlanSpace small_space() {
+  strategy::PlanSpace s;
+  s.tp = {1, 2};
+  s.pp = {1, 2};
+  s.virtual_stages = {1};
+  s.micro_batch = {1, 2, 4, 8};
+  s.recompute = {"none", "full"};
+  s.zero = {0};
+  s.sequence_parallel = {false};
+  return s;
+}
+
+strategy::SimulationInputs inputs() {
+  strategy::SimulationInputs in;
+  in.collectives = run::default_collective_config();
+  return in;
+}
+
+}  // namespace
+
+TEST_CASE("the planner's best plan is the fastest that fits, as direct simulation finds", "[planner]") {
+  const std::string path = test::data_path("scenarios/plan_gpt2.json");
+  strategy::PlanOptions options;
+  options.top = 100;  // nothing pruned: every valid plan simulated
+  const auto search = strategy::search_plans(path, {}, small_space(), options, inputs());
+  // 2 x 2 x 4 x 2 combinations.
+  REQUIRE(search.rows.size() == 32);
+  REQUIRE(search.rows.front().status == Status::best);
+  double fastest = std::numeric_limits<double>::infinity();
+  int invalid = 0;
+  for (const auto& row : search.rows) {
+    INFO(row.label << ": " << row.reason);
+    if (row.status == Status::invalid) {
+      ++invalid;
+      REQUIRE_FALSE(row.reason.empty());
+      continue;
+    }
+    REQUIRE((row.status == Status::best || row.status == Status::fits));
+    // The bound is a lower bound, and the plan's --set flags reproduce its time.
+    REQUIRE(row.bound_s <= row.iteration_s);
+    std::vector<strategy::Override> sets;
+    for (const auto& s : row.sets()) sets.push_back(strategy::parse_override(s));
+    const auto direct = strategy::simulate_scenario(strategy::load_scenario(path, sets), inputs());
+    REQUIRE(direct.report.iteration_time_s == row.iteration_s);
+    fastest = std::min(fastest, direct.report.iteration_time_s);
+  }
+  REQUIRE(search.rows.front().iteration_s == fastest);
+  // dp 8 x micro-batch 8 is 64 samples per step, more than the global batch of 32.
+  REQUIRE(invalid > 0);
+  bool batch_reason = false;
+  for (const auto& row : search.rows) batch_reason = batch_reason || row.reason.find("/plan/global_batch") == 0;
+  REQUIRE(batch_reason);
+}
+
+TEST_CASE("plans are pruned only when their lower bound cannot enter the best", "[planner]") {
+  const std::string path = test::data_path("scenarios/plan_gpt2.json");
+  strategy::PlanOptions options;
+  options.top = 1;
+  options.jobs = 1;
+  const auto search = strategy::search_plans(path, {}, small_space(), options, inputs());
+  strategy::PlanOptions all;
+  all.top = 100;
+  const auto full = strategy::search_plans(path, {}, small_space(), all, inputs());
+  REQUIRE(search.rows.front().iteration_s == full.rows.front().iteration_s);
+  for (const auto& row : search.rows) {
+    if (row.status == Status::bound) REQUIRE(row.bound_s >= search.rows.front().iteration_s);
+  }
+  REQUIRE(search.simulated <= full.simulated);
+}
+
+TEST_CASE("a memory margin leaves out plans whose peak passes it", "[planner]") {
+  const std::string path = test::data_path("scenarios/plan_gpt2.json");
+  strategy::PlanOptions options;
+  options.memory_margin = 0.999;  // 40 MiB of an 40 GiB GPU: nothing fits
+  const auto search = strategy::search_plans(path, {}, small_space(), options, inputs());
+  REQUIRE(search.simulated == 0);
+  int memory = 0;
+  for (const auto& row : search.rows) {
+    REQUIRE(row.status != Status::best);
+    REQUIRE(row.status != Status::fits);
+    if (row.status == Status::memory) {
+      ++memory;
+      REQUIRE(row.peak_bytes > row.capacity * (1.0 - options.memory_margin));
+    }
+  }
+  REQUIRE(memory > 0);
+}
