@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -48,6 +49,18 @@ double lower_bound(const Model& model, const Plan& plan, const ComputeModel& com
   const double per_gpu = flops / gpus / rate;
   const double bubble = plan.pp > 1 ? (plan.pp - 1.0) / (plan.grad_accum * std::max(1, plan.virtual_stages)) : 0.0;
   return per_gpu * (1.0 + bubble);
+}
+
+/// Another lower bound, from the compiled graph: a GPU stream runs its kernels one at a time, so
+/// no step is shorter than the busiest (rank, stream)'s kernel time per step.
+double stream_bound(const sim::ExecutionGraph& g, int steps) {
+  std::map<std::pair<sim::RankId, sim::StreamId>, std::int64_t> busy;
+  for (const sim::Node& n : g.nodes) {
+    if (n.kind == sim::OpKind::compute) busy[{n.rank, n.stream}] += n.duration.ps();
+  }
+  std::int64_t most = 0;
+  for (const auto& [key, ps] : busy) most = std::max(most, ps);
+  return sim::Time::from_ps(most).seconds() / std::max(1, steps);
 }
 
 bool better(const PlanRow& a, const PlanRow& b) {
@@ -196,7 +209,8 @@ PlanSearch search_plans(const std::string& path, const std::vector<Override>& ov
               c.row.capacity = m.capacity;
             }
           }
-          c.row.bound_s = lower_bound(compiled.model, c.scenario.plan, compute, cc, gpus, inputs.profiles != nullptr);
+          c.row.bound_s = std::max(lower_bound(compiled.model, c.scenario.plan, compute, cc, gpus, inputs.profiles != nullptr),
+                                   stream_bound(compiled.compiled.graph, c.scenario.plan.steps));
         } catch (const sim::Error& e) {
           failures[k] = reason_of(e.what(), path);
         }
