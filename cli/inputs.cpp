@@ -15,6 +15,7 @@ void ScenarioFlags::add_to(CLI::App& cmd, bool with_batch_overrides) {
   cmd.add_option("--set", sets, "Override any field: PATH=VALUE, e.g. plan.precision=amp_fp16 (repeatable)");
   cmd.add_option("--calibration", calibration, "Calibration file (default: validate/data/calibration.json)");
   cmd.add_option("--profile", profile, "Profile database of measured kernels (JSON; see README)");
+  cmd.add_option("--prices", prices, "Prices and power per GPU model (default: run/data/prices.json)");
 }
 
 std::vector<strategy::Override> ScenarioFlags::overrides() const {
@@ -29,6 +30,11 @@ strategy::SimulationInputs ScenarioFlags::simulation_inputs() const {
   strategy::SimulationInputs in;
   in.collectives = run::collective_config(
       run::load_calibration(calibration.empty() ? run::default_calibration_path() : calibration).collectives);
+  if (!price_table_) {
+    price_table_ = std::make_shared<const strategy::PriceTable>(
+        strategy::load_prices(prices.empty() ? strategy::default_prices_path() : prices));
+  }
+  in.prices = price_table_.get();
   if (!profile.empty()) {
     if (!profiles_) profiles_ = std::make_shared<const sim::ProfileDb>(trace::load_profile_db(profile));
     in.profiles = profiles_.get();

@@ -27,9 +27,11 @@ class ScenarioFlags {
   std::vector<std::string> sets;
   std::string calibration;
   std::string profile;
+  std::string prices;  ///< price file; empty: the stored one
 
  private:
   mutable std::shared_ptr<const sim::ProfileDb> profiles_;
+  mutable std::shared_ptr<const strategy::PriceTable> price_table_;
 };
 
 }  // namespace foresight::cli

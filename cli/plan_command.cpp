@@ -70,15 +70,17 @@ bool strategy_family_matches(const std::string& reason, const std::string& f) { 
 std::string gib(double bytes) { return fmt::format("{:.1f}", bytes / (1 << 30)); }
 
 std::string table(const strategy::PlanSearch& s, int top, const std::string& scenario) {
-  std::string out = fmt::format("{:>4}  {:<52} {:>11} {:>11} {:>6} {:>9}\n", "rank", "plan", "iteration", "tokens/s",
-                                "MFU", "peak GiB");
+  std::string out = fmt::format("{:>4}  {:<52} {:>11} {:>11} {:>6} {:>9} {:>12} {:>10}\n", "rank", "plan", "iteration",
+                                "tokens/s", "MFU", "peak GiB", "run USD", "run MWh");
   int shown = 0;
   for (const auto& r : s.rows) {
     if (r.status != strategy::PlanRow::Status::best && r.status != strategy::PlanRow::Status::fits) continue;
     if (shown == top) break;
     ++shown;
-    out += fmt::format("{:>4}  {:<52} {:>9.4g} s {:>11.5g} {:>5.1f}% {:>9}\n", shown, r.label, r.iteration_s,
-                       r.tokens_per_s > 0 ? r.tokens_per_s : r.samples_per_s, r.mfu * 100.0, gib(r.peak_bytes));
+    out += fmt::format("{:>4}  {:<52} {:>9.4g} s {:>11.5g} {:>5.1f}% {:>9} {:>12} {:>10}\n", shown, r.label, r.iteration_s,
+                       r.tokens_per_s > 0 ? r.tokens_per_s : r.samples_per_s, r.mfu * 100.0, gib(r.peak_bytes),
+                       r.usd_run >= 0 ? fmt::format("{:.0f}", r.usd_run) : "-",
+                       r.kwh_run >= 0 ? fmt::format("{:.4g}", r.kwh_run / 1000.0) : "-");
   }
   if (shown == 0) out += "  no plan fits\n";
   std::map<std::string_view, int> counts;
@@ -116,15 +118,17 @@ std::string table(const strategy::PlanSearch& s, int top, const std::string& sce
 
 std::string csv(const strategy::PlanSearch& s) {
   std::string out = "status,tp,pp,dp,virtual_stages,micro_batch,recompute,zero,sequence_parallel,bound_s,iteration_s,"
-                    "tokens_per_s,samples_per_s,mfu,peak_bytes,reason\n";
+                    "tokens_per_s,samples_per_s,mfu,peak_bytes,usd_run,kwh_run,reason\n";
   for (const auto& r : s.rows) {
     auto field = [&](const char* k) { return r.plan.contains(k) ? (r.plan[k].is_string() ? r.plan[k].get<std::string>() : r.plan[k].dump()) : ""; };
     std::string reason = r.reason;
     for (char& c : reason) c = c == '"' ? '\'' : c;
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{:.6g},{:.9g},{:.9g},{:.9g},{:.6g},{:.6g},\"{}\"\n", to_string(r.status),
-                       field("tp"), field("pp"), field("dp"), field("virtual_stages"), field("micro_batch"),
-                       field("recompute"), field("zero"), field("sequence_parallel"), r.bound_s, r.iteration_s,
-                       r.tokens_per_s, r.samples_per_s, r.mfu, r.peak_bytes, reason);
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{:.6g},{:.9g},{:.9g},{:.9g},{:.6g},{:.6g},{},{},\"{}\"\n",
+                       to_string(r.status), field("tp"), field("pp"), field("dp"), field("virtual_stages"),
+                       field("micro_batch"), field("recompute"), field("zero"), field("sequence_parallel"), r.bound_s,
+                       r.iteration_s, r.tokens_per_s, r.samples_per_s, r.mfu, r.peak_bytes,
+                       r.usd_run >= 0 ? fmt::format("{:.9g}", r.usd_run) : "",
+                       r.kwh_run >= 0 ? fmt::format("{:.9g}", r.kwh_run) : "", reason);
   }
   return out;
 }
@@ -135,7 +139,9 @@ nlohmann::json to_json(const strategy::PlanSearch& s) {
     rows.push_back({{"status", std::string(to_string(r.status))}, {"plan", r.plan}, {"label", r.label},
                     {"reason", r.reason}, {"bound_s", r.bound_s}, {"iteration_s", r.iteration_s},
                     {"tokens_per_s", r.tokens_per_s}, {"samples_per_s", r.samples_per_s}, {"mfu", r.mfu},
-                    {"peak_bytes", r.peak_bytes}, {"set", r.sets()}});
+                    {"peak_bytes", r.peak_bytes}, {"set", r.sets()},
+                    {"usd_run", r.usd_run >= 0 ? nlohmann::json(r.usd_run) : nlohmann::json(nullptr)},
+                    {"kwh_run", r.kwh_run >= 0 ? nlohmann::json(r.kwh_run) : nlohmann::json(nullptr)}});
   }
   return {{"plans", rows}, {"simulated", s.simulated}, {"compiled", s.compiled}};
 }

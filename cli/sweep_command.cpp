@@ -39,7 +39,7 @@ struct SweepOptions {
 const std::vector<std::string> kResultColumns{"iteration_time_s", "run_time_s",  "samples_per_s", "tokens_per_s",
                                               "tflops_per_gpu",   "mfu",         "compute_s",     "exposed_comm_s",
                                               "bubble_s",         "host_s",      "peak_bytes",    "oom",
-                                              "error"};
+                                              "usd_run",          "kwh_run",     "error"};
 
 std::vector<std::string> split(const std::string& s, char sep) {
   std::vector<std::string> out;
@@ -157,7 +157,7 @@ std::vector<std::string> result_fields(const strategy::SimulationOutput& out) {
   return {num(r.iteration_time_s), num(r.run_time_s),  num(r.samples_per_s),      num(r.tokens_per_s),
           num(r.tflops_per_gpu),   num(r.mfu),         num(r.breakdown.compute_s), num(r.breakdown.exposed_comm_s),
           num(r.breakdown.bubble_s), num(r.breakdown.host_s), num(r.peak_bytes_max()), r.oom() ? "1" : "0",
-          ""};
+          r.cost.priced ? num(r.cost.usd_run) : "", r.cost.powered ? num(r.cost.kwh_run) : "", ""};
 }
 
 void write_plot(const std::string& path, const std::vector<std::string>& header,

@@ -275,6 +275,8 @@ PlanSearch search_plans(const std::string& path, const std::vector<Override>& ov
           c.row.tokens_per_s = out.report.tokens_per_s;
           c.row.mfu = out.report.mfu;
           c.row.peak_bytes = out.report.peak_bytes_max();
+          if (out.report.cost.priced) c.row.usd_run = out.report.cost.usd_run;
+          if (out.report.cost.powered) c.row.kwh_run = out.report.cost.kwh_run;
           c.row.status = out.report.oom() ? PlanRow::Status::oom : PlanRow::Status::fits;
           if (out.report.oom()) c.row.reason = "out of memory in simulation (MoE dispatch buffers)";
         } catch (const sim::Error& e) {

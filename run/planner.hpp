@@ -52,6 +52,8 @@ struct PlanRow {
   double mfu = 0.0;
   double peak_bytes = 0.0;  ///< the largest simulated rank's
   double capacity = 0.0;    ///< that rank's GPU memory
+  double usd_run = -1.0;    ///< the workload's cost (run/prices.hpp); negative when not priced
+  double kwh_run = -1.0;    ///< its energy; negative when unknown
   /// The `--set` flags that make `foresight simulate` run this plan on the scenario.
   std::vector<std::string> sets() const;
 };

@@ -105,6 +105,22 @@ bool Report::oom() const {
 
 namespace {
 
+/// null when no price table was given.
+nlohmann::json cost_json(const Costs& c) {
+  if (!c.priced && !c.powered && c.note.empty()) return nullptr;
+  nlohmann::json j{{"gpu_hours_run", c.gpu_hours_run}};
+  if (c.priced) {
+    j["usd_per_iteration"] = c.usd_per_iteration;
+    j["usd_run"] = c.usd_run;
+  }
+  if (c.powered) {
+    j["kwh_per_iteration"] = c.kwh_per_iteration;
+    j["kwh_run"] = c.kwh_run;
+  }
+  if (!c.note.empty()) j["note"] = c.note;
+  return j;
+}
+
 nlohmann::json pipeline_json(const Report& r) {
   using nlohmann::json;
   if (r.stages.empty()) return nullptr;
@@ -196,6 +212,7 @@ nlohmann::json to_json(const Report& r, const nlohmann::json& plan) {
               {"breakdown", b},
               {"memory", {{"peak_bytes_max", r.peak_bytes_max()}, {"oom", r.oom()}, {"per_rank", per_rank_mem}}},
               {"plan", plan},
+              {"cost", cost_json(r.cost)},
               {"pipeline", pipeline_json(r)},
               {"moe", moe_json(r)},
               {"simulation",
@@ -224,6 +241,13 @@ std::string to_text(const Report& r) {
   if (r.hardware_tflops_per_gpu > r.tflops_per_gpu * 1.005) {
     out += fmt::format("            hardware {:.2f} TFLOP/s per GPU with recompute, HFU {:.1f}%\n",
                        r.hardware_tflops_per_gpu, r.hfu * 100.0);
+  }
+  if (r.cost.priced || r.cost.powered || !r.cost.note.empty()) {
+    std::string cost = fmt::format("{:.4g} GPU-hours", r.cost.gpu_hours_run);
+    if (r.cost.priced) cost += fmt::format(", ${:.4g} (${:.4g} per iteration)", r.cost.usd_run, r.cost.usd_per_iteration);
+    if (r.cost.powered) cost += fmt::format(", {:.4g} kWh at board and server power", r.cost.kwh_run);
+    if (!r.cost.note.empty()) cost += fmt::format(" ({})", r.cost.note);
+    out += fmt::format("cost        {}\n", cost);
   }
   const RankBreakdown& b = r.breakdown;
   out += fmt::format(

@@ -76,6 +76,19 @@ struct ExpertLoad {
   double expert_s = 0.0;  ///< time its experts' kernels ran (forward, backward, recompute)
 };
 
+/// What an iteration and the whole run cost and consume (run/prices.hpp); `priced` false with a
+/// note when the price table lacks a GPU model of the run.
+struct Costs {
+  bool priced = false;
+  bool powered = false;
+  std::string note;
+  double gpu_hours_run = 0.0;
+  double usd_per_iteration = 0.0;
+  double usd_run = 0.0;
+  double kwh_per_iteration = 0.0;
+  double kwh_run = 0.0;
+};
+
 struct Report {
   std::string scenario;
   std::string model;
@@ -121,6 +134,7 @@ struct Report {
   std::size_t gradient_buckets = 0;
   std::uint64_t events = 0;
   std::uint64_t fingerprint = 0;
+  Costs cost;  ///< filled when the run was given a price table
 
   double peak_bytes_max() const;
   bool oom() const;

@@ -440,6 +440,7 @@ SimulationOutput simulate_scenario(const Scenario& scenario, const SimulationInp
   r.gradient_buckets = plan.replicas() > 1 ? out.compiled.buckets.size() : 0;
   r.events = out.result.events;
   r.fingerprint = out.result.fingerprint;
+  if (inputs.prices != nullptr) add_costs(r, cluster, *inputs.prices);
   return out;
 }
 

@@ -12,6 +12,7 @@
 #include "exec/profile_db.hpp"
 #include "strategies/data_parallel.hpp"
 #include "run/report.hpp"
+#include "run/prices.hpp"
 #include "run/scenario.hpp"
 #include "topologies/cluster.hpp"
 
@@ -25,6 +26,8 @@ struct SimulationInputs {
   /// Collectives and transfers alone on their links take their closed-form time
   /// (sim::ExecutorOptions::closed_form); false runs every one flow by flow.
   bool closed_form = true;
+  /// Prices and power per GPU model (run/prices.hpp): the report's cost and energy; may be null.
+  const PriceTable* prices = nullptr;
 };
 
 struct SimulationOutput {

@@ -397,8 +397,10 @@ TEST_CASE("GPT-3 175B on 1024 GPUs: one simulated rank per stage, and a TP x PP 
       if (comma == std::string::npos) break;
       pos = comma + 1;
     }
-    REQUIRE(f.size() == 15);
+    REQUIRE(f.size() == 17);
     REQUIRE(std::stod(f[2]) > 0.0);  // an iteration time for every row, OOM or not
+    // The run's cost: 1024 GPU x the run's hours at the stored A100 80 GB price.
+    REQUIRE(std::stod(f[14]) == Approx(1024 * 5.1207 * std::stod(f[3]) / 3600.0).epsilon(1e-6));
     rows[{std::stoi(f[0]), std::stoi(f[1])}] = {std::stod(f[12]), f[13] == "1"};
   }
   REQUIRE(rows.size() == 4);
