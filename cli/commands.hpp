@@ -5,7 +5,9 @@
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace foresight::cli {
 
@@ -26,6 +28,11 @@ std::string list_text();
 
 /// A CLI11 check that an integer option is at least `min`, with a message that says so.
 CLI::Validator at_least(long min);
+/// `text` read whole as a decimal integer, or nullopt.
+std::optional<long> whole_integer(const std::string& text);
+/// The items of a comma-separated flag value ("1,2,4"); ConfigError naming `flag` for an empty
+/// list or an empty item.
+std::vector<std::string> comma_list(const std::string& flag, const std::string& text);
 
 /// Writes `text` to `path` atomically, or to standard output when `path` is empty or "-".
 void emit(const std::string& path, const std::string& text);

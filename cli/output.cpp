@@ -6,20 +6,40 @@
 
 #include "cli/commands.hpp"
 #include "common/atomic_file.hpp"
+#include "common/error.hpp"
 
 namespace foresight::cli {
+
+std::optional<long> whole_integer(const std::string& text) {
+  std::size_t used = 0;
+  long v = 0;
+  try {
+    v = std::stol(text, &used);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  if (used != text.size() || used == 0) return std::nullopt;
+  return v;
+}
+
+std::vector<std::string> comma_list(const std::string& flag, const std::string& text) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (true) {
+    const auto comma = text.find(',', start);
+    out.push_back(text.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (out.back().empty()) throw sim::ConfigError(fmt::format("{}: empty value in \"{}\"", flag, text));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
 
 CLI::Validator at_least(long min) {
   return CLI::Validator(
       [min](std::string& value) -> std::string {
-        std::size_t used = 0;
-        long v = 0;
-        try {
-          v = std::stol(value, &used);
-        } catch (const std::exception&) {
-          used = 0;
-        }
-        if (used != value.size() || used == 0 || v < min) {
+        const auto v = whole_integer(value);
+        if (!v || *v < min) {
           return fmt::format("expected an integer >= {}, found \"{}\"", min, value);
         }
         return {};

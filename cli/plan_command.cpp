@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <map>
 #include <memory>
-#include <sstream>
 
 #include "cli/commands.hpp"
 #include "cli/inputs.hpp"
@@ -28,32 +27,14 @@ struct PlanCommandOptions {
   std::string output;
 };
 
-std::vector<std::string> items(const std::string& flag, const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    if (item.empty()) throw sim::ConfigError(fmt::format("{}: empty value in \"{}\"", flag, text));
-    out.push_back(item);
-  }
-  if (out.empty()) throw sim::ConfigError(fmt::format("{}: expected a comma-separated list, found \"{}\"", flag, text));
-  return out;
-}
-
 std::vector<int> integers(const std::string& flag, const std::string& text, int lo) {
   std::vector<int> out;
-  for (const std::string& s : items(flag, text)) {
-    std::size_t used = 0;
-    int v = 0;
-    try {
-      v = std::stoi(s, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != s.size() || v < lo) {
+  for (const std::string& s : comma_list(flag, text)) {
+    const auto v = whole_integer(s);
+    if (!v || *v < lo || *v > (1 << 24)) {
       throw sim::ConfigError(fmt::format("{}: expected integers >= {}, found \"{}\"", flag, lo, s));
     }
-    out.push_back(v);
+    out.push_back(static_cast<int>(*v));
   }
   return out;
 }
@@ -159,10 +140,10 @@ int run_plan(const PlanCommandOptions& o) {
   if (!o.virtual_stages.empty()) space.virtual_stages = integers("--virtual-stages", o.virtual_stages, 1);
   if (!o.micro_batch.empty()) space.micro_batch = integers("--micro-batches", o.micro_batch, 1);
   if (!o.zero.empty()) space.zero = integers("--zero", o.zero, 0);
-  if (!o.recompute.empty()) space.recompute = items("--recompute", o.recompute);
+  if (!o.recompute.empty()) space.recompute = comma_list("--recompute", o.recompute);
   if (!o.sequence_parallel.empty()) {
     space.sequence_parallel.clear();
-    for (const std::string& v : items("--sequence-parallel", o.sequence_parallel)) {
+    for (const std::string& v : comma_list("--sequence-parallel", o.sequence_parallel)) {
       if (v != "on" && v != "off") throw sim::ConfigError(fmt::format("--sequence-parallel: expected on or off, found \"{}\"", v));
       space.sequence_parallel.push_back(v == "on");
     }

@@ -41,15 +41,6 @@ const std::vector<std::string> kResultColumns{"iteration_time_s", "run_time_s", 
                                               "bubble_s",         "host_s",      "peak_bytes",    "oom",
                                               "usd_run",          "kwh_run",     "error"};
 
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  std::string item;
-  std::istringstream in(s);
-  while (std::getline(in, item, sep)) out.push_back(item);
-  if (!s.empty() && s.back() == sep) out.emplace_back();
-  return out;
-}
-
 /// One axis of the sweep: an override path and its values.
 struct Dimension {
   std::string column;
@@ -59,13 +50,7 @@ struct Dimension {
 
 std::vector<Dimension> dimensions(const SweepOptions& o) {
   std::vector<Dimension> dims;
-  auto list = [](const std::string& flag, const std::string& text) {
-    auto v = split(text, ',');
-    for (const auto& x : v) {
-      if (x.empty()) throw sim::ConfigError(fmt::format("{}: empty value in \"{}\"", flag, text));
-    }
-    return v;
-  };
+  const auto list = comma_list;
   if (!o.gpus.empty()) dims.push_back({"gpus", "cluster.gpus", list("--gpus", o.gpus)});
   if (!o.micro_batch.empty()) dims.push_back({"micro_batch", "plan.micro_batch", list("--micro-batch", o.micro_batch)});
   for (const std::string& v : o.vary) {

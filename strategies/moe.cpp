@@ -7,24 +7,23 @@
 #include <numeric>
 
 #include "common/error.hpp"
+#include "common/splitmix.hpp"
 #include "strategies/plan.hpp"
 
 namespace foresight::strategy {
 namespace {
 
-/// SplitMix64 (Steele, Lea and Flood 2014): a portable, seedable generator; std::
-/// distributions differ between standard libraries, so draws are made by hand.
+/// A seeded generator of SplitMix64 draws (common/splitmix.hpp).
 class SplitMix {
  public:
   explicit SplitMix(std::uint64_t seed) : state_(seed) {}
   std::uint64_t next() {
-    std::uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
+    const std::uint64_t out = splitmix64(state_);
+    state_ += 0x9e3779b97f4a7c15ULL;
+    return out;
   }
   /// Uniform in [0, 1).
-  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+  double uniform() { return unit_interval(next()); }
   /// Standard normal (Box-Muller).
   double normal() {
     const double u = std::max(uniform(), 1e-300);

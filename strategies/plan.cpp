@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "common/splitmix.hpp"
+
 namespace foresight::strategy {
 
 std::string_view to_string(Precision p) {
@@ -85,16 +87,9 @@ double straggler_factor(const Plan& plan, int gpu, int step) {
     if (g == gpu) factor = plan.straggler_slowdown;
   }
   if (plan.straggler_jitter > 0.0) {
-    // SplitMix64's finalizer (Steele, Lea and Flood 2014) over (seed, gpu, step).
-    auto mix = [](std::uint64_t z) {
-      z += 0x9e3779b97f4a7c15ULL;
-      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-      z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-      return z ^ (z >> 31);
-    };
-    const std::uint64_t h = mix(mix(mix(plan.straggler_seed) ^ static_cast<std::uint64_t>(gpu)) ^
-                                static_cast<std::uint64_t>(step));
-    const double u = static_cast<double>(h >> 11) * 0x1.0p-53;  // uniform in [0, 1)
+    const std::uint64_t h = splitmix64(splitmix64(splitmix64(plan.straggler_seed) ^ static_cast<std::uint64_t>(gpu)) ^
+                                       static_cast<std::uint64_t>(step));
+    const double u = unit_interval(h);
     factor *= 1.0 - plan.straggler_jitter * std::log1p(-u);
   }
   return factor;

@@ -13,19 +13,13 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "common/splitmix.hpp"
 #include "topologies/detail/cluster_impl.hpp"
 
 namespace foresight::topo::detail {
 namespace {
 
 using sim::LinkId;
-
-std::uint64_t splitmix64(std::uint64_t x) {
-  x += 0x9E37'79B9'7F4A'7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58'476D'1CE4'E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D0'49BB'1331'11EBull;
-  return x ^ (x >> 31);
-}
 
 /// The ECMP choice among `count` equal-cost candidates at hop `hop` of the route src -> dst.
 std::size_t ecmp_pick(std::size_t count, std::uint32_t src, std::uint32_t dst, std::uint64_t salt,
