@@ -366,27 +366,33 @@ void report_stages(const SimulationOutput& out, const Plan& plan, const ComputeM
 
 }  // namespace
 
-SimulationOutput compile_scenario(const Scenario& scenario, const SimulationInputs& inputs) {
-  SimulationOutput out;
-  const Plan& plan = scenario.plan;
-  out.model = plan_model(scenario, plan);
-  out.cluster = plan_cluster(scenario, plan);
-  const ComputeModel compute(out.cluster->gpu_model(0), inputs.profiles);
+namespace {
+
+/// Compiles `plan` for `out`'s model and cluster into out.compiled; strategy errors name `path`.
+void compile_plan(SimulationOutput& out, const Plan& plan, const std::string& path, const ComputeModel& compute) {
   try {
     out.compiled = plan.pp > 1 ? compile_pipeline(out.model, plan, *out.cluster, compute)
                                : compile_data_parallel(out.model, plan, *out.cluster, compute);
   } catch (const sim::ConfigError& e) {
-    throw sim::ConfigError(fmt::format("{}: {}", scenario.path, e.what()));
+    throw sim::ConfigError(fmt::format("{}: {}", path, e.what()));
   }
-  report_memory(out, plan, out.report);
+}
+
+}  // namespace
+
+SimulationOutput compile_scenario(const Scenario& scenario, const SimulationInputs& inputs) {
+  SimulationOutput out;
+  out.model = plan_model(scenario, scenario.plan);
+  out.cluster = plan_cluster(scenario, scenario.plan);
+  compile_plan(out, scenario.plan, scenario.path, ComputeModel(out.cluster->gpu_model(0), inputs.profiles));
+  report_memory(out, scenario.plan, out.report);
   return out;
 }
 
 SimulationOutput simulate_scenario(const Scenario& scenario, const SimulationInputs& inputs) {
-  SimulationOutput out;
+  SimulationOutput out = compile_scenario(scenario, inputs);
+  out.report = Report{};  // the memory is reported after the run, with the MoE loads it depends on
   Plan plan = scenario.plan;
-  out.model = plan_model(scenario, plan);
-  out.cluster = plan_cluster(scenario, plan);
   const topo::Cluster& cluster = *out.cluster;
   const int ranks = plan.dp * plan.tp * plan.pp * plan.ep;
   const topo::GpuSpec& gpu = cluster.gpu_model(0);
@@ -399,19 +405,12 @@ SimulationOutput simulate_scenario(const Scenario& scenario, const SimulationInp
     options.sample_links = out.sampled_links;
     options.sample_interval = inputs.link_sample_interval;
   }
-  const auto compile_and_run = [&] {
-    try {
-      out.compiled = plan.pp > 1 ? compile_pipeline(out.model, plan, cluster, compute)
-                                 : compile_data_parallel(out.model, plan, cluster, compute);
-    } catch (const sim::ConfigError& e) {
-      throw sim::ConfigError(fmt::format("{}: {}", scenario.path, e.what()));
-    }
-    out.result = sim::execute(out.compiled.graph, cluster, inputs.collectives, plan.network, options);
-  };
-  compile_and_run();
+  const auto run = [&] { out.result = sim::execute(out.compiled.graph, cluster, inputs.collectives, plan.network, options); };
+  run();
   if (plan.settle && !settled(out.compiled, out.result)) {
     plan.steps = kUnsettledSteps;
-    compile_and_run();
+    compile_plan(out, plan, scenario.path, compute);
+    run();
   }
   plan.settle = false;
   out.plan = plan_to_json(plan);
