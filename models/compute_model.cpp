@@ -39,6 +39,7 @@ std::span<const TileShape> gemm_tiles() { return kTiles; }
 ComputeConstants compute_constants(const topo::GpuSpec& gpu) {
   ComputeConstants c;
   if (gpu.compute_capability >= 90) {
+    // Fitted on H100; Blackwell (sm100) takes them too, unmeasured (docs/limitations.md).
     c.gemm_cap = 1382.2 / 1979.0;
     c.hbm_fraction = 2.90 / 3.35;
     c.attention_cap = 327.9 / 989.4;

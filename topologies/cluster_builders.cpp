@@ -263,7 +263,7 @@ Cluster build_selene(int nodes) {
 }
 
 std::span<const ClusterPresetInfo> known_cluster_presets() {
-  static constexpr std::array<ClusterPresetInfo, 6> kInfo{{
+  static constexpr std::array<ClusterPresetInfo, 9> kInfo{{
       {"thetagpu",
        "ALCF ThetaGPU: 24 DGX A100 (22 x 40 GB, 2 x 80 GB GPUs), 8 HDR per node, non-blocking "
        "fat tree of 40-port switches; --gpus keeps the first ceil(gpus/8) nodes (max 192 GPUs)"},
@@ -274,6 +274,12 @@ std::span<const ClusterPresetInfo> known_cluster_presets() {
       {"dgx-a100-80gb", "one DGX A100 80GB (8x A100-SXM4-80GB); more GPUs: a fat tree"},
       {"dgx-h100",
        "one DGX H100 (8x H100-SXM5-80GB, NVSwitch with NVLS, 8x NDR); more GPUs: a fat tree"},
+      {"dgx-h200", "one DGX H200 (8x H200-SXM-141GB, as dgx-h100); more GPUs: a fat tree"},
+      {"dgx-b200",
+       "one DGX B200 (8x B200-SXM-180GB, NVLink5 switch with NVLS, 8x NDR); more GPUs: a fat tree"},
+      {"gb200-nvl72",
+       "one GB200 NVL72 rack (72x GB200-NVL-186GB on one NVLink domain, 72x NDR); more GPUs: racks "
+       "on a fat tree"},
       {"pcie-8gpu",
        "one PCIe server (8x A100-PCIE-40GB, no NVLink, 4x HDR); more GPUs: a fat tree"},
   }};
@@ -306,7 +312,9 @@ Cluster resolve_cluster(std::string_view spec, int gpus) {
     const int nodes = gpus == 0 ? 1 : ceil_div(gpus, gpus_per_node(*preset));
     if (nodes == 1) return build_single_node(*preset);
     FatTreeOptions options;
-    options.leaf_radix = *preset == NodePreset::dgx_h100 ? kQm9700Ports : kQm8700Ports;
+    const bool ndr = *preset == NodePreset::dgx_h100 || *preset == NodePreset::dgx_h200 ||
+                     *preset == NodePreset::dgx_b200 || *preset == NodePreset::gb200_nvl72;
+    options.leaf_radix = ndr ? kQm9700Ports : kQm8700Ports;
     return build_fat_tree(fmt::format("{}-x{}", spec, nodes), nodes, *preset, options);
   }
   std::error_code ec;

@@ -101,7 +101,7 @@ std::span<const ClusterPresetInfo> known_cluster_presets();
 /// - thetagpu: default 24 nodes; more than 192 GPUs is a sim::ConfigError naming the numbers;
 /// - selene: default 1 node;
 /// - a node preset: one server up to its GPU count, otherwise a non-blocking fat tree of that
-///   many servers (40-port QM8700 leaves for HDR presets, 64-port QM9700 for dgx-h100), named
+///   many servers (40-port QM8700 leaves for HDR presets, 64-port QM9700 for the NDR ones), named
 ///   "<preset>-x<nodes>";
 /// - a file: loaded as is; asking for more GPUs than it has is a sim::ConfigError.
 /// A spec that is neither a preset nor an existing file is a sim::ConfigError (listing the presets,

@@ -40,9 +40,12 @@ constexpr Bandwidth pcie_rate(int generation, int lanes) {
 /// NVLink 2, 3 and 4 all signal 25 GB/s per link per direction: V100 6 links = 300 GB/s
 /// bidirectional, A100 12 links = 600 GB/s, H100 18 links = 900 GB/s (the datasheets below).
 constexpr Bandwidth kNvlinkLane = Bandwidth::gigabytes_per_second(25.0);
+/// NVLink 5 doubles it: 50 GB/s per link per direction, 18 links = 1.8 TB/s bidirectional per
+/// Blackwell GPU (NVIDIA DGX B200 and GB200 NVL72 datasheets).
+constexpr Bandwidth kNvlink5Lane = Bandwidth::gigabytes_per_second(50.0);
 
 // Each entry's numbers come from the document named in its `source` field.
-const std::array<GpuSpec, 6> kCatalog{{
+const std::array<GpuSpec, 8> kCatalog{{
     {
         .name = "V100-SXM2-32GB",
         .architecture = "Volta",
@@ -174,6 +177,55 @@ const std::array<GpuSpec, 6> kCatalog{{
         .source = "NVIDIA H200 Tensor Core GPU datasheet (2024), SXM column: H100 SXM compute, "
                   "141 GB HBM3e at 4.8 TB/s, NVLink 900 GB/s",
     },
+    {
+        .name = "B200-SXM-180GB",
+        .architecture = "Blackwell",
+        .compute_capability = 100,
+        .sm_count = 148,
+        .memory = Bytes(180 * kGiB),
+        .memory_bandwidth = Bandwidth::gigabytes_per_second(8000.0),
+        .fp32 = FlopRate::tera(75.0),
+        .tf32 = FlopRate::tera(1125.0),
+        .fp16 = FlopRate::tera(2250.0),
+        .bf16 = FlopRate::tera(2250.0),
+        .fp8 = FlopRate::tera(4500.0),
+        .nvlink_generation = 5,
+        .nvlink_lanes = 18,
+        .nvlink_lane = kNvlink5Lane,
+        .pcie_generation = 5,
+        .pcie_lanes = 16,
+        .pcie = pcie_rate(5, 16),
+        .source = "NVIDIA DGX B200 datasheet (2024): 8 GPUs, 1,440 GB HBM3e at 64 TB/s, 72 PFLOP/s "
+                  "FP8 training and 14.4 TB/s NVLink (per GPU: 180 GB at 8 TB/s, FP8 4.5 PFLOP/s "
+                  "dense, half the sparse figure); NVIDIA HGX B200 specifications: FP32 600, TF32 "
+                  "18,000 and FP16/BF16 36,000 TFLOP/s sparse for 8 GPUs (75, 1,125, 2,250 dense "
+                  "per GPU), 1,000 W; 148 SMs (Blackwell architecture technical brief, 2 dies of "
+                  "74); host PCIe Gen5 x16",
+    },
+    {
+        .name = "GB200-NVL-186GB",
+        .architecture = "Blackwell",
+        .compute_capability = 100,
+        .sm_count = 148,
+        .memory = Bytes(186 * kGiB),
+        .memory_bandwidth = Bandwidth::gigabytes_per_second(8000.0),
+        .fp32 = FlopRate::tera(80.0),
+        .tf32 = FlopRate::tera(1250.0),
+        .fp16 = FlopRate::tera(2500.0),
+        .bf16 = FlopRate::tera(2500.0),
+        .fp8 = FlopRate::tera(5000.0),
+        .nvlink_generation = 5,
+        .nvlink_lanes = 18,
+        .nvlink_lane = kNvlink5Lane,
+        .pcie_generation = 5,
+        .pcie_lanes = 16,
+        .pcie = pcie_rate(5, 16),
+        .source = "NVIDIA GB200 NVL72 datasheet (2024), per rack of 72 GPUs: FP32 5,760 TFLOP/s, "
+                  "TF32 180, FP16/BF16 360, FP8 720 PFLOP/s sparse, up to 13.4 TB HBM3e at "
+                  "576 TB/s, NVLink 130 TB/s; per GPU 80 TFLOP/s FP32, 1,250 / 2,500 / 5,000 "
+                  "TFLOP/s dense, 186 GB at 8 TB/s, 18 NVLink5 links (1.8 TB/s); the B200 die "
+                  "pair at up to 1,200 W beside a Grace CPU",
+    },
 }};
 
 bool iequals(std::string_view a, std::string_view b) {
@@ -225,11 +277,13 @@ const GpuSpec* find_gpu_by_device_name(std::string_view device_name) noexcept {
   for (const auto& spec : kCatalog) {
     if (contains(spec.name)) return &spec;
   }
-  static constexpr std::array<std::pair<std::string_view, std::string_view>, 4> kBoards{{
+  static constexpr std::array<std::pair<std::string_view, std::string_view>, 6> kBoards{{
       {"V100-SXM2-16GB", "V100-SXM2-32GB"},
       {"A100-PG509-200", "A100-SXM4-40GB"},
       {"H100 80GB HBM3", "H100-SXM5-80GB"},
       {"H200", "H200-SXM-141GB"},
+      {"GB200", "GB200-NVL-186GB"},
+      {"B200", "B200-SXM-180GB"},
   }};
   for (const auto& [board, model] : kBoards) {
     if (contains(board)) return try_find_gpu_spec(model);

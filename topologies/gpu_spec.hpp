@@ -22,8 +22,8 @@ sim::Bandwidth pcie_line_rate(int generation, int lanes);
 /// and zero where the GPU has no such mode (no TF32, BF16 or FP8 on V100; no FP8 on A100).
 struct GpuSpec {
   std::string_view name;            ///< canonical catalog name, e.g. "A100-SXM4-40GB"
-  std::string_view architecture;    ///< "Volta", "Ampere", "Hopper"
-  int compute_capability = 0;       ///< as NCCL encodes it: 70 V100, 80 A100, 90 H100/H200
+  std::string_view architecture;    ///< "Volta", "Ampere", "Hopper", "Blackwell"
+  int compute_capability = 0;       ///< as NCCL encodes it: 70 V100, 80 A100, 90 H100/H200, 100 B200/GB200
   int sm_count = 0;                 ///< streaming multiprocessors enabled on the product
   sim::Bytes memory;                ///< HBM capacity (binary units: "40 GB" is 40 GiB)
   sim::Bandwidth memory_bandwidth;  ///< peak HBM bandwidth, decimal (1555 GB/s = 1.555e12 B/s)
@@ -32,7 +32,7 @@ struct GpuSpec {
   sim::FlopRate fp16;               ///< peak FP16 tensor-core rate (FP32 accumulate), dense
   sim::FlopRate bf16;               ///< peak BF16 tensor-core rate, dense; 0 when none
   sim::FlopRate fp8;                ///< peak FP8 tensor-core rate, dense; 0 when none
-  int nvlink_generation = 0;        ///< 2, 3, 4; 0 when the GPU has no NVLink
+  int nvlink_generation = 0;        ///< 2, 3, 4, 5; 0 when the GPU has no NVLink
   int nvlink_lanes = 0;             ///< NVLink links ("lanes") the GPU has; 0 when none
   sim::Bandwidth nvlink_lane;       ///< line rate of one NVLink link, one direction
   int pcie_generation = 0;          ///< PCIe generation of the host interface (3, 4, 5)
@@ -58,7 +58,8 @@ const GpuSpec* try_find_gpu_spec(std::string_view name) noexcept;
 /// PyTorch-profiler traces record): the catalog name it contains, ignoring case ("Tesla
 /// V100-SXM2-32GB"), or a board the catalog holds under another name: "V100-SXM2-16GB" is the
 /// 32 GB V100 but for memory size (the same 80 SMs and 900 GB/s), "A100-PG509-200" the 40 GB
-/// A100 SXM4 board of Meta's servers, "H100 80GB HBM3" the H100 SXM5, "H200" the H200 SXM.
+/// A100 SXM4 board of Meta's servers, "H100 80GB HBM3" the H100 SXM5, "H200" the H200 SXM,
+/// "GB200" the GPU of a GB200 superchip and "B200" the B200 SXM.
 /// nullptr when none matches.
 const GpuSpec* find_gpu_by_device_name(std::string_view device_name) noexcept;
 

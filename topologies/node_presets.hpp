@@ -12,6 +12,13 @@
 /// - dgx-h100 (DGX H100 User Guide): 8 H100-SXM5-80GB, merged NVSwitch3 with nvls, 18 x 25 =
 ///   450 GB/s per direction per GPU; 8 ConnectX-7 NDR 400 Gb/s (50 GB/s) NICs paired with the
 ///   GPUs through 4 PCIe Gen5 switches as on DGX A100; 2x Intel Xeon 8480C joined by UPI.
+/// - dgx-h200 (DGX H200 datasheet): dgx-h100 with H200-SXM-141GB GPUs.
+/// - dgx-b200 (DGX B200 datasheet): 8 B200-SXM-180GB, merged NVLink5 switches with nvls,
+///   18 x 50 = 900 GB/s per direction per GPU; 8 ConnectX-7 NDR NICs through 4 PCIe Gen5
+///   switches as on DGX H100; 2x Xeon 8570 joined by UPI.
+/// - gb200-nvl72 (GB200 NVL72 datasheet): one rack as one node of 72 GB200-NVL-186GB GPUs on one
+///   merged NVSwitch with nvls (900 GB/s per direction per GPU); 36 superchips, each a Grace CPU
+///   over a PCIe Gen5 switch holding 2 GPUs and their 2 NDR NICs (72 rails).
 /// - pcie-8gpu: 8 A100-PCIE-40GB without NVLink; 2 Intel Xeon (Ice Lake) CPUs, each with 2 PCIe
 ///   Gen4 switches, each switch holding 2 GPUs and 1 HDR NIC (4 NICs, rails 0-3).
 ///
@@ -56,9 +63,9 @@ struct NodeHandles {
 };
 
 /// The server presets.
-enum class NodePreset : std::uint8_t { dgx_a100, dgx_a100_80gb, dgx_h100, pcie_8gpu };
+enum class NodePreset : std::uint8_t { dgx_a100, dgx_a100_80gb, dgx_h100, dgx_h200, dgx_b200, gb200_nvl72, pcie_8gpu };
 
-/// "dgx-a100", "dgx-a100-80gb", "dgx-h100", "pcie-8gpu".
+/// "dgx-a100", "dgx-a100-80gb", "dgx-h100", "dgx-h200", "dgx-b200", "gb200-nvl72", "pcie-8gpu".
 std::string_view to_string(NodePreset preset);
 /// The preset called `name` (exact, lower case), if any.
 std::optional<NodePreset> find_node_preset(std::string_view name);
@@ -66,14 +73,17 @@ std::optional<NodePreset> find_node_preset(std::string_view name);
 std::span<const NodePreset> node_presets();
 /// One line describing the preset, for `foresight --list`.
 std::string_view describe(NodePreset preset);
-/// GPUs per server of the preset (8 for all of them).
+/// GPUs per server of the preset: 8, or 72 for the gb200-nvl72 rack.
 int gpus_per_node(NodePreset preset);
 
 /// Adds server `node` built as `preset` and returns its GPUs and NICs.
 NodeHandles add_node(ClusterBuilder& builder, NodePreset preset, int node);
 /// A DGX A100 whose GPUs are `gpu` (A100-SXM4-40GB or A100-SXM4-80GB).
 NodeHandles add_dgx_a100(ClusterBuilder& builder, int node, const GpuSpec& gpu);
-NodeHandles add_dgx_h100(ClusterBuilder& builder, int node);
+/// A DGX H100 whose GPUs are `gpu` (H100-SXM5-80GB, or H200-SXM-141GB for a DGX H200).
+NodeHandles add_dgx_h100(ClusterBuilder& builder, int node, const GpuSpec& gpu);
+NodeHandles add_dgx_b200(ClusterBuilder& builder, int node);
+NodeHandles add_gb200_nvl72(ClusterBuilder& builder, int node);
 NodeHandles add_pcie_8gpu(ClusterBuilder& builder, int node);
 
 }  // namespace foresight::topo

@@ -166,11 +166,12 @@ TEST_CASE("resolve_cluster sizes presets by GPU count", "[topologies]") {
 
 TEST_CASE("every listed cluster preset resolves", "[topologies]") {
   const auto presets = topo::known_cluster_presets();
-  REQUIRE(presets.size() == 6);
+  REQUIRE(presets.size() == 9);
   for (const auto& p : presets) {
     INFO(p.name);
     REQUIRE_FALSE(p.description.empty());
-    REQUIRE(topo::resolve_cluster(p.name, 8).gpu_count() == 8);
+    // 8 GPUs take one server (a whole 72-GPU rack for gb200-nvl72).
+    REQUIRE(topo::resolve_cluster(p.name, 8).gpu_count() == (p.name == "gb200-nvl72" ? 72u : 8u));
   }
 }
 

@@ -7,11 +7,11 @@
 using namespace foresight;
 using topo::find_gpu_spec;
 
-TEST_CASE("the GPU catalog holds the six datasheet models", "[topologies]") {
+TEST_CASE("the GPU catalog holds the eight datasheet models", "[topologies]") {
   const auto catalog = topo::gpu_catalog();
-  REQUIRE(catalog.size() == 6);
+  REQUIRE(catalog.size() == 8);
   for (const char* name : {"V100-SXM2-32GB", "A100-SXM4-40GB", "A100-SXM4-80GB", "A100-PCIE-40GB",
-                           "H100-SXM5-80GB", "H200-SXM-141GB"}) {
+                           "H100-SXM5-80GB", "H200-SXM-141GB", "B200-SXM-180GB", "GB200-NVL-186GB"}) {
     INFO(name);
     const auto& spec = find_gpu_spec(name);
     REQUIRE(spec.name == name);
@@ -42,6 +42,8 @@ TEST_CASE("a driver's device name resolves to its catalog model", "[topologies]"
   REQUIRE(named("NVIDIA A100-PG509-200") == "A100-SXM4-40GB");
   REQUIRE(named("NVIDIA H100 80GB HBM3") == "H100-SXM5-80GB");
   REQUIRE(named("NVIDIA H200") == "H200-SXM-141GB");
+  REQUIRE(named("NVIDIA B200") == "B200-SXM-180GB");
+  REQUIRE(named("NVIDIA GB200") == "GB200-NVL-186GB");
   REQUIRE(named("NVIDIA GeForce RTX 4090") == "none");
   REQUIRE(named("") == "none");
 }
@@ -93,4 +95,23 @@ TEST_CASE("A100 and H100 carry their datasheet numbers", "[topologies]") {
   REQUIRE(v100.tf32.per_second() == 0.0);
   REQUIRE(v100.nvlink_lanes == 6);
   REQUIRE(v100.pcie.gigabytes_per_second() == Approx(15.7538).epsilon(1e-4));
+}
+
+TEST_CASE("Blackwell GPUs carry the per-GPU share of their system datasheets", "[topologies]") {
+  // DGX B200: 72 PFLOP/s FP8 sparse over 8 GPUs = 9 sparse, 4.5 dense; 1,440 GB and 64 TB/s over 8.
+  const auto& b200 = find_gpu_spec("B200-SXM-180GB");
+  REQUIRE(b200.compute_capability == 100);
+  REQUIRE(b200.fp8.per_second() == Approx(72e15 / 8 / 2));
+  REQUIRE(b200.bf16.per_second() == Approx(b200.fp8.per_second() / 2));
+  REQUIRE(b200.memory.count() == 1440LL / 8 << 30);
+  REQUIRE(b200.memory_bandwidth.gigabytes_per_second() == Approx(64000.0 / 8));
+  // 18 NVLink5 links x 50 GB/s = 900 GB/s each way: 1.8 TB/s bidirectional, 14.4 TB/s over 8.
+  REQUIRE(2 * 8 * b200.nvlink_bandwidth().gigabytes_per_second() == Approx(14400));
+  // GB200 NVL72: 720 PFLOP/s FP8 sparse and 576 TB/s over 72 GPUs; 130 TB/s of NVLink
+  // (72 x 1.8 = 129.6).
+  const auto& gb200 = find_gpu_spec("GB200-NVL-186GB");
+  REQUIRE(gb200.fp8.per_second() == Approx(720e15 / 72 / 2));
+  REQUIRE(gb200.bf16.per_second() == Approx(360e15 / 72 / 2));
+  REQUIRE(gb200.memory_bandwidth.gigabytes_per_second() == Approx(576000.0 / 72));
+  REQUIRE(72 * 2 * gb200.nvlink_bandwidth().gigabytes_per_second() / 1000.0 == Approx(130).epsilon(0.01));
 }

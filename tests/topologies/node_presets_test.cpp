@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include <catch2/catch.hpp>
 
 #include "path_checks.hpp"
@@ -15,13 +17,14 @@ using topo::DeviceKind;
 using topo::NodePreset;
 
 TEST_CASE("preset names round-trip and describe themselves", "[topologies]") {
-  REQUIRE(topo::node_presets().size() == 4);
+  REQUIRE(topo::node_presets().size() == 7);
   for (NodePreset p : topo::node_presets()) {
     REQUIRE(topo::find_node_preset(topo::to_string(p)) == p);
     REQUIRE_FALSE(topo::describe(p).empty());
-    REQUIRE(topo::gpus_per_node(p) == 8);
+    REQUIRE(topo::gpus_per_node(p) == (p == NodePreset::gb200_nvl72 ? 72 : 8));
+    REQUIRE(topo::build_single_node(p).gpu_count() == static_cast<std::size_t>(topo::gpus_per_node(p)));
   }
-  REQUIRE_FALSE(topo::find_node_preset("dgx-b200").has_value());
+  REQUIRE_FALSE(topo::find_node_preset("dgx-b300").has_value());
 }
 
 TEST_CASE("dgx-a100: devices, links per class and facts", "[topologies]") {
@@ -110,6 +113,48 @@ TEST_CASE("dgx-h100: NVLink SHARP, 18 lanes, NDR NICs, Intel CPUs", "[topologies
   REQUIRE(n.nic.gigabytes_per_second() == Approx(50));  // NDR 400 Gb/s
   REQUIRE(n.cpu == sim::CpuVendor::intel);
   REQUIRE(c.link(c.nvswitch_links(3)->second).capacity.gigabytes_per_second() == Approx(450));
+}
+
+TEST_CASE("dgx-h200 is dgx-h100 with H200 GPUs; dgx-b200 doubles the NVLink per GPU", "[topologies]") {
+  const auto h200 = topo::build_single_node(NodePreset::dgx_h200);
+  const auto h100 = topo::build_single_node(NodePreset::dgx_h100);
+  REQUIRE(h200.gpu_model(0).name == "H200-SXM-141GB");
+  REQUIRE(h200.device_count() == h100.device_count());
+  REQUIRE(h200.link_count() == h100.link_count());
+  REQUIRE(h200.node(0).nvls);
+
+  const auto b200 = topo::build_single_node(NodePreset::dgx_b200);
+  REQUIRE(b200.gpu_count() == 8);
+  REQUIRE(b200.gpu_model(0).name == "B200-SXM-180GB");
+  REQUIRE(b200.gpu(0).compute_capability == 100);
+  REQUIRE(b200.node(0).nvls);
+  REQUIRE(b200.node(0).nic.gigabytes_per_second() == Approx(50));  // ConnectX-7 400 Gb/s
+  REQUIRE(b200.node(0).cpu == sim::CpuVendor::intel);
+  // 18 NVLink5 links x 50 GB/s = 900 GB/s each way, twice the H100's.
+  REQUIRE(b200.link(b200.nvswitch_links(3)->second).capacity.gigabytes_per_second() == Approx(900));
+}
+
+TEST_CASE("gb200-nvl72: 72 GPUs on one NVLink domain, a NIC per GPU; racks join on a fat tree", "[topologies]") {
+  const auto rack = topo::build_single_node(NodePreset::gb200_nvl72);
+  REQUIRE(rack.gpu_count() == 72);
+  REQUIRE(rack.node_count() == 1);
+  REQUIRE(devices_of_kind(rack, DeviceKind::nic) == 72);
+  REQUIRE(devices_of_kind(rack, DeviceKind::cpu) == 36);
+  REQUIRE(devices_of_kind(rack, DeviceKind::nvswitch) == 1);
+  REQUIRE(links_of_class(rack, LinkClass::nvlink) == 144);
+  REQUIRE(rack.node(0).nvls);
+  // GPUs of different trays (0 and 71) talk over NVLink alone, through the switch.
+  const auto path = test::checked_route(rack, 0, 71);
+  REQUIRE(path.size() == 2);
+  for (auto l : path) REQUIRE(rack.link(l).cls == LinkClass::nvlink);
+  // Two racks: 144 GPUs on 2 nodes, 144 NICs on 64-port NDR leaves (32 down each: 5 leaves).
+  const auto two = topo::resolve_cluster("gb200-nvl72", 144);
+  REQUIRE(two.gpu_count() == 144);
+  REQUIRE(two.node_count() == 2);
+  REQUIRE(devices_of_kind(two, DeviceKind::ib_leaf) == 5);
+  const auto across = test::checked_route(two, 0, 72);
+  REQUIRE(std::any_of(across.begin(), across.end(),
+                      [&](auto l) { return two.link(l).cls == LinkClass::infiniband; }));
 }
 
 TEST_CASE("pcie-8gpu: no NVLink, two switches per socket, four NICs", "[topologies]") {
