@@ -37,7 +37,7 @@ PriceTable load_prices(const std::string& path) {
   for (std::size_t i = 0; i < gpus.size(); ++i) {
     const topo::JsonPath p = root.at("gpus").at(i);
     constexpr std::string_view what = "a GPU price";
-    r.check_object(gpus[i], {"gpu", "usd_per_gpu_hour", "gpu_watts", "server_watts_per_gpu", "source"}, p, what);
+    r.check_object(gpus[i], {"gpu", "usd_per_gpu_hour", "basis", "gpu_watts", "server_watts_per_gpu", "source"}, p, what);
     GpuPrice g;
     g.gpu = r.string_at(gpus[i], "gpu", p, what);
     bool known = false;
@@ -53,6 +53,7 @@ PriceTable load_prices(const std::string& path) {
     g.gpu_watts = non_negative("gpu_watts");
     g.server_watts_per_gpu = non_negative("server_watts_per_gpu");
     g.source = r.string_at(gpus[i], "source", p, what);
+    if (gpus[i].contains("basis")) g.basis = r.string_at(gpus[i], "basis", p, what);
     table.gpus.push_back(std::move(g));
   }
   return table;

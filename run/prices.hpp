@@ -16,6 +16,9 @@ namespace foresight::strategy {
 struct GpuPrice {
   std::string gpu;  ///< catalog name
   std::optional<double> usd_per_gpu_hour;
+  /// What kind of price it is ("AWS on-demand (p5.48xlarge)", "AWS Capacity Blocks", "our
+  /// quote"); prices of different bases do not compare like with like. Empty when unstated.
+  std::string basis;
   double gpu_watts = 0.0;
   double server_watts_per_gpu = 0.0;
   std::string source;

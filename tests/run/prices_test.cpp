@@ -30,16 +30,29 @@ strategy::SimulationOutput simulate(const json& cluster, const strategy::PriceTa
 
 }  // namespace
 
-TEST_CASE("the stored price table names catalog GPUs, each with its source", "[prices]") {
+TEST_CASE("the stored price table names catalog GPUs, each with its source and basis", "[prices]") {
   const auto table = strategy::load_prices(strategy::default_prices_path());
-  REQUIRE(table.gpus.size() >= 4);
+  REQUIRE(table.gpus.size() == topo::gpu_catalog().size() - 1);  // every model but the PCIe A100
   for (const auto& g : table.gpus) {
     INFO(g.gpu);
-    REQUIRE(g.usd_per_gpu_hour.has_value());
-    REQUIRE(*g.usd_per_gpu_hour > 0.0);
     REQUIRE(g.gpu_watts > 0.0);
+    REQUIRE(g.server_watts_per_gpu > 0.0);
     REQUIRE_FALSE(g.source.empty());
+    REQUIRE_FALSE(g.basis.empty());
+    // A price, or the basis says there is none (and the source says why).
+    if (g.usd_per_gpu_hour) {
+      REQUIRE(*g.usd_per_gpu_hour > 0.0);
+    } else {
+      REQUIRE(g.basis == "unpriced");
+      REQUIRE_THAT(g.source, Catch::Matchers::Contains("no price"));
+    }
   }
+  // A100 40 GB, H100 and H200 share one basis (one AWS table), so they compare like with like.
+  REQUIRE(table.find("H100-SXM5-80GB")->basis.rfind("AWS Capacity Blocks", 0) == 0);
+  REQUIRE(table.find("H200-SXM-141GB")->basis.rfind("AWS Capacity Blocks", 0) == 0);
+  REQUIRE(table.find("A100-SXM4-40GB")->basis.rfind("AWS Capacity Blocks", 0) == 0);
+  // DGX B200: (14.3 kW - 8 x 1000 W) / 8 of the server per GPU.
+  REQUIRE(table.find("B200-SXM-180GB")->server_watts_per_gpu == Approx((14300.0 - 8 * 1000.0) / 8));
 }
 
 TEST_CASE("a run's cost is its GPU-hours at the price, its energy its hours at the watts", "[prices]") {
