@@ -139,6 +139,12 @@ long long JsonReader::integer_at(const json& obj, std::string_view key, const Js
   } else if (v.is_number_integer()) {
     const auto i = v.get<long long>();
     ok = i >= lo && i <= hi;
+  } else if (v.is_number_float()) {
+    // A whole number written with an exponent ("tokens": 2e12) is an integer; exact up to 2^53.
+    const double d = v.get<double>();
+    ok = std::isfinite(d) && d == std::floor(d) && std::fabs(d) <= 9007199254740992.0 &&
+         d >= static_cast<double>(lo) && d <= static_cast<double>(hi);
+    if (ok) return static_cast<long long>(d);
   }
   if (!ok) fail(p.at(key), fmt::format("expected an integer from {} to {}, found {}", lo, hi, shown(v)));
   return v.get<long long>();

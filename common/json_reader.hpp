@@ -54,7 +54,7 @@ class JsonReader {
                         std::string_view what) const;
   double number_at(const nlohmann::json& obj, std::string_view key, const JsonPath& p,
                    std::string_view what) const;
-  /// An integer in [lo, hi].
+  /// An integer in [lo, hi]; a whole number written as a float (2e12, 8.0) counts, up to 2^53.
   long long integer_at(const nlohmann::json& obj, std::string_view key, const JsonPath& p,
                        std::string_view what, long long lo, long long hi) const;
   bool bool_at(const nlohmann::json& obj, std::string_view key, const JsonPath& p,

@@ -262,8 +262,12 @@ std::vector<Param> make_table() {
   t.push_back(of_kind("plan.moe_routing", "expected", K::boolean, "", "false",
                       "use the rounded expected counts instead of a draw", nullptr, nullptr));
   // workload
-  t.push_back(integer("workload", "steps", "steps", "(or epochs x dataset_samples)", 1, kMaxCount,
+  t.push_back(integer("workload", "steps", "steps", "(or tokens, or epochs x dataset_samples)", 1, kMaxCount,
                       "optimizer steps of the run", store<W, &Workload::steps>));
+  t.push_back(integer("workload", "tokens", "tokens", "(or steps, or epochs x dataset_samples)", 1,
+                      static_cast<double>(1LL << 53),
+                      "tokens to train on (transformers): steps = ceil(tokens / (global_batch x seq_len))",
+                      store<W, &Workload::tokens>));
   t.push_back(integer("workload", "epochs", "epochs", "(with dataset_samples)", 1, 1 << 24, "epochs of the run",
                       store<W, &Workload::epochs>));
   t.push_back(integer("workload", "dataset_samples", "samples", "(with epochs)", 1, kMaxCount,

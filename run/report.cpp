@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
@@ -34,6 +36,25 @@ std::int64_t union_length(std::vector<Interval> v) {
 std::string bytes_text(double b) { return sim::to_string(sim::Bytes(static_cast<std::int64_t>(b))); }
 
 std::string seconds_text(double s) { return s == 0.0 ? "0" : sim::to_string(sim::Time::from_seconds(s)); }
+
+/// A long run also in hours or days: "5.945e+06 s (68.8 days)".
+std::string run_text(double s) {
+  if (s >= 2 * 86400.0) return fmt::format("{} ({:.1f} days)", seconds_text(s), s / 86400.0);
+  if (s >= 3600.0) return fmt::format("{} ({:.1f} hours)", seconds_text(s), s / 3600.0);
+  return seconds_text(s);
+}
+
+/// 4 significant digits below 10,000; whole units with thousands separators above ("64,950").
+std::string amount(double v) {
+  if (!(v >= 1e4) || !std::isfinite(v)) return fmt::format("{:.4g}", v);
+  const std::string digits = fmt::format("{:.0f}", v);
+  std::string out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -234,7 +255,7 @@ std::string to_text(const Report& r) {
   out += fmt::format("plan        {}\n", r.plan_summary);
   if (!r.folding.empty()) out += fmt::format("simulation  {}\n", r.folding);
   out += fmt::format("iteration   {}\n", seconds_text(r.iteration_time_s));
-  out += fmt::format("run         {} steps: {}\n", r.steps_total, seconds_text(r.run_time_s));
+  out += fmt::format("run         {} steps: {}\n", r.steps_total, run_text(r.run_time_s));
   out += fmt::format("throughput  {:.1f} samples/s{}, {:.2f} TFLOP/s per GPU, MFU {:.1f}% of {:.0f} TFLOP/s\n",
                      r.samples_per_s, r.tokens_per_s > 0 ? fmt::format(" ({:.0f} tokens/s)", r.tokens_per_s) : "",
                      r.tflops_per_gpu, r.mfu * 100.0, r.peak_tflops);
@@ -243,9 +264,9 @@ std::string to_text(const Report& r) {
                        r.hardware_tflops_per_gpu, r.hfu * 100.0);
   }
   if (r.cost.priced || r.cost.powered || !r.cost.note.empty()) {
-    std::string cost = fmt::format("{:.4g} GPU-hours", r.cost.gpu_hours_run);
-    if (r.cost.priced) cost += fmt::format(", ${:.4g} (${:.4g} per iteration)", r.cost.usd_run, r.cost.usd_per_iteration);
-    if (r.cost.powered) cost += fmt::format(", {:.4g} kWh at board and server power", r.cost.kwh_run);
+    std::string cost = fmt::format("{} GPU-hours", amount(r.cost.gpu_hours_run));
+    if (r.cost.priced) cost += fmt::format(", ${} (${:.4g} per iteration)", amount(r.cost.usd_run), r.cost.usd_per_iteration);
+    if (r.cost.powered) cost += fmt::format(", {} kWh at board and server power", amount(r.cost.kwh_run));
     if (!r.cost.note.empty()) cost += fmt::format(" ({})", r.cost.note);
     out += fmt::format("cost        {}\n", cost);
   }

@@ -254,8 +254,16 @@ std::vector<std::string> split_path(const std::string& path) {
 
 }  // namespace
 
-std::int64_t Scenario::total_steps() const {
+std::int64_t Scenario::total_steps(std::int64_t tokens_per_step) const {
   if (workload.steps > 0) return workload.steps;
+  if (workload.tokens > 0) {
+    if (tokens_per_step <= 0) {
+      throw sim::ConfigError(fmt::format("{}: /workload/tokens: expected a model with a sequence length (a "
+                                         "transformer) to count steps in tokens; give \"steps\" instead",
+                                         path));
+    }
+    return (workload.tokens + tokens_per_step - 1) / tokens_per_step;
+  }
   const std::int64_t per_epoch = (workload.dataset_samples + plan.global_batch - 1) / plan.global_batch;
   return static_cast<std::int64_t>(workload.epochs) * per_epoch;
 }
@@ -287,6 +295,10 @@ void apply_overrides(json& doc, const std::vector<Override>& overrides) {
     json value = json::parse(o.value, nullptr, false);
     if (value.is_discarded()) value = o.value;
     (*node)[parts.back()] = value;
+    // A cluster is a preset or a topology file: setting one replaces the other.
+    if (o.path == "cluster.preset" || o.path == "cluster.topology") {
+      doc["cluster"].erase(o.path == "cluster.preset" ? "topology" : "preset");
+    }
     if (o.path == "cluster.gpus" && !axis_set && value.is_number_integer() && doc.contains("plan") &&
         doc["plan"].is_object()) {
       // The scaled axis (plan.scale_axis, default dp) takes gpus / (product of the others).
@@ -373,11 +385,14 @@ Scenario parse_scenario(const json& doc, const std::string& origin) {
 
   const JsonPath pw = root.at("workload");
   const json& w = r.require(doc, "workload", root, "a scenario");
-  if (!w.is_object() || w.contains("steps") == (w.contains("epochs") || w.contains("dataset_samples"))) {
+  const int forms = w.is_object() ? static_cast<int>(w.contains("steps")) + static_cast<int>(w.contains("tokens")) +
+                                        static_cast<int>(w.contains("epochs") || w.contains("dataset_samples"))
+                                  : 0;
+  if (forms != 1) {
     read_section(r, w, pw, "workload", "a workload", s);  // an unknown key or a non-object is the first error
-    r.fail(pw, "expected either \"steps\" or both \"epochs\" and \"dataset_samples\"");
+    r.fail(pw, "expected one of \"steps\", \"tokens\" or both \"epochs\" and \"dataset_samples\"");
   }
-  if (!w.contains("steps")) {
+  if (!w.contains("steps") && !w.contains("tokens")) {
     r.require(w, "epochs", pw, "a workload");
     r.require(w, "dataset_samples", pw, "a workload");
   }

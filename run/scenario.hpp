@@ -4,7 +4,7 @@
 ///     "model":    {"name": "resnet18-cifar", "classes": 100} | {"hf_config": "path", "seq_len": 2048},
 ///     "cluster":  {"preset": "thetagpu", "gpus": 8} | {"topology": "path/topology.json"},
 ///     "plan":     {"dp": 8, "micro_batch": 128, ...},          (see Plan; quantities with units)
-///     "workload": {"epochs": 10, "dataset_samples": 50000} | {"steps": 100} }
+///     "workload": {"epochs": 10, "dataset_samples": 50000} | {"steps": 100} | {"tokens": 2e12} }
 /// Unknown keys are rejected. Relative paths are relative to the scenario file. Overrides
 /// ("plan.micro_batch=64") edit the document before it is read, so they are checked the same way.
 
@@ -33,6 +33,7 @@ struct Workload {
   int epochs = 0;
   std::int64_t dataset_samples = 0;
   std::int64_t steps = 0;  ///< optimizer steps, when not given as epochs
+  std::int64_t tokens = 0;  ///< tokens to train on, when given instead (models with a sequence)
 };
 
 struct Scenario {
@@ -42,8 +43,10 @@ struct Scenario {
   ClusterSpec cluster;
   Plan plan;
   Workload workload;
-  /// Optimizer steps of the workload: epochs x ceil(dataset_samples / global_batch), or steps.
-  std::int64_t total_steps() const;
+  /// Optimizer steps of the workload: steps; or epochs x ceil(dataset_samples / global_batch);
+  /// or ceil(tokens / tokens_per_step), tokens_per_step being global_batch x the model's sequence
+  /// length (ConfigError naming /workload/tokens when the model has none, tokens_per_step <= 0).
+  std::int64_t total_steps(std::int64_t tokens_per_step = 0) const;
 };
 
 /// One "dotted.path=value" edit. The value is read as JSON when it parses (numbers, true,
@@ -55,7 +58,8 @@ struct Override {
 /// Parses "plan.tp=8" (ConfigError naming the flag otherwise).
 Override parse_override(const std::string& text);
 
-/// Applies `overrides` to a scenario document. Setting cluster.gpus also sets plan.dp to
+/// Applies `overrides` to a scenario document. Setting cluster.preset drops cluster.topology and
+/// the reverse. Setting cluster.gpus also sets plan.dp to
 /// gpus / (tp x pp x ep) when the plan has no explicit dp override.
 void apply_overrides(nlohmann::json& doc, const std::vector<Override>& overrides);
 

@@ -126,7 +126,7 @@ TEST_CASE("every kind of bad scenario names its field", "[training]") {
   REQUIRE_THROWS_WITH(parse(doc), Contains("missing required key \"workload\""));
   doc = base();
   doc["workload"]["steps"] = 5;
-  REQUIRE_THROWS_WITH(parse(doc), Contains("/workload") && Contains("either"));
+  REQUIRE_THROWS_WITH(parse(doc), Contains("/workload") && Contains("expected one of"));
   REQUIRE_THROWS_AS(strategy::load_scenario("/nonexistent/scenario.json"), sim::ConfigError);
 }
 
@@ -146,4 +146,36 @@ TEST_CASE("work is bounded: a plan or cluster too large to simulate fails before
   doc["plan"]["dp"] = topo::kMaxPresetGpus + 8;
   REQUIRE_THROWS_WITH(strategy::simulate_scenario(parse(doc), {}),
                       Contains("s.json: /cluster:") && Contains("at most 131072 GPUs"));
+}
+
+TEST_CASE("a workload in tokens counts its steps from the global batch and sequence length", "[training]") {
+  auto doc = base();
+  doc["workload"] = json{{"tokens", 2e12}};  // a whole number written with an exponent
+  const auto s = parse(doc);
+  REQUIRE(s.workload.tokens == 2'000'000'000'000LL);
+  // Llama 2's 2 T tokens at 1024 sequences of 4096 tokens per step: ceil(2e12 / 4194304).
+  REQUIRE(s.total_steps(1024LL * 4096) == 476838);
+  REQUIRE(s.total_steps(1000) == 2'000'000'000);
+  // A model without a sequence cannot count tokens.
+  REQUIRE_THROWS_WITH(s.total_steps(0), Contains("/workload/tokens") && Contains("sequence length"));
+  // One form only, and a fraction is not a count.
+  doc["workload"] = json{{"tokens", 1000}, {"steps", 10}};
+  REQUIRE_THROWS_WITH(parse(doc), Contains("expected one of \"steps\", \"tokens\""));
+  doc["workload"] = json{{"tokens", 1.5e3 + 0.5}};
+  REQUIRE_THROWS_WITH(parse(doc), Contains("/workload/tokens") && Contains("expected an integer"));
+  // A whole float counts wherever an integer is read; a fraction does not.
+  doc = base();
+  doc["plan"]["dp"] = 8.0;
+  REQUIRE(parse(doc).plan.dp == 8);
+  doc["plan"]["dp"] = 7.5;
+  REQUIRE_THROWS_WITH(parse(doc), Contains("/plan/dp") && Contains("expected an integer"));
+}
+
+TEST_CASE("setting a cluster preset replaces a topology file, and the reverse", "[training]") {
+  auto doc = base();
+  doc["cluster"] = json{{"topology", "my.json"}, {"gpus", 8}};
+  strategy::apply_overrides(doc, {strategy::parse_override("cluster.preset=dgx-h100")});
+  REQUIRE(doc["cluster"] == json{{"preset", "dgx-h100"}, {"gpus", 8}});
+  strategy::apply_overrides(doc, {strategy::parse_override("cluster.topology=other.json")});
+  REQUIRE(doc["cluster"] == json{{"topology", "other.json"}, {"gpus", 8}});
 }
