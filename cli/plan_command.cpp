@@ -11,6 +11,9 @@
 #include "cli/inputs.hpp"
 #include "common/error.hpp"
 #include "common/json_reader.hpp"
+#include "common/atomic_file.hpp"
+#include "plots/svg_plot.hpp"
+#include "run/compare.hpp"
 #include "run/planner.hpp"
 #include "topologies/cluster_builders.hpp"
 
@@ -25,6 +28,11 @@ struct PlanCommandOptions {
   bool json = false;
   std::string csv;
   std::string output;
+  // Hardware comparison
+  std::string clusters;
+  std::string gpus;
+  double budget = 0.0;
+  std::string plot;
 };
 
 std::vector<int> integers(const std::string& flag, const std::string& text, int lo) {
@@ -72,8 +80,8 @@ std::string table(const strategy::PlanSearch& s, int top, const std::string& sce
       ++reasons[family(r.reason)];
     }
   }
-  out += fmt::format("\n{} plans: {} fit ({} shown), {} simulated, {} compiled for memory\n", s.rows.size(),
-                     counts["best"] + counts["fits"], shown, s.simulated, s.compiled);
+  out += fmt::format("\n{} plans: {} fit ({} shown), {} simulated, {} compiled (memory and stream bound checked)\n",
+                     s.rows.size(), counts["best"] + counts["fits"], shown, s.simulated, s.compiled);
   out += fmt::format("left out: {} invalid, {} over the memory limit, {} out of memory when simulated, {} pruned by "
                      "their lower bound\n",
                      counts["invalid"], counts["over memory"], counts["out of memory"], counts["pruned by bound"]);
@@ -127,14 +135,205 @@ nlohmann::json to_json(const strategy::PlanSearch& s) {
   return {{"plans", rows}, {"simulated", s.simulated}, {"compiled", s.compiled}};
 }
 
-int run_plan(const PlanCommandOptions& o) {
+
+/// A run's length in the unit that reads best: hours up to two days, then days.
+std::string duration(double s) {
+  return s >= 2 * 86400.0 ? fmt::format("{:.1f} d", s / 86400.0) : fmt::format("{:.1f} h", s / 3600.0);
+}
+
+std::string money(double usd) {
+  if (usd < 0) return "-";
+  const std::string digits = fmt::format("{:.0f}", usd);
+  std::string out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+std::string compare_table(const std::vector<strategy::HardwareRow>& rows, double budget, const std::string& scenario) {
+  std::string out = fmt::format("{:<16} {:<16} {:>6}  {:<50} {:>10} {:>11} {:>6} {:>9} {:>13} {:>9}  {}\n", "cluster", "GPU",
+                                "GPUs", "best plan", "iteration", "tokens/s", "MFU", "run", "run USD", "run MWh", "");
+  for (const auto& r : rows) {
+    if (!r.best) {
+      out += fmt::format("{:<16} {:<16} {:>6}  {}\n", r.option.cluster, r.gpu.empty() ? "-" : r.gpu, r.option.gpus, r.reason);
+      continue;
+    }
+    const auto& b = *r.best;
+    std::string marks = r.pareto ? "Pareto" : "";
+    if (!r.within_budget) marks += marks.empty() ? "over budget" : ", over budget";
+    if (b.usd_run < 0) marks += marks.empty() ? "unpriced" : ", unpriced";
+    out += fmt::format("{:<16} {:<16} {:>6}  {:<50} {:>8.4g} s {:>11.5g} {:>5.1f}% {:>9} {:>13} {:>9}  {}\n",
+                       r.option.cluster, r.gpu, r.option.gpus, b.label, b.iteration_s,
+                       b.tokens_per_s > 0 ? b.tokens_per_s : b.samples_per_s, b.mfu * 100.0, duration(b.run_s),
+                       money(b.usd_run), b.kwh_run >= 0 ? fmt::format("{:.4g}", b.kwh_run / 1000.0) : "-", marks);
+  }
+  const strategy::HardwareRow* fastest = nullptr;
+  const strategy::HardwareRow* cheapest = nullptr;
+  const strategy::HardwareRow* fastest_in_budget = nullptr;
+  std::vector<std::string> bases;
+  for (const auto& r : rows) {
+    if (!r.best) continue;
+    if (fastest == nullptr || r.best->run_s < fastest->best->run_s) fastest = &r;
+    if (r.best->usd_run < 0) continue;
+    if (cheapest == nullptr || r.best->usd_run < cheapest->best->usd_run) cheapest = &r;
+    if (r.within_budget && (fastest_in_budget == nullptr || r.best->run_s < fastest_in_budget->best->run_s)) {
+      fastest_in_budget = &r;
+    }
+    const std::string basis = fmt::format("{} {}", r.gpu, r.price_basis.empty() ? "(basis unstated)" : r.price_basis);
+    if (std::find(bases.begin(), bases.end(), basis) == bases.end()) bases.push_back(basis);
+  }
+  const auto name = [](const strategy::HardwareRow* r) {
+    return fmt::format("{} x {} ({}, {}, {})", r->option.cluster, r->option.gpus, r->best->label, duration(r->best->run_s),
+                       r->best->usd_run >= 0 ? "$" + money(r->best->usd_run) : "unpriced");
+  };
+  out += "\n";
+  if (fastest != nullptr) out += fmt::format("fastest:  {}\n", name(fastest));
+  if (cheapest != nullptr) out += fmt::format("cheapest: {}\n", name(cheapest));
+  if (budget > 0) {
+    out += fastest_in_budget != nullptr
+               ? fmt::format("fastest within ${}: {}\n", money(budget), name(fastest_in_budget))
+               : fmt::format("no priced option runs within ${}\n", money(budget));
+  }
+  std::vector<std::string> distinct;
+  for (const auto& b : bases) {
+    const std::string kind = b.substr(b.find(' ') + 1);
+    const std::string head = kind.substr(0, kind.find(" ("));
+    if (std::find(distinct.begin(), distinct.end(), head) == distinct.end()) distinct.push_back(head);
+  }
+  if (distinct.size() > 1) {
+    out += "note: the prices compared have different bases, not like with like:";
+    for (const auto& b : bases) out += "\n  " + b;
+    out += "\n      pass --prices with quotes of one basis to compare them fairly\n";
+  }
+  for (const auto& r : rows) {
+    if (r.best && r.pareto) {
+      const bool preset = topo::find_node_preset(r.option.cluster).has_value() || r.option.cluster == "selene" ||
+                          r.option.cluster == "thetagpu";
+      out += fmt::format("\nrun {} x {} with: foresight simulate {} --set cluster.{}={} --set cluster.gpus={}",
+                         r.option.cluster, r.option.gpus, scenario, preset ? "preset" : "topology", r.option.cluster,
+                         r.option.gpus);
+      for (const auto& set : r.best->sets()) out += " --set " + set;
+    }
+  }
+  out += "\n";
+  return out;
+}
+
+std::string compare_csv(const std::vector<strategy::HardwareRow>& rows) {
+  std::string out = "cluster,gpu,gpus,tp,pp,dp,virtual_stages,micro_batch,recompute,zero,sequence_parallel,iteration_s,"
+                    "run_s,tokens_per_s,samples_per_s,mfu,peak_bytes,usd_run,kwh_run,price_basis,pareto,within_budget,reason\n";
+  for (const auto& r : rows) {
+    const auto field = [&](const char* k) {
+      if (!r.best || !r.best->plan.contains(k)) return std::string();
+      const auto& v = r.best->plan[k];
+      return v.is_string() ? v.get<std::string>() : v.dump();
+    };
+    std::string reason = r.reason;
+    for (char& c : reason) c = c == '"' ? '\'' : c;
+    const strategy::PlanRow none;
+    const strategy::PlanRow& b = r.best ? *r.best : none;
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.6g},{:.6g},{},{},\"{}\",{},{},\"{}\"\n",
+                       r.option.cluster, r.gpu, r.option.gpus, field("tp"), field("pp"), field("dp"), field("virtual_stages"),
+                       field("micro_batch"), field("recompute"), field("zero"), field("sequence_parallel"), b.iteration_s,
+                       b.run_s, b.tokens_per_s, b.samples_per_s, b.mfu, b.peak_bytes,
+                       b.usd_run >= 0 ? fmt::format("{:.9g}", b.usd_run) : "",
+                       b.kwh_run >= 0 ? fmt::format("{:.9g}", b.kwh_run) : "", r.price_basis, r.pareto ? 1 : 0,
+                       r.within_budget ? 1 : 0, reason);
+  }
+  return out;
+}
+
+nlohmann::json compare_json(const std::vector<strategy::HardwareRow>& rows) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& r : rows) {
+    nlohmann::json row{{"cluster", r.option.cluster}, {"gpus", r.option.gpus},   {"gpu", r.gpu},
+                       {"price_basis", r.price_basis}, {"pareto", r.pareto},     {"within_budget", r.within_budget},
+                       {"plans", r.plans},             {"simulated", r.simulated}, {"reason", r.reason}};
+    if (r.best) {
+      const auto& b = *r.best;
+      row["best"] = {{"plan", b.plan},
+                     {"label", b.label},
+                     {"iteration_s", b.iteration_s},
+                     {"run_s", b.run_s},
+                     {"tokens_per_s", b.tokens_per_s},
+                     {"samples_per_s", b.samples_per_s},
+                     {"mfu", b.mfu},
+                     {"peak_bytes", b.peak_bytes},
+                     {"set", b.sets()},
+                     {"usd_run", b.usd_run >= 0 ? nlohmann::json(b.usd_run) : nlohmann::json(nullptr)},
+                     {"kwh_run", b.kwh_run >= 0 ? nlohmann::json(b.kwh_run) : nlohmann::json(nullptr)}};
+    } else {
+      row["best"] = nullptr;
+    }
+    out.push_back(std::move(row));
+  }
+  return {{"options", out}};
+}
+
+/// Run time against run cost, one marker series per cluster and the Pareto front as a line.
+std::string pareto_svg(const std::vector<strategy::HardwareRow>& rows, const std::string& scenario) {
+  double longest = 0.0;
+  for (const auto& r : rows) {
+    if (r.best && r.best->usd_run >= 0) longest = std::max(longest, r.best->run_s);
+  }
+  const bool days = longest >= 2 * 86400.0;
+  const double unit = days ? 86400.0 : 3600.0;
+  validate::Chart chart;
+  chart.title = "run time vs run cost (best plan of each cluster and GPU count)";
+  chart.x.label = days ? "run time (days)" : "run time (hours)";
+  chart.y.label = "run cost (USD)";
+  std::vector<std::pair<double, double>> front;
+  for (const auto& r : rows) {
+    if (!r.best || r.best->usd_run < 0) continue;
+    const std::pair<double, double> point{r.best->run_s / unit, r.best->usd_run};
+    const std::string label = fmt::format("{} ({})", r.option.cluster, r.gpu);
+    auto it = std::find_if(chart.series.begin(), chart.series.end(), [&](const auto& s) { return s.label == label; });
+    if (it == chart.series.end()) {
+      chart.series.push_back(validate::Series{label, {}, true});
+      it = chart.series.end() - 1;
+    }
+    it->points.push_back(point);
+    if (r.pareto) front.push_back(point);
+  }
+  if (chart.series.empty()) {
+    throw sim::ConfigError("--plot: no option has a priced plan that fits: nothing to plot (see the price file)");
+  }
+  std::sort(front.begin(), front.end());
+  chart.series.push_back(validate::Series{"Pareto front", front, false});
+  return validate::svg_charts(fmt::format("foresight plan {}", scenario), {chart});
+}
+
+int run_compare(const PlanCommandOptions& o, const strategy::PlanSpace& space, const std::vector<strategy::Override>& overrides) {
   const topo::JsonReader reader(o.scenario, sim::ErrorKind::config);
   auto doc = reader.parse_file();
-  const auto overrides = o.flags.overrides();
   strategy::apply_overrides(doc, overrides);
   const strategy::Scenario base = strategy::parse_scenario(doc, o.scenario);
-  const topo::Cluster cluster = topo::resolve_cluster(base.cluster.spec, base.cluster.gpus);
-  strategy::PlanSpace space = strategy::default_plan_space(base, strategy::scenario_model(base), cluster);
+  std::vector<std::string> clusters = o.clusters.empty() ? std::vector<std::string>{base.cluster.spec}
+                                                         : comma_list("--clusters", o.clusters);
+  std::vector<int> counts = o.gpus.empty() ? std::vector<int>{} : integers("--gpus", o.gpus, 1);
+  if (counts.empty()) {
+    counts.push_back(base.cluster.gpus > 0 ? base.cluster.gpus : base.plan.dp * base.plan.tp * base.plan.pp * base.plan.ep);
+  }
+  if (!(o.budget >= 0.0) || !std::isfinite(o.budget)) {
+    throw sim::ConfigError(fmt::format("--budget: expected a number of USD >= 0, found {}", o.budget));
+  }
+  std::vector<strategy::HardwareOption> options;
+  for (const auto& c : clusters) {
+    for (const int n : counts) options.push_back({c, n});
+  }
+  const auto inputs = o.flags.simulation_inputs();
+  const auto rows = strategy::compare_hardware(o.scenario, doc, options, space, o.search, inputs, o.budget,
+                                               [](const std::string& line) { fmt::print(stderr, "plan: {}\n", line); });
+  if (!o.plot.empty()) sim::write_file_atomically(o.plot, pareto_svg(rows, o.scenario));
+  if (!o.csv.empty()) emit(o.csv, compare_csv(rows));
+  emit(o.output, o.json ? compare_json(rows).dump(1) + "\n" : compare_table(rows, o.budget, o.scenario));
+  return 0;
+}
+
+int run_plan(const PlanCommandOptions& o) {
+  strategy::PlanSpace space;  // a dimension left empty: the planner's default for each cluster
   if (!o.tp.empty()) space.tp = integers("--tp", o.tp, 1);
   if (!o.pp.empty()) space.pp = integers("--pp", o.pp, 1);
   if (!o.virtual_stages.empty()) space.virtual_stages = integers("--virtual-stages", o.virtual_stages, 1);
@@ -150,6 +349,11 @@ int run_plan(const PlanCommandOptions& o) {
   }
   if (!(o.search.memory_margin >= 0.0 && o.search.memory_margin < 1.0)) {
     throw sim::ConfigError(fmt::format("--memory-margin: expected a fraction in [0, 1), found {}", o.search.memory_margin));
+  }
+  const auto overrides = o.flags.overrides();
+  if (!o.clusters.empty() || !o.gpus.empty()) return run_compare(o, space, overrides);
+  if (o.budget > 0.0 || !o.plot.empty()) {
+    throw sim::ConfigError("--budget and --plot compare hardware: give --clusters and/or --gpus with them");
   }
   const auto search = strategy::search_plans(o.scenario, overrides, space, o.search, o.flags.simulation_inputs(),
                                              [](const std::string& line) { fmt::print(stderr, "plan: {}\n", line); });
@@ -179,7 +383,13 @@ void add_plan_command(CLI::App& app, Runner& run) {
                   "Fraction of each GPU's memory a plan must leave free (default: 0.1)");
   cmd->add_option("--top", o->search.top, "Plans to print (default: 10)")->check(at_least(1));
   cmd->add_option("--jobs", o->search.jobs, "Parallel simulations (default: all cores)")->check(at_least(0));
-  cmd->add_option("--csv", o->csv, "Also write every candidate with its status to this CSV file");
+  cmd->add_option("--clusters", o->clusters,
+                  "Compare hardware: clusters (presets or topology files) to search, comma-separated (default: the "
+                  "scenario's)");
+  cmd->add_option("--gpus", o->gpus, "Compare hardware: GPU counts to search on each cluster (default: the scenario's)");
+  cmd->add_option("--budget", o->budget, "Compare hardware: mark options whose run costs more than this many USD");
+  cmd->add_option("--plot", o->plot, "Compare hardware: write run time vs run cost, with the Pareto front, as SVG");
+  cmd->add_option("--csv", o->csv, "Also write every candidate (or every hardware option) to this CSV file");
   cmd->add_flag("--json", o->json, "Print every candidate as JSON");
   cmd->add_option("-o,--output", o->output, "Write the result to this file (atomically) instead of standard output");
   cmd->callback([&run, o] { run = [o] { return run_plan(*o); }; });

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -12,8 +13,10 @@
 #include "common/error.hpp"
 #include "common/json_reader.hpp"
 #include "models/compute_model.hpp"
+#include "strategies/memory_model.hpp"
 #include "strategies/pipeline.hpp"
 #include "strategies/rank_emitter.hpp"
+#include "strategies/tensor_parallel.hpp"
 #include "topologies/cluster_builders.hpp"
 
 namespace foresight::strategy {
@@ -52,15 +55,25 @@ double lower_bound(const Model& model, const Plan& plan, const ComputeModel& com
 }
 
 /// Another lower bound, from the compiled graph: a GPU stream runs its kernels one at a time, so
-/// no step is shorter than the busiest (rank, stream)'s kernel time per step.
-double stream_bound(const sim::ExecutionGraph& g, int steps) {
+/// no step is shorter than the busiest (rank, stream)'s kernel time per step. A pipeline also
+/// fills and drains: its step is at least the least busy rank's kernel time stretched by
+/// (pp - 1) / (micro-batches x virtual stages), as the FLOPs bound is.
+double stream_bound(const sim::ExecutionGraph& g, const Plan& plan) {
   std::map<std::pair<sim::RankId, sim::StreamId>, std::int64_t> busy;
   for (const sim::Node& n : g.nodes) {
     if (n.kind == sim::OpKind::compute) busy[{n.rank, n.stream}] += n.duration.ps();
   }
+  std::map<sim::RankId, std::int64_t> rank_busiest;
   std::int64_t most = 0;
-  for (const auto& [key, ps] : busy) most = std::max(most, ps);
-  return sim::Time::from_ps(most).seconds() / std::max(1, steps);
+  for (const auto& [key, ps] : busy) {
+    most = std::max(most, ps);
+    rank_busiest[key.first] = std::max(rank_busiest[key.first], ps);
+  }
+  std::int64_t least = most;
+  for (const auto& [rank, ps] : rank_busiest) least = std::min(least, ps);
+  const double steps = std::max(1, plan.steps);
+  const double bubble = plan.pp > 1 ? (plan.pp - 1.0) / (plan.grad_accum * std::max(1, plan.virtual_stages)) : 0.0;
+  return std::max(sim::Time::from_ps(most).seconds(), sim::Time::from_ps(least).seconds() * (1.0 + bubble)) / steps;
 }
 
 bool better(const PlanRow& a, const PlanRow& b) {
@@ -69,6 +82,11 @@ bool better(const PlanRow& a, const PlanRow& b) {
 }
 
 }  // namespace
+
+double plan_memory_floor(const Model& model, const Plan& plan) {
+  if (plan.pp <= 1) return data_parallel_memory(model, plan).total();
+  return pipeline_rank_memory(tp_rank_params(model, plan.tp, 0, 0, plan.ep) / plan.pp, plan, 0.0, 0).total();
+}
 
 std::string_view to_string(PlanRow::Status s) {
   switch (s) {
@@ -114,19 +132,72 @@ PlanSpace default_plan_space(const Scenario& base, const Model& model, const top
   return s;
 }
 
+namespace {
+
+/// The search's base: the scenario as given, or, when its own plan does not fit the cluster size
+/// (a hardware comparison resizes clusters), the scenario with the fields the search sets taken
+/// out, keeping its model, cluster, global batch and every other plan field.
+Scenario search_base(const json& doc, const std::string& path) {
+  try {
+    return parse_scenario(doc, path);
+  } catch (const sim::ConfigError&) {
+    const json* cluster = doc.contains("cluster") ? &doc["cluster"] : nullptr;
+    const json* plan = doc.contains("plan") ? &doc["plan"] : nullptr;
+    if (cluster == nullptr || plan == nullptr || !cluster->is_object() || !plan->is_object() ||
+        !cluster->contains("gpus") || !plan->contains("global_batch") || !(*cluster)["gpus"].is_number_integer()) {
+      throw;
+    }
+    json relaxed = doc;
+    json& p = relaxed["plan"];
+    for (const char* k : {"tp", "pp", "dp", "virtual_stages", "schedule", "partition", "sequence_parallel", "grad_accum",
+                          "micro_batch", "stragglers"}) {
+      p.erase(k);
+    }
+    p["dp"] = p.contains("ep") ? p["ep"] : json(1);
+    relaxed["cluster"].erase("gpus");
+    Scenario s = parse_scenario(relaxed, path);
+    s.cluster.gpus = (*cluster)["gpus"].get<int>();
+    return s;
+  }
+}
+
+}  // namespace
+
 PlanSearch search_plans(const std::string& path, const std::vector<Override>& overrides, const PlanSpace& space,
                         const PlanOptions& options, const SimulationInputs& inputs,
                         const std::function<void(const std::string&)>& progress) {
   const topo::JsonReader reader(path, sim::ErrorKind::config);
   json doc = reader.parse_file();
   apply_overrides(doc, overrides);
-  const Scenario base = parse_scenario(doc, path);
+  return search_document(path, doc, space, options, inputs, progress);
+}
+
+PlanSearch search_document(const std::string& path, const json& doc, const PlanSpace& given, const PlanOptions& options,
+                        const SimulationInputs& inputs, const std::function<void(const std::string&)>& progress) {
+  const Scenario base = search_base(doc, path);
   const int gpus = base.cluster.gpus > 0 ? base.cluster.gpus
                                          : base.plan.dp * base.plan.tp * base.plan.pp * base.plan.ep;
   const int global_batch = base.plan.global_batch;
-  if (space.tp.empty() || space.pp.empty() || space.virtual_stages.empty() || space.micro_batch.empty() ||
-      space.recompute.empty() || space.zero.empty() || space.sequence_parallel.empty()) {
-    throw sim::ConfigError("plan: the search space is empty: every dimension needs at least one value");
+  SimulationInputs shared = inputs;
+  if (!shared.cluster) {
+    try {
+      shared.cluster = std::make_shared<const topo::Cluster>(topo::resolve_cluster(base.cluster.spec, base.cluster.gpus));
+    } catch (const sim::ConfigError& e) {
+      throw sim::ConfigError(fmt::format("{}: /cluster: {}", path, e.what()));
+    }
+  }
+  const topo::Cluster& cluster = *shared.cluster;
+  const Model base_model = scenario_model(base);  // no plan pads it: its FLOPs are a lower bound
+  PlanSpace space = given;
+  {
+    const PlanSpace d = default_plan_space(base, base_model, cluster);
+    if (space.tp.empty()) space.tp = d.tp;
+    if (space.pp.empty()) space.pp = d.pp;
+    if (space.virtual_stages.empty()) space.virtual_stages = d.virtual_stages;
+    if (space.micro_batch.empty()) space.micro_batch = d.micro_batch;
+    if (space.recompute.empty()) space.recompute = d.recompute;
+    if (space.zero.empty()) space.zero = d.zero;
+    if (space.sequence_parallel.empty()) space.sequence_parallel = d.sequence_parallel;
   }
 
   // 1. Every combination, checked by the scenario reader.
@@ -188,75 +259,67 @@ PlanSearch search_plans(const std::string& path, const std::vector<Override>& ov
     }
   }
 
-  std::vector<Candidate> feasible;
-  // 2. Memory, from each candidate's compiled graph (on all cores); and its lower bound.
+  // 2. Cheapest bound first: each candidate's FLOPs bound (no compile needed), lowest first.
   const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
   const std::size_t jobs = options.jobs > 0 ? static_cast<std::size_t>(options.jobs) : hw;
-  const topo::Cluster cluster = topo::resolve_cluster(base.cluster.spec, base.cluster.gpus);
   const ComputeModel compute(cluster.gpu_model(0), inputs.profiles);
   const int cc = cluster.gpu_model(0).compute_capability;
-  {
-    std::vector<std::string> failures(candidates.size());
-    std::atomic<std::size_t> taken{0};
-    auto worker = [&] {
-      for (std::size_t k = taken++; k < candidates.size(); k = taken++) {
-        Candidate& c = candidates[k];
-        try {
-          const SimulationOutput compiled = compile_scenario(c.scenario, inputs);
-          for (const RankMemory& m : compiled.report.memory) {
-            if (m.bytes.total() > c.row.peak_bytes) {
-              c.row.peak_bytes = m.bytes.total();
-              c.row.capacity = m.capacity;
-            }
-          }
-          c.row.bound_s = std::max(lower_bound(compiled.model, c.scenario.plan, compute, cc, gpus, inputs.profiles != nullptr),
-                                   stream_bound(compiled.compiled.graph, c.scenario.plan.steps));
-        } catch (const sim::Error& e) {
-          failures[k] = reason_of(e.what(), path);
-        }
-      }
-    };
-    std::vector<std::thread> pool;
-    for (std::size_t t = 1; t < std::min(jobs, candidates.size()); ++t) pool.emplace_back(worker);
-    worker();
-    for (auto& t : pool) t.join();
-    for (std::size_t k = 0; k < candidates.size(); ++k) {
-      Candidate& c = candidates[k];
-      ++search.compiled;
-      if (!failures[k].empty()) {
-        c.row.status = PlanRow::Status::invalid;
-        c.row.reason = failures[k];
-        search.rows.push_back(std::move(c.row));
-        continue;
-      }
-      const double limit = c.row.capacity * (1.0 - options.memory_margin);
-      if (c.row.peak_bytes > limit) {
-        c.row.status = PlanRow::Status::memory;
-        c.row.reason = fmt::format("peak {:.1f} GiB above {:.1f} GiB ({:.0f}% of {:.0f} GiB)", c.row.peak_bytes / (1 << 30),
-                                   limit / (1 << 30), 100.0 * (1.0 - options.memory_margin), c.row.capacity / (1 << 30));
-        search.rows.push_back(std::move(c.row));
-        continue;
-      }
-      feasible.push_back(std::move(c));
-    }
+  double largest_memory = 0.0;
+  for (std::size_t g = 0; g < cluster.gpu_count(); ++g) {
+    largest_memory = std::max(largest_memory, cluster.gpu_model(static_cast<sim::GpuId>(g)).memory.as_double());
   }
-
-  // 3. Simulate, lowest bound first, in rounds of `jobs` (so that what is pruned does not depend
-  // on thread timing): a candidate whose bound is no better than the top-th best so far is pruned.
-  std::stable_sort(feasible.begin(), feasible.end(),
+  std::vector<Candidate> kept;
+  for (Candidate& c : candidates) {
+    // The model's own rules (heads and blocks divisible), as the compilers check them.
+    try {
+      check_tensor_parallel(base_model, c.scenario.plan);
+      if (c.scenario.plan.pp > 1) partition_model(base_model, c.scenario.plan, compute, cc);
+    } catch (const sim::ConfigError& e) {
+      c.row.status = PlanRow::Status::invalid;
+      c.row.reason = reason_of(e.what(), path);
+      search.rows.push_back(std::move(c.row));
+      continue;
+    }
+    // Over the memory limit on its model states alone: no compile needed to leave it out.
+    const double floor = plan_memory_floor(base_model, c.scenario.plan);
+    const double limit = largest_memory * (1.0 - options.memory_margin);
+    if (floor > limit) {
+      c.row.status = PlanRow::Status::memory;
+      c.row.peak_bytes = floor;
+      c.row.capacity = largest_memory;
+      c.row.reason = fmt::format("at least {:.1f} GiB (model states and buffers) above {:.1f} GiB ({:.0f}% of {:.0f} GiB)",
+                                 floor / (1 << 30), limit / (1 << 30), 100.0 * (1.0 - options.memory_margin),
+                                 largest_memory / (1 << 30));
+      search.rows.push_back(std::move(c.row));
+      continue;
+    }
+    c.row.bound_s = lower_bound(base_model, c.scenario.plan, compute, cc, gpus, inputs.profiles != nullptr);
+    kept.push_back(std::move(c));
+  }
+  candidates = std::move(kept);
+  std::stable_sort(candidates.begin(), candidates.end(),
                    [](const Candidate& a, const Candidate& b) { return a.row.bound_s < b.row.bound_s; });
+
+  // 3. In rounds of `jobs` (so that what is pruned does not depend on thread timing): a candidate
+  // whose bound is no better than the top-th best of the rounds before is pruned; the others are
+  // compiled, checked against the memory limit, bounded again by their busiest stream, and
+  // simulated.
   const std::size_t top = static_cast<std::size_t>(std::max(1, options.top));
   std::vector<PlanRow> fitting;
   std::mutex lock;
+  const auto prune = [&](PlanRow& row, double threshold) {
+    row.status = PlanRow::Status::bound;
+    row.reason = fmt::format("lower bound {:.4g} s, no better than the {}th best {:.4g} s", row.bound_s, top, threshold);
+  };
   std::size_t next = 0;
-  while (next < feasible.size()) {
+  while (next < candidates.size()) {
+    const double threshold =
+        fitting.size() >= top ? fitting[top - 1].iteration_s : std::numeric_limits<double>::infinity();
     std::vector<std::size_t> round;
-    while (next < feasible.size() && round.size() < jobs) {
-      Candidate& c = feasible[next];
-      if (fitting.size() >= top && c.row.bound_s >= fitting[top - 1].iteration_s) {
-        c.row.status = PlanRow::Status::bound;
-        c.row.reason = fmt::format("lower bound {:.4g} s, no better than the {}th best {:.4g} s", c.row.bound_s, top,
-                                   fitting[top - 1].iteration_s);
+    while (next < candidates.size() && round.size() < jobs) {
+      Candidate& c = candidates[next];
+      if (c.row.bound_s >= threshold) {
+        prune(c.row, threshold);
         search.rows.push_back(std::move(c.row));
       } else {
         round.push_back(next);
@@ -267,22 +330,43 @@ PlanSearch search_plans(const std::string& path, const std::vector<Override>& ov
     std::atomic<std::size_t> taken{0};
     auto worker = [&] {
       for (std::size_t k = taken++; k < round.size(); k = taken++) {
-        Candidate& c = feasible[round[k]];
+        Candidate& c = candidates[round[k]];
+        bool simulated = false;
         try {
-          const SimulationOutput out = simulate_scenario(c.scenario, inputs);
-          c.row.iteration_s = out.report.iteration_time_s;
-          c.row.samples_per_s = out.report.samples_per_s;
-          c.row.tokens_per_s = out.report.tokens_per_s;
-          c.row.mfu = out.report.mfu;
-          c.row.peak_bytes = out.report.peak_bytes_max();
-          if (out.report.cost.priced) c.row.usd_run = out.report.cost.usd_run;
-          if (out.report.cost.powered) c.row.kwh_run = out.report.cost.kwh_run;
-          c.row.status = out.report.oom() ? PlanRow::Status::oom : PlanRow::Status::fits;
-          if (out.report.oom()) c.row.reason = "out of memory in simulation (MoE dispatch buffers)";
+          SimulationOutput compiled = compile_scenario(c.scenario, shared);
+          for (const RankMemory& m : compiled.report.memory) {
+            if (m.bytes.total() > c.row.peak_bytes) {
+              c.row.peak_bytes = m.bytes.total();
+              c.row.capacity = m.capacity;
+            }
+          }
+          const double limit = c.row.capacity * (1.0 - options.memory_margin);
+          c.row.bound_s = std::max(c.row.bound_s, stream_bound(compiled.compiled.graph, c.scenario.plan));
+          if (c.row.peak_bytes > limit) {
+            c.row.status = PlanRow::Status::memory;
+            c.row.reason = fmt::format("peak {:.1f} GiB above {:.1f} GiB ({:.0f}% of {:.0f} GiB)",
+                                       c.row.peak_bytes / (1 << 30), limit / (1 << 30),
+                                       100.0 * (1.0 - options.memory_margin), c.row.capacity / (1 << 30));
+          } else if (c.row.bound_s >= threshold) {
+            prune(c.row, threshold);
+          } else {
+            const SimulationOutput out = simulate_compiled(std::move(compiled), c.scenario, shared);
+            simulated = true;
+            c.row.iteration_s = out.report.iteration_time_s;
+            c.row.run_s = out.report.run_time_s;
+            c.row.samples_per_s = out.report.samples_per_s;
+            c.row.tokens_per_s = out.report.tokens_per_s;
+            c.row.mfu = out.report.mfu;
+            c.row.peak_bytes = out.report.peak_bytes_max();
+            if (out.report.cost.priced) c.row.usd_run = out.report.cost.usd_run;
+            if (out.report.cost.powered) c.row.kwh_run = out.report.cost.kwh_run;
+            c.row.status = out.report.oom() ? PlanRow::Status::oom : PlanRow::Status::fits;
+            if (out.report.oom()) c.row.reason = "out of memory in simulation (MoE dispatch buffers)";
+          }
         } catch (const sim::Error& e) {
           errors[k] = e.what();
         }
-        if (progress) {
+        if (progress && (simulated || !errors[k].empty())) {
           const std::lock_guard<std::mutex> g(lock);
           progress(fmt::format("{}: {}", c.row.label,
                                errors[k].empty() ? fmt::format("{:.4g} s", c.row.iteration_s) : errors[k]));
@@ -294,16 +378,20 @@ PlanSearch search_plans(const std::string& path, const std::vector<Override>& ov
     worker();
     for (auto& t : pool) t.join();
     for (std::size_t k = 0; k < round.size(); ++k) {
-      Candidate& c = feasible[round[k]];
-      ++search.simulated;
+      Candidate& c = candidates[round[k]];
+      ++search.compiled;
       if (!errors[k].empty()) {
         c.row.status = PlanRow::Status::invalid;
         c.row.reason = reason_of(errors[k], path);
-      } else if (c.row.status == PlanRow::Status::fits) {
+      } else if (c.row.status == PlanRow::Status::fits || c.row.status == PlanRow::Status::oom) {
+        ++search.simulated;
+      }
+      if (c.row.status == PlanRow::Status::fits) {
         fitting.push_back(c.row);
         std::sort(fitting.begin(), fitting.end(), better);
+      } else {
+        search.rows.push_back(std::move(c.row));
       }
-      if (c.row.status != PlanRow::Status::fits) search.rows.push_back(std::move(c.row));
     }
   }
   std::sort(fitting.begin(), fitting.end(), better);

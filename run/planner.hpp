@@ -2,9 +2,10 @@
 /// The planner behind `foresight plan`: for a scenario's model, cluster and global batch, every
 /// combination of tensor, pipeline and data parallelism, virtual stages, micro-batch, recompute,
 /// ZeRO stage and sequence parallelism in a search space; each checked by the scenario reader
-/// (the frameworks' divisibility rules), then by its compiled graph's peak memory against the
-/// GPUs' memory less a margin, then simulated, cheapest lower bound first, until no plan left can
-/// enter the best `top` (its lower bound is no faster than the top-th best found).
+/// (the frameworks' divisibility rules), then taken in order of its FLOPs lower bound: compiled,
+/// checked against the GPUs' memory less a margin, bounded again by its busiest stream, and
+/// simulated, until no plan left can enter the best `top` (its lower bound is no faster than the
+/// top-th best found).
 
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -32,6 +33,12 @@ struct PlanSpace {
 /// transformers) and full, ZeRO 0 and 1, sequence parallelism off and on (with tp > 1).
 PlanSpace default_plan_space(const Scenario& base, const Model& model, const topo::Cluster& cluster);
 
+/// A lower bound on the largest rank's peak memory, without compiling: a data-parallel rank's
+/// whole peak (the memory model's); a pipeline rank's model states and buffers at the mean
+/// parameters per stage (the largest stage holds at least as many), with no activations (they
+/// only add). The planner leaves out plans whose floor passes the memory limit uncompiled.
+double plan_memory_floor(const Model& model, const Plan& plan);
+
 struct PlanOptions {
   double memory_margin = 0.1;  ///< fraction of each GPU's memory a plan must leave free
   int top = 10;
@@ -47,6 +54,7 @@ struct PlanRow {
   std::string reason;   ///< invalid: the reader's message; memory: the peak against the limit
   double bound_s = 0.0; ///< lower bound on the iteration time
   double iteration_s = 0.0;
+  double run_s = 0.0;   ///< the scenario's whole workload (steps, tokens or epochs) at iteration_s
   double tokens_per_s = 0.0;
   double samples_per_s = 0.0;
   double mfu = 0.0;
@@ -62,12 +70,18 @@ std::string_view to_string(PlanRow::Status s);
 struct PlanSearch {
   std::vector<PlanRow> rows;  ///< every candidate: the best first, then fits by time, then the rest
   int simulated = 0;
-  int compiled = 0;
+  int compiled = 0;  ///< compiled for their memory and stream bound (the others: pruned before)
 };
 
-/// Searches `space` for `path` (with `overrides` applied first). `progress` gets one line per
-/// simulation. ConfigError when the base scenario is invalid or the space is empty.
+/// Searches `space` for `path` (with `overrides` applied first); a dimension left empty takes
+/// default_plan_space's values. `progress` gets one line per simulation. The scenario's own plan
+/// need not fit its cluster size (only its model, cluster, global batch and the fields the search
+/// does not set count). ConfigError when the base scenario is invalid or the space has no plan.
 PlanSearch search_plans(const std::string& path, const std::vector<Override>& overrides, const PlanSpace& space,
+                        const PlanOptions& options, const SimulationInputs& inputs,
+                        const std::function<void(const std::string&)>& progress = {});
+/// The same on a scenario document already read (and edited); `path` names it in messages.
+PlanSearch search_document(const std::string& path, const nlohmann::json& doc, const PlanSpace& space,
                         const PlanOptions& options, const SimulationInputs& inputs,
                         const std::function<void(const std::string&)>& progress = {});
 

@@ -223,10 +223,13 @@ Model plan_model(const Scenario& scenario, const Plan& plan) {
 }
 
 /// The scenario's cluster, with at least the plan's dp x tp x pp x ep GPUs.
-std::shared_ptr<const topo::Cluster> plan_cluster(const Scenario& scenario, const Plan& plan) {
-  std::shared_ptr<const topo::Cluster> cluster;
+std::shared_ptr<const topo::Cluster> plan_cluster(const Scenario& scenario, const Plan& plan,
+                                                  const std::shared_ptr<const topo::Cluster>& prebuilt) {
+  std::shared_ptr<const topo::Cluster> cluster = prebuilt;
   try {
-    cluster = std::make_shared<const topo::Cluster>(topo::resolve_cluster(scenario.cluster.spec, scenario.cluster.gpus));
+    if (!cluster) {
+      cluster = std::make_shared<const topo::Cluster>(topo::resolve_cluster(scenario.cluster.spec, scenario.cluster.gpus));
+    }
   } catch (const sim::ConfigError& e) {
     throw sim::ConfigError(fmt::format("{}: /cluster: {}", scenario.path, e.what()));
   }
@@ -383,14 +386,17 @@ void compile_plan(SimulationOutput& out, const Plan& plan, const std::string& pa
 SimulationOutput compile_scenario(const Scenario& scenario, const SimulationInputs& inputs) {
   SimulationOutput out;
   out.model = plan_model(scenario, scenario.plan);
-  out.cluster = plan_cluster(scenario, scenario.plan);
+  out.cluster = plan_cluster(scenario, scenario.plan, inputs.cluster);
   compile_plan(out, scenario.plan, scenario.path, ComputeModel(out.cluster->gpu_model(0), inputs.profiles));
   report_memory(out, scenario.plan, out.report);
   return out;
 }
 
 SimulationOutput simulate_scenario(const Scenario& scenario, const SimulationInputs& inputs) {
-  SimulationOutput out = compile_scenario(scenario, inputs);
+  return simulate_compiled(compile_scenario(scenario, inputs), scenario, inputs);
+}
+
+SimulationOutput simulate_compiled(SimulationOutput out, const Scenario& scenario, const SimulationInputs& inputs) {
   out.report = Report{};  // the memory is reported after the run, with the MoE loads it depends on
   Plan plan = scenario.plan;
   const topo::Cluster& cluster = *out.cluster;
@@ -430,7 +436,8 @@ SimulationOutput simulate_scenario(const Scenario& scenario, const SimulationInp
   r.plan_summary = plan_summary(plan, gpu.compute_capability);
   r.folding = out.compiled.folding;
   r.simulated_ranks = static_cast<int>(out.compiled.graph.ranks());
-  report_timing(out, plan, compute, ranks, gpu.compute_capability, scenario.total_steps(), r);
+  const std::int64_t tokens_per_step = static_cast<std::int64_t>(plan.global_batch) * std::max(0, out.model.seq_len);
+  report_timing(out, plan, compute, ranks, gpu.compute_capability, scenario.total_steps(tokens_per_step), r);
   if (auto routing = moe_routing(out.model, plan)) report_expert_loads(out, plan, *routing, r);
   report_memory(out, plan, r);
   if (plan.pp > 1) report_stages(out, plan, compute, gpu.compute_capability, r);

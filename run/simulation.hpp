@@ -28,6 +28,9 @@ struct SimulationInputs {
   bool closed_form = true;
   /// Prices and power per GPU model (run/prices.hpp): the report's cost and energy; may be null.
   const PriceTable* prices = nullptr;
+  /// The cluster the scenario's cluster spec and GPU count resolve to, built once by a caller
+  /// that runs many plans on it (foresight plan); null: each run builds its own.
+  std::shared_ptr<const topo::Cluster> cluster;
 };
 
 struct SimulationOutput {
@@ -51,5 +54,8 @@ SimulationOutput compile_scenario(const Scenario& scenario, const SimulationInpu
 /// Simulates `scenario` on the cluster's first dp x tp x pp x ep GPUs. ConfigError when the
 /// cluster has fewer, ModelError for an unknown model.
 SimulationOutput simulate_scenario(const Scenario& scenario, const SimulationInputs& inputs);
+/// Simulates what compile_scenario(scenario, inputs) returned: simulate_scenario without compiling
+/// twice.
+SimulationOutput simulate_compiled(SimulationOutput compiled, const Scenario& scenario, const SimulationInputs& inputs);
 
 }  // namespace foresight::strategy

@@ -56,8 +56,12 @@ TEST_CASE("the planner's best plan is the fastest that fits, as direct simulatio
     REQUIRE(row.bound_s <= row.iteration_s);
     std::vector<strategy::Override> sets;
     for (const auto& s : row.sets()) sets.push_back(strategy::parse_override(s));
-    const auto direct = strategy::simulate_scenario(strategy::load_scenario(path, sets), inputs());
+    const auto scenario = strategy::load_scenario(path, sets);
+    const auto direct = strategy::simulate_scenario(scenario, inputs());
     REQUIRE(direct.report.iteration_time_s == row.iteration_s);
+    // The memory floor the planner prunes with is a lower bound on the compiled peak.
+    REQUIRE(strategy::plan_memory_floor(strategy::scenario_model(scenario), scenario.plan) <=
+            direct.report.peak_bytes_max());
     fastest = std::min(fastest, direct.report.iteration_time_s);
   }
   REQUIRE(search.rows.front().iteration_s == fastest);
