@@ -1,5 +1,10 @@
 #include "cli/inputs.hpp"
 
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "topologies/cluster_builders.hpp"
+
 #include "cli/commands.hpp"
 
 #include "traces/profile_db_json.hpp"
@@ -12,6 +17,11 @@ void ScenarioFlags::add_to(CLI::App& cmd, bool with_batch_overrides) {
     cmd.add_option("--gpus", gpus, "Override cluster.gpus (and plan.dp = gpus / (tp x pp x ep))")->check(at_least(1));
     cmd.add_option("--micro-batch", micro_batch, "Override plan.micro_batch")->check(at_least(1));
   }
+  if (with_batch_overrides) {
+    cmd.add_option("--cluster", cluster,
+                   "Run on this cluster: a preset (foresight --list) or a topology JSON file (sets cluster.preset or "
+                   "cluster.topology)");
+  }
   cmd.add_option("--set", sets, "Override any field: PATH=VALUE, e.g. plan.precision=amp_fp16 (repeatable)");
   cmd.add_option("--calibration", calibration, "Calibration file (default: validate/data/calibration.json)");
   cmd.add_option("--profile", profile, "Profile database of measured kernels (JSON; see README)");
@@ -20,6 +30,13 @@ void ScenarioFlags::add_to(CLI::App& cmd, bool with_batch_overrides) {
 
 std::vector<strategy::Override> ScenarioFlags::overrides() const {
   std::vector<strategy::Override> out;
+  if (!cluster.empty()) {
+    bool preset = false;
+    for (const auto& p : topo::known_cluster_presets()) preset = preset || p.name == cluster;
+    // A topology file is given relative to where foresight runs, not to the scenario file.
+    out.push_back({preset ? "cluster.preset" : "cluster.topology",
+                   nlohmann::json(preset ? cluster : std::filesystem::absolute(cluster).string()).dump()});
+  }
   if (gpus > 0) out.push_back({"cluster.gpus", std::to_string(gpus)});
   if (micro_batch > 0) out.push_back({"plan.micro_batch", std::to_string(micro_batch)});
   for (const std::string& s : sets) out.push_back(strategy::parse_override(s));

@@ -23,6 +23,8 @@ class ScenarioFlags {
   strategy::SimulationInputs simulation_inputs() const;
 
   int gpus = 0;
+
+  std::string cluster;  ///< --cluster: a preset name or a topology file
   int micro_batch = 0;
   std::vector<std::string> sets;
   std::string calibration;

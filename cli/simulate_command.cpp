@@ -25,7 +25,9 @@ int run_simulate(const SimulateOptions& o) {
   const strategy::Scenario scenario = strategy::load_scenario(o.scenario, o.flags.overrides());
   strategy::SimulationInputs in = o.flags.simulation_inputs();
   if (!o.trace.empty()) in.link_sample_interval = sim::Time::from_ps(10'000'000);  // 10 us
-  const strategy::SimulationOutput out = strategy::simulate_scenario(scenario, in);
+  strategy::SimulationOutput out = strategy::simulate_scenario(scenario, in);
+  // The measured run belongs to the scenario as written.
+  out.report.measured.changed = !o.flags.overrides().empty();
   if (!o.trace.empty()) {
     std::vector<std::string> names;
     std::vector<double> capacities;

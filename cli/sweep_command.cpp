@@ -4,6 +4,8 @@
 // configuration order, so the result does not depend on thread scheduling.
 #include <fmt/format.h>
 
+#include <optional>
+
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
@@ -33,6 +35,8 @@ struct SweepOptions {
   std::string csv = "sweep.csv";
   std::string plot;
   bool resume = false;
+  bool force = false;
+  bool csv_given = false;  ///< --csv was passed (a named file may be rewritten; the default may not)
   int jobs = 0;
 };
 
@@ -207,6 +211,17 @@ int run_sweep(const SweepOptions& o) {
   for (const auto& d : dims) header.push_back(d.column);
   header.insert(header.end(), kResultColumns.begin(), kResultColumns.end());
 
+  // Checks that need no simulation, before any runs.
+  if (!o.plot.empty() && std::find(header.begin(), header.end(), "gpus") == header.end()) {
+    throw sim::ConfigError("--plot: the sweep must vary --gpus (the plot's x axis)");
+  }
+  std::error_code ec;
+  if (!o.csv_given && !o.resume && !o.force && std::filesystem::exists(o.csv, ec)) {
+    throw sim::ConfigError(fmt::format("{} exists (an earlier sweep's results): pass --csv FILE for another file, "
+                                       "--resume to continue it, or --force to overwrite it",
+                                       o.csv));
+  }
+
   // Rows already there (--resume), keyed by their configuration columns.
   std::map<std::vector<std::string>, std::vector<std::string>> done;
   if (o.resume) {
@@ -254,6 +269,13 @@ int run_sweep(const SweepOptions& o) {
   for (std::size_t i = 0; i < configs.size(); ++i) {
     if (done.count(configs[i])) rows[i] = done[configs[i]];
   }
+  struct Outcome {
+    bool ran = false;
+    bool oom = false;
+    double iteration_s = 0.0;
+    double rate = 0.0;  ///< tokens/s, or samples/s for models without tokens
+  };
+  std::vector<Outcome> outcomes(configs.size());
   std::mutex mu;
   std::atomic<std::size_t> next{0};
   std::size_t finished = 0;
@@ -269,7 +291,16 @@ int run_sweep(const SweepOptions& o) {
         const auto out = strategy::simulate_scenario(strategy::load_scenario(o.scenario, overrides), inputs);
         const auto fields = result_fields(out);
         row.insert(row.end(), fields.begin(), fields.end());
-        summary = fmt::format("iteration {}", sim::to_string(sim::Time::from_seconds(out.report.iteration_time_s)));
+        const auto& r = out.report;
+        summary = fmt::format("iteration {}", sim::to_string(sim::Time::from_seconds(r.iteration_time_s)));
+        if (r.oom()) {
+          double capacity = 0.0;
+          for (const auto& m : r.memory) capacity = m.bytes.total() >= r.peak_bytes_max() ? m.capacity : capacity;
+          summary += fmt::format(", OUT OF MEMORY (peak {:.1f} GiB of {:.0f} GiB)", r.peak_bytes_max() / (1 << 30),
+                                 capacity / (1 << 30));
+        }
+        const std::lock_guard<std::mutex> lock(mu);
+        outcomes[i] = Outcome{true, r.oom(), r.iteration_time_s, r.tokens_per_s > 0 ? r.tokens_per_s : r.samples_per_s};
       } catch (const sim::Error& e) {
         std::vector<std::string> empty(kResultColumns.size() - 1);
         row.insert(row.end(), empty.begin(), empty.end());
@@ -295,6 +326,17 @@ int run_sweep(const SweepOptions& o) {
   sim::write_file_atomically(o.csv, text);
   fmt::print(stderr, "sweep: {} configurations ({} run now, {} resumed) in {}\n", configs.size(), todo.size(),
              configs.size() - todo.size(), o.csv);
+  // The fastest configuration that fits, among those run now.
+  std::optional<std::size_t> best;
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    if (outcomes[i].ran && !outcomes[i].oom && (!best || outcomes[i].iteration_s < outcomes[*best].iteration_s)) best = i;
+  }
+  if (best) {
+    fmt::print(stderr, "sweep: best that fits: {}: iteration {}\n", describe(dims, configs[*best]),
+               sim::to_string(sim::Time::from_seconds(outcomes[*best].iteration_s)));
+  } else if (!todo.empty()) {
+    fmt::print(stderr, "sweep: no configuration run now fits in memory\n");
+  }
   if (!o.plot.empty()) {
     write_plot(o.plot, header, rows, fmt::format("foresight sweep {}", std::filesystem::path(o.scenario).filename().string()));
     fmt::print(stderr, "sweep: plot in {}\n", o.plot);
@@ -317,7 +359,10 @@ void add_sweep_command(CLI::App& app, Runner& run) {
   cmd->add_option("--micro-batch", o->micro_batch, "Micro-batch sizes, comma separated");
   cmd->add_option("--vary", o->vary, "Any field over values: PATH=V1,V2,... (repeatable)");
   o->flags.add_to(*cmd, false);
-  cmd->add_option("--csv", o->csv, "Results, one row per configuration")->capture_default_str();
+  cmd->add_option("--csv", o->csv, "Results, one row per configuration (an existing default sweep.csv is kept: see --force)")
+      ->capture_default_str()
+      ->each([o](const std::string&) { o->csv_given = true; });
+  cmd->add_flag("--force", o->force, "Overwrite an existing sweep.csv when --csv is not given");
   cmd->add_option("--plot", o->plot, "SVG plot of iteration time and throughput vs GPUs, one line per micro-batch");
   cmd->add_flag("--resume", o->resume, "Keep the rows already in --csv and run only the missing configurations");
   cmd->add_option("--jobs", o->jobs, "Parallel simulations (default: all cores)")->check(at_least(0));

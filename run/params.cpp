@@ -32,6 +32,7 @@ constexpr std::array<std::string_view, 4> kRecomputes{"none", "full", "except_la
 constexpr std::array<std::string_view, 2> kScaleAxes{"dp", "pp"};
 constexpr std::array<std::string_view, 2> kNetworks{"analytical", "flow"};
 constexpr std::array<std::string_view, 3> kDistributions{"balanced", "zipf", "histogram"};
+constexpr std::array<std::string_view, 2> kRoles{"calibration", "prediction"};
 
 static_assert(static_cast<int>(Schedule::pipedream) == 5 && static_cast<int>(Recompute::selective) == 3 &&
               static_cast<int>(sim::NetworkKind::flow) == 1 && static_cast<int>(Precision::bf16) == 4);
@@ -76,6 +77,7 @@ constexpr auto M = &Scenario::model;
 constexpr auto C = &Scenario::cluster;
 constexpr auto P = &Scenario::plan;
 constexpr auto W = &Scenario::workload;
+constexpr auto MR = &Scenario::measured;
 using K = ParamKind;
 
 Param integer(std::string_view section, std::string_view key, std::string_view unit, std::string_view dflt, double lo,
@@ -272,6 +274,17 @@ std::vector<Param> make_table() {
                       store<W, &Workload::epochs>));
   t.push_back(integer("workload", "dataset_samples", "samples", "(with epochs)", 1, kMaxCount,
                       "samples per epoch", store<W, &Workload::dataset_samples>));
+  // measured
+  t.push_back(number("measured", "run_s", "s", "(one of run_s, iteration_s)", 0.0, true, kInf,
+                     "the measured time of the whole workload", store<MR, &Measured::run_s>, nullptr));
+  t.push_back(number("measured", "iteration_s", "s", "(one of run_s, iteration_s)", 0.0, true, kInf,
+                     "the measured time of one iteration", store<MR, &Measured::iteration_s>, nullptr));
+  t.push_back(choice("measured", "role", kRoles, "prediction",
+                     "calibration: constants were fitted to it; prediction: they were not",
+                     store<MR, &Measured::role>, nullptr));
+  t.push_back(of_kind("measured", "source", K::text, "", "(required)",
+                      "where the measured figure comes from (dataset, paper, run)", store<MR, &Measured::source>,
+                      nullptr));
   return t;
 }
 
@@ -394,7 +407,7 @@ void check_param_path(const std::string& path) {
   const auto keys = section_keys(section);
   if (keys.empty()) {
     throw sim::ConfigError(fmt::format("--set {}: expected a path under model, cluster, plan, plan.moe_routing, "
-                                       "plan.stragglers or workload, found \"{}\" (`foresight params` lists every key)",
+                                       "plan.stragglers, workload or measured, found \"{}\" (`foresight params` lists every key)",
                                        path, section.empty() ? path : section));
   }
   throw sim::ConfigError(fmt::format("--set {}: unknown key \"{}\" in {}; expected one of {}", path, key, section,
@@ -429,9 +442,10 @@ std::string params_markdown() {
   std::string out =
       "# Scenario reference\n\n"
       "Generated from the parameter table (run/params.cpp) by `foresight params --markdown`; a test keeps this file "
-      "equal to it. A scenario is one JSON object with `description` (optional), `model`, `cluster`, `plan` and "
-      "`workload`; unknown keys are rejected. Any key can be set from the command line with `--set PATH=VALUE` "
-      "(e.g. `--set plan.tp=8`). Sizes and durations are strings with units (`\"25 MiB\"`, `\"8 us\"`); relative "
+      "equal to it. A scenario is one JSON object with `description` (optional), `model`, `cluster`, `plan`, "
+      "`workload` and `measured` (optional); unknown keys are rejected. Any key can be set from the command line with `--set PATH=VALUE` "
+      "(e.g. `--set plan.tp=8`). An optional `measured` object names the measured run the scenario reproduces; "
+      "`simulate` prints its prediction against it. Sizes and durations are strings with units (`\"25 MiB\"`, `\"8 us\"`); relative "
       "paths are relative to the scenario file. `foresight simulate --json` prints the effective plan.\n";
   std::string_view section;
   for (const Param& p : table()) {

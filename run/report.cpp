@@ -44,6 +44,25 @@ std::string run_text(double s) {
   return seconds_text(s);
 }
 
+/// The slowest rank's iteration in plain words, largest share first: "85% waiting for the host
+/// (data loading, kernel launches), 15% computing, ...".
+std::string where_time_goes(const RankBreakdown& b) {
+  if (!(b.iteration_s > 0.0)) return "-";
+  std::vector<std::pair<double, std::string_view>> parts{
+      {b.compute_s, "computing"},
+      {b.exposed_comm_s, "communicating with nothing to overlap it"},
+      {b.bubble_s, "in the pipeline bubble (stages waiting for each other)"},
+      {b.host_s, "waiting for the host (data loading, kernel launches, the optimizer on the CPU)"}};
+  std::stable_sort(parts.begin(), parts.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+  std::string out;
+  for (const auto& [s, what] : parts) {
+    const double pct = 100.0 * s / b.iteration_s;
+    if (pct < 0.5 && !out.empty()) continue;
+    out += fmt::format("{}{:.0f}% {}", out.empty() ? "" : ", ", pct, what);
+  }
+  return out;
+}
+
 /// 4 significant digits below 10,000; whole units with thousands separators above ("64,950").
 std::string amount(double v) {
   if (!(v >= 1e4) || !std::isfinite(v)) return fmt::format("{:.4g}", v);
@@ -216,7 +235,14 @@ nlohmann::json to_json(const Report& r, const nlohmann::json& plan) {
   json b = rank_json(r.breakdown);
   b["rank"] = r.slowest_rank;
   b["per_rank"] = per_rank_time;
-  return json{{"scenario", r.scenario},
+  json measured = nullptr;
+  if (r.measured.present) {
+    measured = {{"measured_s", r.measured.measured_s}, {"predicted_s", r.measured.predicted_s},
+                {"of", r.measured.whole_run ? "run" : "iteration"}, {"role", r.measured.role},
+                {"source", r.measured.source}, {"compared", !r.measured.changed},
+                {"error_pct", r.measured.changed ? json(nullptr) : json(r.measured.error_pct())}};
+  }
+  json doc = json{{"scenario", r.scenario},
               {"model", {{"name", r.model}, {"params", r.model_params}, {"fwd_flops_per_sample", r.model_fwd_flops}}},
               {"cluster", {{"name", r.cluster}, {"gpu", r.gpu}, {"gpus", r.gpus}, {"nodes", r.nodes}}},
               {"iteration_time_s", r.iteration_time_s},
@@ -244,6 +270,8 @@ nlohmann::json to_json(const Report& r, const nlohmann::json& plan) {
                 {"simulated_ranks", r.simulated_ranks},
                 {"folding", r.folding.empty() ? json(nullptr) : json(r.folding)},
                 {"fingerprint", fmt::format("{:016x}", r.fingerprint)}}}};
+  if (r.measured.present) doc["measured"] = measured;
+  return doc;
 }
 
 std::string to_text(const Report& r) {
@@ -263,6 +291,18 @@ std::string to_text(const Report& r) {
     out += fmt::format("            hardware {:.2f} TFLOP/s per GPU with recompute, HFU {:.1f}%\n",
                        r.hardware_tflops_per_gpu, r.hfu * 100.0);
   }
+  if (r.measured.present) {
+    const MeasuredComparison& m = r.measured;
+    if (m.changed) {
+      out += fmt::format("measured    {} {} ({}); not compared: the command line changed the scenario\n",
+                         seconds_text(m.measured_s), m.whole_run ? "run" : "per iteration", m.source);
+    } else {
+      out += fmt::format("measured    {} {} ({}): predicted {:+.1f}%, {}\n", seconds_text(m.measured_s),
+                         m.whole_run ? "run" : "per iteration", m.source, m.error_pct(),
+                         m.role == "calibration" ? "a calibration case (constants were fitted to it)"
+                                                 : "a prediction (no constant was fitted to it)");
+    }
+  }
   if (r.cost.priced || r.cost.powered || !r.cost.note.empty()) {
     std::string cost = fmt::format("{} GPU-hours", amount(r.cost.gpu_hours_run));
     if (r.cost.priced) cost += fmt::format(", ${} (${:.4g} per iteration)", amount(r.cost.usd_run), r.cost.usd_per_iteration);
@@ -276,6 +316,7 @@ std::string to_text(const Report& r) {
       "bubble {}, host-bound idle {}\n",
       r.slowest_rank, seconds_text(b.compute_s), seconds_text(b.exposed_comm_s), seconds_text(b.comm_s),
       seconds_text(b.bubble_s), seconds_text(b.host_s));
+  out += fmt::format("time goes   {}\n", where_time_goes(b));
   for (const StageReport& st : r.stages) {
     const auto ri = static_cast<std::size_t>(st.rank);
     std::string chunks;

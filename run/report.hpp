@@ -89,6 +89,18 @@ struct Costs {
   double kwh_run = 0.0;
 };
 
+/// The scenario's prediction set against the measured run it reproduces (Scenario::measured).
+struct MeasuredComparison {
+  bool present = false;
+  bool changed = false;  ///< --set or --gpus changed the scenario: the measured run no longer applies
+  bool whole_run = true;  ///< run time (true) or one iteration's time (false)
+  double measured_s = 0.0;
+  double predicted_s = 0.0;
+  std::string role;  ///< "calibration" or "prediction"
+  std::string source;
+  double error_pct() const { return 100.0 * (predicted_s - measured_s) / measured_s; }
+};
+
 struct Report {
   std::string scenario;
   std::string model;
@@ -103,6 +115,7 @@ struct Report {
   std::string folding;
   int simulated_ranks = 0;
 
+  MeasuredComparison measured;
   double iteration_time_s = 0.0;
   std::int64_t steps_total = 0;
   double run_time_s = 0.0;

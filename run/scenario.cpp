@@ -317,7 +317,7 @@ void apply_overrides(json& doc, const std::vector<Override>& overrides) {
 Scenario parse_scenario(const json& doc, const std::string& origin) {
   const JsonReader r(origin, sim::ErrorKind::config);
   const JsonPath root;
-  r.check_object(doc, {"description", "model", "cluster", "plan", "workload"}, root, "a scenario");
+  r.check_object(doc, {"description", "model", "cluster", "plan", "workload", "measured"}, root, "a scenario");
   Scenario s;
   s.path = origin;
   if (doc.contains("description")) s.description = r.string_at(doc, "description", root, "a scenario");
@@ -397,6 +397,14 @@ Scenario parse_scenario(const json& doc, const std::string& origin) {
     r.require(w, "dataset_samples", pw, "a workload");
   }
   read_section(r, w, pw, "workload", "a workload", s);
+  if (doc.contains("measured")) {
+    const JsonPath pm = root.at("measured");
+    const json& m = doc.at("measured");
+    read_section(r, m, pm, "measured", "a measured run", s);
+    r.require(m, "source", pm, "a measured run");
+    if (m.contains("run_s") == m.contains("iteration_s")) r.fail(pm, "expected one of \"run_s\" or \"iteration_s\"");
+    s.measured.present = true;
+  }
   return s;
 }
 

@@ -36,6 +36,17 @@ struct Workload {
   std::int64_t tokens = 0;  ///< tokens to train on, when given instead (models with a sequence)
 };
 
+/// The measured run a scenario reproduces, when it names one: what `simulate` sets its prediction
+/// against.
+enum class MeasuredRole : std::uint8_t { calibration, prediction };
+struct Measured {
+  bool present = false;
+  double run_s = 0.0;        ///< the whole workload's measured time; 0 when only iteration_s is given
+  double iteration_s = 0.0;  ///< one iteration's measured time; 0 when only run_s is given
+  MeasuredRole role = MeasuredRole::prediction;
+  std::string source;
+};
+
 struct Scenario {
   std::string path;
   std::string description;
@@ -43,6 +54,7 @@ struct Scenario {
   ClusterSpec cluster;
   Plan plan;
   Workload workload;
+  Measured measured;
   /// Optimizer steps of the workload: steps; or epochs x ceil(dataset_samples / global_batch);
   /// or ceil(tokens / tokens_per_step), tokens_per_step being global_batch x the model's sequence
   /// length (ConfigError naming /workload/tokens when the model has none, tokens_per_step <= 0).

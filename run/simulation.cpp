@@ -438,6 +438,15 @@ SimulationOutput simulate_compiled(SimulationOutput out, const Scenario& scenari
   r.simulated_ranks = static_cast<int>(out.compiled.graph.ranks());
   const std::int64_t tokens_per_step = static_cast<std::int64_t>(plan.global_batch) * std::max(0, out.model.seq_len);
   report_timing(out, plan, compute, ranks, gpu.compute_capability, scenario.total_steps(tokens_per_step), r);
+  if (scenario.measured.present) {
+    const Measured& m = scenario.measured;
+    r.measured.present = true;
+    r.measured.whole_run = m.run_s > 0.0;
+    r.measured.measured_s = r.measured.whole_run ? m.run_s : m.iteration_s;
+    r.measured.predicted_s = r.measured.whole_run ? r.run_time_s : r.iteration_time_s;
+    r.measured.role = m.role == MeasuredRole::calibration ? "calibration" : "prediction";
+    r.measured.source = m.source;
+  }
   if (auto routing = moe_routing(out.model, plan)) report_expert_loads(out, plan, *routing, r);
   report_memory(out, plan, r);
   if (plan.pp > 1) report_stages(out, plan, compute, gpu.compute_capability, r);

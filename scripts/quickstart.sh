@@ -3,5 +3,6 @@
 # the 8 A100s of one ThetaGPU node, 10 epochs (measured runs: validate/data/thetagpu_resnet18_cifar100.json).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-./scripts/setup.sh
+# Only the foresight binary: tests, benchmarks and the profiler build in ./scripts/test.sh.
+./scripts/setup.sh cli/foresight
 exec ./build/cli/foresight simulate examples/thetagpu-resnet18-ddp.json

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs Foresight's build dependencies from Debian 12's registry (idempotent, non-interactive)
-# and builds Foresight in ./build (optimized). Run as root, or as a user who may sudo.
+# and builds Foresight in ./build (optimized): everything, or only the ninja targets given
+# (./scripts/setup.sh cli/foresight builds just the CLI). Run as root, or as a user who may sudo.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,4 +22,4 @@ fi
 if [ ! -f build/build.ninja ]; then
   meson setup build --buildtype=release
 fi
-ninja -C build
+ninja -C build "$@"

@@ -3,8 +3,9 @@
 
 Catch2 programs report their own counts ("All tests passed (A assertions in N test cases)" or
 "test cases: T | P passed | F failed"); any other program, or one that died before its summary,
-counts as a single case. Skipped programs (exit 77) are listed, not counted. The last line printed
-is "N passed, N failed".
+counts as a single case. Test cases that skip themselves (tests/catch_main.cpp prints "skipped
+test cases: N") count as skipped, not passed; a program that exits 77 (Meson's skip) counts as one
+skipped case. The last line printed is "N passed, N failed", with ", N skipped" when any was.
 """
 import json
 import re
@@ -12,10 +13,11 @@ import sys
 
 ALL_PASSED = re.compile(r"All tests passed \((\d+) assertions? in (\d+) test cases?\)")
 SUMMARY = re.compile(r"test cases:\s*(\d+)(?:\s*\|\s*(\d+) passed)?(?:\s*\|\s*(\d+) failed)?")
+SKIPPED = re.compile(r"^skipped test cases: (\d+)$", re.MULTILINE)
 
 
 def main(path: str) -> int:
-    passed = failed = 0
+    passed = failed = skipped_cases = 0
     skipped = []
     failures = []
     with open(path, encoding="utf-8") as log:
@@ -27,7 +29,13 @@ def main(path: str) -> int:
             out = (test.get("stdout") or "") + (test.get("stderr") or "")
             if result == "SKIP":
                 skipped.append(test["name"])
+                skipped_cases += 1
                 continue
+            k = SKIPPED.search(out)
+            if k and int(k.group(1)) > 0:
+                skipped_cases += int(k.group(1))
+                passed -= int(k.group(1))  # counted among the passes below
+                skipped.append(f"{test['name']} ({k.group(1)} test cases: their data is absent)")
             ok = result in ("OK", "EXPECTEDFAIL")
             m = ALL_PASSED.search(out)
             s = SUMMARY.search(out)
@@ -50,7 +58,7 @@ def main(path: str) -> int:
         print(f"skipped: {name}")
     for name in failures:
         print(f"failed: {name}")
-    print(f"{passed} passed, {failed} failed")
+    print(f"{passed} passed, {failed} failed" + (f", {skipped_cases} skipped" if skipped_cases else ""))
     return 0 if failed == 0 else 1
 
 

@@ -1,6 +1,7 @@
 #include "validate/suite_report.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cmath>
 #include <nlohmann/json.hpp>
@@ -37,8 +38,13 @@ std::string number(double v) { return fmt::format("{:.4g}", v); }
 std::string suite_text(const std::vector<DatasetResult>& results) {
   std::string out;
   int passed = 0;
+  std::vector<std::string> skipped;
   for (const DatasetResult& r : results) {
-    passed += r.passed() ? 1 : 0;
+    if (verdict(r) == "skipped") {
+      skipped.push_back(r.name);
+    } else {
+      passed += r.passed() ? 1 : 0;
+    }
     out += fmt::format("== {}: {}; threshold {} (goal {}): {}\n", r.name, summary_text(r), threshold_text(r),
                        goal_text(r), verdict(r));
     out += fmt::format("   {}\n", r.file);
@@ -55,7 +61,13 @@ std::string suite_text(const std::vector<DatasetResult>& results) {
       }
     }
   }
-  out += fmt::format("{} datasets, {} passed, {} failed\n", results.size(), passed, static_cast<int>(results.size()) - passed);
+  const int failed = static_cast<int>(results.size() - skipped.size()) - passed;
+  out += fmt::format("{} datasets, {} passed, {} failed", results.size(), passed, failed);
+  if (!skipped.empty()) {
+    out += fmt::format(", {} skipped ({}: their data is absent, see each one's message)", skipped.size(),
+                       fmt::join(skipped, ", "));
+  }
+  out += "\n";
   return out;
 }
 

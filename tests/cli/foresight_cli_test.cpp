@@ -490,6 +490,13 @@ TEST_CASE("foresight sweep over tp x micro-batch marks the rows that run out of 
   REQUIRE(rows == 6);
   REQUIRE(ooms > 0);
   REQUIRE(ooms < rows);
+  // Progress says which ran out of memory, and the sweep names the fastest that fits.
+  std::size_t marked = 0;
+  for (std::size_t at = r.out.find("OUT OF MEMORY (peak"); at != std::string::npos; at = r.out.find("OUT OF MEMORY (peak", at + 1)) {
+    ++marked;
+  }
+  REQUIRE(marked == static_cast<std::size_t>(ooms));
+  REQUIRE(r.out.find("sweep: best that fits: ") != std::string::npos);
   for (const int m : {4, 8}) {
     // Tensor parallelism shards weights, optimizer states and activations: the peak falls.
     REQUIRE(peaks.at({m, 2}) < peaks.at({m, 1}));
@@ -524,4 +531,48 @@ TEST_CASE("foresight plan: the best plans, a row simulate can run, and why the r
     REQUIRE(bad.status == 1);
     REQUIRE(bad.out.find(says) != std::string::npos);
   }
+}
+
+TEST_CASE("foresight sweep keeps an earlier default sweep.csv and checks --plot before running", "[cli][sweep]") {
+  const auto dir = std::filesystem::path(scratch("default-csv"));
+  std::filesystem::create_directories(dir);
+  const std::string s = std::filesystem::absolute(small_ddp()).string();
+  const std::string cd = "cd " + dir.string() + " && ";
+  const char* exe = std::getenv("FORESIGHT_EXE");
+  REQUIRE(exe != nullptr);
+  const auto shell = [&](const std::string& args) {
+    foresight::test::Run r;
+    FILE* p = popen((cd + exe + " " + args + " 2>&1").c_str(), "r");
+    REQUIRE(p != nullptr);
+    std::array<char, 4096> buf{};
+    while (std::fgets(buf.data(), buf.size(), p) != nullptr) r.out += buf.data();
+    const int raw = pclose(p);
+    r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+    return r;
+  };
+  REQUIRE(shell("sweep " + s + " --gpus 2,4").status == 0);
+  const std::string first = slurp((dir / "sweep.csv").string());
+  const auto again = shell("sweep " + s + " --gpus 2,8");
+  REQUIRE(again.status == 1);
+  REQUIRE_THAT(again.out, Catch::Contains("sweep.csv exists") && Catch::Contains("--force"));
+  REQUIRE(slurp((dir / "sweep.csv").string()) == first);
+  REQUIRE(shell("sweep " + s + " --gpus 2,8 --force").status == 0);
+  REQUIRE(slurp((dir / "sweep.csv").string()) != first);
+  // --plot needs --gpus: refused before any configuration runs.
+  const auto plot = shell("sweep " + s + " --micro-batch 16,32 --plot p.svg --csv other.csv");
+  REQUIRE(plot.status == 1);
+  REQUIRE_THAT(plot.out, Catch::Contains("--plot: the sweep must vary --gpus"));
+  REQUIRE(plot.out.find("sweep: [") == std::string::npos);
+  REQUIRE_FALSE(std::filesystem::exists(dir / "other.csv"));
+}
+
+TEST_CASE("simulate --cluster takes a preset or a topology file", "[cli][simulate]") {
+  const std::string topology = foresight::test::source_path("examples/topologies/ring4.json");
+  const auto on_file = run_foresight("simulate " + small_ddp() + " --cluster " + topology + " --gpus 4");
+  INFO(on_file.out);
+  REQUIRE(on_file.status == 0);
+  REQUIRE_THAT(on_file.out, Catch::Contains("4 x "));
+  const auto on_preset = run_foresight("simulate " + small_ddp() + " --cluster dgx-h100 --gpus 8");
+  REQUIRE(on_preset.status == 0);
+  REQUIRE_THAT(on_preset.out, Catch::Contains("8 x H100-SXM5-80GB"));
 }

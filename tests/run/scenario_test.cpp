@@ -1,9 +1,11 @@
 // Scenario files: defaults, overrides, and a clear error for every kind of bad input.
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 
 #include "common/error.hpp"
+#include "run/calibration.hpp"
 #include "run/scenario.hpp"
 #include "run/simulation.hpp"
 #include "topologies/cluster_builders.hpp"
@@ -178,4 +180,45 @@ TEST_CASE("setting a cluster preset replaces a topology file, and the reverse", 
   REQUIRE(doc["cluster"] == json{{"preset", "dgx-h100"}, {"gpus", 8}});
   strategy::apply_overrides(doc, {strategy::parse_override("cluster.topology=other.json")});
   REQUIRE(doc["cluster"] == json{{"topology", "other.json"}, {"gpus", 8}});
+}
+
+TEST_CASE("a scenario's measured run is set against its prediction", "[training]") {
+  auto doc = base();
+  doc["measured"] = json{{"run_s", 60.0}, {"role", "calibration"}, {"source", "a test"}};
+  const auto s = parse(doc);
+  REQUIRE(s.measured.present);
+  REQUIRE(s.measured.run_s == 60.0);
+  REQUIRE(s.measured.role == strategy::MeasuredRole::calibration);
+  strategy::SimulationInputs in;
+  in.collectives = run::default_collective_config();
+  const auto out = strategy::simulate_scenario(s, in);
+  const auto& m = out.report.measured;
+  REQUIRE(m.present);
+  REQUIRE(m.whole_run);
+  REQUIRE(m.predicted_s == out.report.run_time_s);
+  REQUIRE(m.error_pct() == Approx(100.0 * (out.report.run_time_s - 60.0) / 60.0));
+  const std::string text = strategy::to_text(out.report);
+  REQUIRE_THAT(text, Contains(fmt::format("measured    60 s run (a test): predicted {:+.1f}%, a calibration case", m.error_pct())));
+  // Where the time goes: the breakdown's parts as shares of the iteration, largest first.
+  const auto& b = out.report.breakdown;
+  const double host = 100.0 * b.host_s / b.iteration_s;
+  const double compute = 100.0 * b.compute_s / b.iteration_s;
+  REQUIRE(compute > host);  // no input limit: compute-bound
+  REQUIRE_THAT(text, Contains(fmt::format("time goes   {:.0f}% computing", compute)) &&
+                         Contains(fmt::format(", {:.0f}% waiting for the host", host)));
+  // An input-bound run puts the host first.
+  doc["plan"]["input_rate"] = 100.0;
+  const auto slow = strategy::simulate_scenario(parse(doc), in).report;
+  REQUIRE(slow.breakdown.host_s > slow.breakdown.compute_s);
+  REQUIRE_THAT(strategy::to_text(slow),
+               Contains(fmt::format("time goes   {:.0f}% waiting for the host",
+                                    100.0 * slow.breakdown.host_s / slow.breakdown.iteration_s)));
+  REQUIRE(strategy::to_json(out.report, out.plan)["measured"]["role"] == "calibration");
+  // One of run_s and iteration_s, and a source.
+  doc["measured"] = json{{"run_s", 60.0}, {"iteration_s", 1.0}, {"source", "x"}};
+  REQUIRE_THROWS_WITH(parse(doc), Contains("/measured") && Contains("expected one of \"run_s\" or \"iteration_s\""));
+  doc["measured"] = json{{"run_s", 60.0}};
+  REQUIRE_THROWS_WITH(parse(doc), Contains("/measured") && Contains("source"));
+  doc["measured"] = json{{"run_s", 0}, {"source", "x"}};
+  REQUIRE_THROWS_WITH(parse(doc), Contains("/measured/run_s"));
 }

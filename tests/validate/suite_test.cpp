@@ -198,4 +198,7 @@ TEST_CASE("trace replay cases: skipped with a message when the folder is absent"
     REQUIRE_THAT(r.message, Contains("skipped: /nonexistent/traces") && Contains("is absent"));
     REQUIRE(r.passed());
   }
+  // Counted as skipped, not as passed.
+  REQUIRE_THAT(validate::suite_text(rs),
+               Contains("2 datasets, 0 passed, 0 failed, 2 skipped (trace_replay, trace_retime: their data is absent"));
 }
