@@ -151,6 +151,10 @@ std::vector<Param> make_table() {
                       echo<P, &Plan::tf32_matmul>));
   t.push_back(choice("plan", "optimizer", kOptimizers, "sgd", "sgd (momentum: 1 state per parameter) or adam (2 states)",
                      store<P, &Plan::optimizer>, echo<P, &Plan::optimizer, &kOptimizers>));
+  t.push_back(of_kind("plan", "fp32_main_grads", K::boolean, "", "false",
+                      "Megatron-LM's fp32 main_grad buffers (its default with --bf16): gradients kept and reduced in "
+                      "fp32, 18 bytes per parameter with bf16 and Adam",
+                      store<P, &Plan::fp32_main_grads>, echo<P, &Plan::fp32_main_grads>));
   t.push_back(choice("plan", "framework", kFrameworks, "ddp",
                      "data-parallel framework: PyTorch DDP (gradient buckets) or Horovod (tensor fusion)",
                      store<P, &Plan::framework>, echo<P, &Plan::framework, &kFrameworks>));

@@ -534,7 +534,8 @@ TEST_CASE("foresight plan: the best plans, a row simulate can run, and why the r
 }
 
 TEST_CASE("foresight sweep keeps an earlier default sweep.csv and checks --plot before running", "[cli][sweep]") {
-  const auto dir = std::filesystem::path(scratch("default-csv"));
+  const auto dir = std::filesystem::temp_directory_path() / "foresight-cli-test" / "default-csv";
+  std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   const std::string s = std::filesystem::absolute(small_ddp()).string();
   const std::string cd = "cd " + dir.string() + " && ";

@@ -7,6 +7,7 @@
 #include "common/error.hpp"
 #include "run/calibration.hpp"
 #include "run/scenario.hpp"
+#include "strategies/memory_model.hpp"
 #include "run/simulation.hpp"
 #include "topologies/cluster_builders.hpp"
 
@@ -221,4 +222,19 @@ TEST_CASE("a scenario's measured run is set against its prediction", "[training]
   REQUIRE_THROWS_WITH(parse(doc), Contains("/measured") && Contains("source"));
   doc["measured"] = json{{"run_s", 0}, {"source", "x"}};
   REQUIRE_THROWS_WITH(parse(doc), Contains("/measured/run_s"));
+}
+
+TEST_CASE("fp32_main_grads, as documented, gives Megatron-LM's 18 bytes per parameter with bf16", "[training]") {
+  auto doc = base();
+  doc["plan"]["precision"] = "bf16";
+  doc["plan"]["optimizer"] = "adam";
+  doc["plan"]["fp32_main_grads"] = true;
+  const auto s = parse(doc);
+  REQUIRE(s.plan.fp32_main_grads);
+  // bf16 weights 2 + fp32 gradients 4 + Adam's two fp32 states 8 + fp32 master weights 4 = 18.
+  const auto m = strategy::model_state_memory(1000.0, s.plan, 1);
+  REQUIRE(m.weights + m.gradients + m.optimizer == Approx(18.0 * 1000.0));
+  doc["plan"]["fp32_main_grads"] = false;
+  const auto half = strategy::model_state_memory(1000.0, parse(doc).plan, 1);
+  REQUIRE(half.weights + half.gradients + half.optimizer == Approx(16.0 * 1000.0));
 }
