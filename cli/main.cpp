@@ -13,7 +13,7 @@ int main(int argc, char** argv) {
   CLI::App app{"Foresight: a discrete-event simulator of distributed deep-learning training on GPU clusters"};
   app.require_subcommand(0, 1);
   bool list = false;
-  app.add_flag("--list", list, "List network models, collective algorithms, cluster presets, GPU models and link "
+  app.add_flag("--list", list, "List the model zoo, network models, collective algorithms, cluster presets, GPU models and link "
                                "classes with their defaults");
   foresight::cli::Runner run;
   foresight::cli::add_simulate_command(app, run);

@@ -324,7 +324,8 @@ int run_sweep(const SweepOptions& o) {
   std::string text = join_row(header) + "\n";
   for (const auto& row : rows) text += join_row(row) + "\n";
   sim::write_file_atomically(o.csv, text);
-  fmt::print(stderr, "sweep: {} configurations ({} run now, {} resumed) in {}\n", configs.size(), todo.size(),
+  fmt::print(stderr, "sweep: {} configuration{} ({} run now, {} resumed) in {}\n", configs.size(),
+             configs.size() == 1 ? "" : "s", todo.size(),
              configs.size() - todo.size(), o.csv);
   // The fastest configuration that fits, among those run now.
   std::optional<std::size_t> best;

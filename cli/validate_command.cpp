@@ -3,6 +3,8 @@
 // when a dataset's error exceeds its threshold.
 #include <fmt/format.h>
 
+#include <chrono>
+
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -42,6 +44,17 @@ int run_validate(const ValidateCliOptions& o) {
   validate::ValidateOptions options;
   options.network = sim::parse_network_kind(o.network, "--network");
   if (!o.no_traces) options.traces_dir = o.traces.empty() ? validate::default_traces_dir() : o.traces;
+  const std::size_t total = suite.datasets.size() + (options.traces_dir.empty() ? 0 : 2);
+  std::size_t done = 0;
+  auto last = std::chrono::steady_clock::now();
+  options.on_dataset = [&](const validate::DatasetResult& r) {
+    const auto now = std::chrono::steady_clock::now();
+    const double took = std::chrono::duration<double>(now - last).count();
+    last = now;
+    const std::string what = r.predictions > 0 ? fmt::format("MAPE {:.1f}% over {} predictions", r.mape_pct, r.predictions)
+                                               : (r.message.empty() ? std::string("no prediction") : r.message);
+    fmt::print(stderr, "validate: [{}/{}] {}: {} ({:.1f} s)\n", ++done, total, r.name, what, took);
+  };
   const auto results = validate::run_suite(suite, calibration, cal_path, options);
   if (!o.plot.empty()) emit(o.plot, validate::suite_svg(results));
   if (!o.markdown.empty()) {

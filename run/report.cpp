@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include <algorithm>
+#include <array>
 #include <nlohmann/json.hpp>
 
 namespace foresight::strategy {
@@ -36,6 +37,16 @@ std::int64_t union_length(std::vector<Interval> v) {
 std::string bytes_text(double b) { return sim::to_string(sim::Bytes(static_cast<std::int64_t>(b))); }
 
 std::string seconds_text(double s) { return s == 0.0 ? "0" : sim::to_string(sim::Time::from_seconds(s)); }
+
+/// FLOPs with an SI prefix and 3 significant digits: "1.11 GFLOP", "735 TFLOP".
+std::string flop_text(double flops) {
+  constexpr std::array<std::pair<double, const char*>, 4> kUnits{
+      {{1e15, "PFLOP"}, {1e12, "TFLOP"}, {1e9, "GFLOP"}, {1e6, "MFLOP"}}};
+  for (const auto& [scale, unit] : kUnits) {
+    if (flops >= scale) return fmt::format("{:.3g} {}", flops / scale, unit);
+  }
+  return fmt::format("{:.3g} FLOP", flops);
+}
 
 /// A long run also in hours or days: "5.945e+06 s (68.8 days)".
 std::string run_text(double s) {
@@ -277,8 +288,8 @@ nlohmann::json to_json(const Report& r, const nlohmann::json& plan) {
 std::string to_text(const Report& r) {
   std::string out;
   out += fmt::format("scenario    {}\n", r.scenario);
-  out += fmt::format("model       {}: {:.2f} M parameters, {:.3g} GFLOP forward per sample\n", r.model,
-                     static_cast<double>(r.model_params) * 1e-6, r.model_fwd_flops * 1e-9);
+  out += fmt::format("model       {}: {:.2f} M parameters, {} forward per sample\n", r.model,
+                     static_cast<double>(r.model_params) * 1e-6, flop_text(r.model_fwd_flops));
   out += fmt::format("cluster     {}: {} x {} on {} node{}\n", r.cluster, r.gpus, r.gpu, r.nodes, r.nodes == 1 ? "" : "s");
   out += fmt::format("plan        {}\n", r.plan_summary);
   if (!r.folding.empty()) out += fmt::format("simulation  {}\n", r.folding);
@@ -320,9 +331,24 @@ std::string to_text(const Report& r) {
   for (const StageReport& st : r.stages) {
     const auto ri = static_cast<std::size_t>(st.rank);
     std::string chunks;
-    for (const auto& c : st.chunks) {
-      chunks += fmt::format("{}{}..{} ({} units, {:.2f} M params, {} modelled)", chunks.empty() ? "" : "; ", c.first_layer,
-                            c.last_layer, c.units, static_cast<double>(c.params) * 1e-6, seconds_text(c.modelled_s));
+    const auto chunk_text = [](const auto& c) {
+      return fmt::format("{}..{} ({} unit{}, {:.2f} M params, {} modelled)", c.first_layer, c.last_layer, c.units,
+                         c.units == 1 ? "" : "s", static_cast<double>(c.params) * 1e-6, seconds_text(c.modelled_s));
+    };
+    if (st.chunks.size() <= 2) {
+      for (const auto& c : st.chunks) chunks += (chunks.empty() ? "" : "; ") + chunk_text(c);
+    } else {
+      // Many virtual stages: their sum, the first and the last (--json lists every one).
+      int units = 0;
+      double params = 0.0, modelled = 0.0;
+      for (const auto& c : st.chunks) {
+        units += c.units;
+        params += static_cast<double>(c.params);
+        modelled += c.modelled_s;
+      }
+      chunks = fmt::format("{} chunks, {} units, {:.2f} M params, {} modelled: {}; ...; {}", st.chunks.size(), units,
+                           params * 1e-6, seconds_text(modelled), chunk_text(st.chunks.front()),
+                           chunk_text(st.chunks.back()));
     }
     const RankBreakdown* sb = ri < r.per_rank.size() ? &r.per_rank[ri] : nullptr;
     const RankMemory* sm = ri < r.memory.size() ? &r.memory[ri] : nullptr;

@@ -399,11 +399,13 @@ std::vector<DatasetResult> run_suite(const Suite& suite, const Calibration& cali
         break;
     }
     summarize(r);
+    if (options.on_dataset) options.on_dataset(r);
     out.push_back(std::move(r));
   }
   if (!options.traces_dir.empty()) {
     for (DatasetResult t : {run_traces(options.traces_dir), run_trace_retime(options.traces_dir)}) {
       summarize(t);
+      if (options.on_dataset) options.on_dataset(t);
       out.push_back(std::move(t));
     }
   }

@@ -8,6 +8,7 @@
 /// its MAPE is at or below it, or when it has none (it is reported, e.g. while unsupported).
 
 #include <optional>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -77,6 +78,8 @@ struct DatasetResult {
 struct ValidateOptions {
   std::string traces_dir;  ///< empty: no trace cases
   sim::NetworkKind network = sim::NetworkKind::flow;
+  /// Called with each dataset's result as soon as it is known (progress); may be empty.
+  std::function<void(const DatasetResult&)> on_dataset;
 };
 
 /// Predicts every case of every dataset with `calibration` (checked first: provenance and the
