@@ -141,16 +141,7 @@ std::string duration(double s) {
   return s >= 2 * 86400.0 ? fmt::format("{:.1f} d", s / 86400.0) : fmt::format("{:.1f} h", s / 3600.0);
 }
 
-std::string money(double usd) {
-  if (usd < 0) return "-";
-  const std::string digits = fmt::format("{:.0f}", usd);
-  std::string out;
-  for (std::size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
-}
+std::string money(double usd) { return usd < 0 ? "-" : strategy::grouped_whole(usd); }
 
 std::string compare_table(const std::vector<strategy::HardwareRow>& rows, double budget, const std::string& scenario) {
   std::string out = fmt::format("{:<16} {:<16} {:>6}  {:<50} {:>10} {:>11} {:>6} {:>9} {:>13} {:>9}  {}\n", "cluster", "GPU",

@@ -77,13 +77,7 @@ std::string where_time_goes(const RankBreakdown& b) {
 /// 4 significant digits below 10,000; whole units with thousands separators above ("64,950").
 std::string amount(double v) {
   if (!(v >= 1e4) || !std::isfinite(v)) return fmt::format("{:.4g}", v);
-  const std::string digits = fmt::format("{:.0f}", v);
-  std::string out;
-  for (std::size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
+  return grouped_whole(v);
 }
 
 }  // namespace
@@ -283,6 +277,16 @@ nlohmann::json to_json(const Report& r, const nlohmann::json& plan) {
                 {"fingerprint", fmt::format("{:016x}", r.fingerprint)}}}};
   if (r.measured.present) doc["measured"] = measured;
   return doc;
+}
+
+std::string grouped_whole(double v) {
+  const std::string digits = fmt::format("{:.0f}", v);
+  std::string out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && digits[i - 1] != '-' && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
 }
 
 std::string to_text(const Report& r) {

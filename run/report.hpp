@@ -153,6 +153,9 @@ struct Report {
   bool oom() const;
 };
 
+/// A number rounded to a whole and grouped by thousands: 2905622.4 -> "2,905,622".
+std::string grouped_whole(double v);
+
 /// The report as docs/architecture.md's --json object: iteration_time_s, run_time_s, throughput {...},
 /// breakdown {...}, memory {peak_bytes_max, oom, per_rank}, plan (given), and more.
 nlohmann::json to_json(const Report& r, const nlohmann::json& plan);

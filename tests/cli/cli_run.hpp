@@ -16,12 +16,14 @@ struct Run {
   std::string out;  ///< stdout and stderr together
 };
 
-/// Runs `foresight <args>` through the shell and captures its output and exit status.
-inline Run run_foresight(const std::string& args) {
+/// Runs `foresight <args>` through the shell, in folder `dir` when given, and captures its output
+/// and exit status.
+inline Run run_foresight_in(const std::string& dir, const std::string& args) {
   const char* exe = std::getenv("FORESIGHT_EXE");
   REQUIRE(exe != nullptr);
   Run r;
-  FILE* p = popen((std::string(exe) + " " + args + " 2>&1").c_str(), "r");
+  const std::string cd = dir.empty() ? std::string() : "cd " + dir + " && ";
+  FILE* p = popen((cd + exe + " " + args + " 2>&1").c_str(), "r");
   REQUIRE(p != nullptr);
   std::array<char, 4096> buf{};
   while (std::fgets(buf.data(), buf.size(), p) != nullptr) r.out += buf.data();
@@ -29,6 +31,8 @@ inline Run run_foresight(const std::string& args) {
   r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
   return r;
 }
+
+inline Run run_foresight(const std::string& args) { return run_foresight_in("", args); }
 
 inline std::string scratch(const std::string& name) {
   const auto dir = std::filesystem::temp_directory_path() / "foresight-cli-test";

@@ -326,9 +326,12 @@ TEST_CASE("foresight validate: every dataset with its error, JSON, Markdown and 
   const std::string markdown((std::istreambuf_iterator<char>(m)), std::istreambuf_iterator<char>());
   REQUIRE(markdown.find("![predicted vs measured](validation.svg)") != std::string::npos);
   REQUIRE(std::filesystem::file_size(svg) > 1000);
-  const auto j = run_foresight("validate --no-traces --json");
+  // The JSON goes to its file; progress lines ("validate: [1/5] ...") stay on stderr.
+  const std::string json_path = scratch("validation.json");
+  const auto j = run_foresight("validate --no-traces --json -o " + json_path);
   REQUIRE(j.status == 0);
-  const auto doc = nlohmann::json::parse(j.out);
+  REQUIRE(j.out.find("validate: [5/5] megatron_sc21_table1: MAPE") != std::string::npos);
+  const auto doc = nlohmann::json::parse(slurp(json_path));
   REQUIRE(doc.at("datasets").size() == 5);
   REQUIRE(doc.at("datasets").at(0).at("threshold_pct") == 10);
 
@@ -538,19 +541,7 @@ TEST_CASE("foresight sweep keeps an earlier default sweep.csv and checks --plot 
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   const std::string s = std::filesystem::absolute(small_ddp()).string();
-  const std::string cd = "cd " + dir.string() + " && ";
-  const char* exe = std::getenv("FORESIGHT_EXE");
-  REQUIRE(exe != nullptr);
-  const auto shell = [&](const std::string& args) {
-    foresight::test::Run r;
-    FILE* p = popen((cd + exe + " " + args + " 2>&1").c_str(), "r");
-    REQUIRE(p != nullptr);
-    std::array<char, 4096> buf{};
-    while (std::fgets(buf.data(), buf.size(), p) != nullptr) r.out += buf.data();
-    const int raw = pclose(p);
-    r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-    return r;
-  };
+  const auto shell = [&](const std::string& args) { return foresight::test::run_foresight_in(dir.string(), args); };
   REQUIRE(shell("sweep " + s + " --gpus 2,4").status == 0);
   const std::string first = slurp((dir / "sweep.csv").string());
   const auto again = shell("sweep " + s + " --gpus 2,8");

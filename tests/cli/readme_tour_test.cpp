@@ -4,17 +4,13 @@
 // own tests (cli/sweep's planner case and validate/foresight_validate, each over 20 s alone).
 #include <catch2/catch.hpp>
 
-#include <array>
-#include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
-#include <sstream>
 #include <string>
-#include <sys/wait.h>
 #include <vector>
 
+#include "tests/cli/cli_run.hpp"
 #include "tests/test_paths.hpp"
 
 namespace {
@@ -53,8 +49,6 @@ std::vector<std::string> tour_commands() {
 TEST_CASE("the README's tour runs as written", "[cli][tour]") {
   const auto commands = tour_commands();
   REQUIRE(commands.size() >= 9);
-  const char* exe = std::getenv("FORESIGHT_EXE");
-  REQUIRE(exe != nullptr);
   const fs::path dir = fs::temp_directory_path() / "foresight-cli-test" / "tour";
   fs::remove_all(dir);
   fs::create_directories(dir);
@@ -66,15 +60,10 @@ TEST_CASE("the README's tour runs as written", "[cli][tour]") {
     REQUIRE(command.rfind(prefix, 0) == 0);
     const std::string args = command.substr(prefix.size());
     if (args.rfind("plan ", 0) == 0 || args.rfind("validate", 0) == 0) continue;
-    FILE* p = popen(("cd " + dir.string() + " && " + exe + " " + args + " 2>&1").c_str(), "r");
-    REQUIRE(p != nullptr);
-    std::string out;
-    std::array<char, 4096> buf{};
-    while (std::fgets(buf.data(), buf.size(), p) != nullptr) out += buf.data();
-    const int raw = pclose(p);
-    INFO(out);
-    REQUIRE(WIFEXITED(raw));
-    REQUIRE(WEXITSTATUS(raw) == 0);
+    const auto r = foresight::test::run_foresight_in(dir.string(), args);
+    INFO(r.out);
+    REQUIRE(r.status == 0);
+    const std::string& out = r.out;
     REQUIRE_FALSE(out.empty());
     ++ran;
   }
