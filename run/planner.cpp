@@ -270,10 +270,10 @@ PlanSearch search_document(const std::string& path, const json& doc, const PlanS
   }
   std::vector<Candidate> kept;
   for (Candidate& c : candidates) {
-    // The model's own rules (heads and blocks divisible), as the compilers check them.
+    // The model's own tensor-parallel rules (heads divisible), as the compilers check them; the
+    // pipeline's (blocks per stage) are checked when a candidate is compiled.
     try {
       check_tensor_parallel(base_model, c.scenario.plan);
-      if (c.scenario.plan.pp > 1) partition_model(base_model, c.scenario.plan, compute, cc);
     } catch (const sim::ConfigError& e) {
       c.row.status = PlanRow::Status::invalid;
       c.row.reason = reason_of(e.what(), path);
