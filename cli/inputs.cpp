@@ -31,8 +31,7 @@ void ScenarioFlags::add_to(CLI::App& cmd, bool with_batch_overrides) {
 std::vector<strategy::Override> ScenarioFlags::overrides() const {
   std::vector<strategy::Override> out;
   if (!cluster.empty()) {
-    bool preset = false;
-    for (const auto& p : topo::known_cluster_presets()) preset = preset || p.name == cluster;
+    const bool preset = topo::is_cluster_preset(cluster);
     // A topology file is given relative to where foresight runs, not to the scenario file.
     out.push_back({preset ? "cluster.preset" : "cluster.topology",
                    nlohmann::json(preset ? cluster : std::filesystem::absolute(cluster).string()).dump()});

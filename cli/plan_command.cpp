@@ -3,9 +3,11 @@
 // `foresight simulate` run it, and why the others were left out.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <set>
 
 #include "cli/commands.hpp"
 #include "cli/inputs.hpp"
@@ -163,7 +165,8 @@ std::string compare_table(const std::vector<strategy::HardwareRow>& rows, double
   const strategy::HardwareRow* fastest = nullptr;
   const strategy::HardwareRow* cheapest = nullptr;
   const strategy::HardwareRow* fastest_in_budget = nullptr;
-  std::vector<std::string> bases;
+  std::map<std::string, std::string> basis_of;  // GPU model -> its price basis
+  std::set<std::string> kinds;                    // the bases, without their instance ("AWS Capacity Blocks")
   for (const auto& r : rows) {
     if (!r.best) continue;
     if (fastest == nullptr || r.best->run_s < fastest->best->run_s) fastest = &r;
@@ -172,8 +175,9 @@ std::string compare_table(const std::vector<strategy::HardwareRow>& rows, double
     if (r.within_budget && (fastest_in_budget == nullptr || r.best->run_s < fastest_in_budget->best->run_s)) {
       fastest_in_budget = &r;
     }
-    const std::string basis = fmt::format("{} {}", r.gpu, r.price_basis.empty() ? "(basis unstated)" : r.price_basis);
-    if (std::find(bases.begin(), bases.end(), basis) == bases.end()) bases.push_back(basis);
+    const std::string basis = r.price_basis.empty() ? "(basis unstated)" : r.price_basis;
+    basis_of[r.gpu] = basis;
+    kinds.insert(basis.substr(0, basis.find(" (")));
   }
   const auto name = [](const strategy::HardwareRow* r) {
     return fmt::format("{} x {} ({}, {}, {})", r->option.cluster, r->option.gpus, r->best->label, duration(r->best->run_s),
@@ -187,21 +191,14 @@ std::string compare_table(const std::vector<strategy::HardwareRow>& rows, double
                ? fmt::format("fastest within ${}: {}\n", money(budget), name(fastest_in_budget))
                : fmt::format("no priced option runs within ${}\n", money(budget));
   }
-  std::vector<std::string> distinct;
-  for (const auto& b : bases) {
-    const std::string kind = b.substr(b.find(' ') + 1);
-    const std::string head = kind.substr(0, kind.find(" ("));
-    if (std::find(distinct.begin(), distinct.end(), head) == distinct.end()) distinct.push_back(head);
-  }
-  if (distinct.size() > 1) {
+  if (kinds.size() > 1) {
     out += "note: the prices compared have different bases, not like with like:";
-    for (const auto& b : bases) out += "\n  " + b;
+    for (const auto& [gpu, basis] : basis_of) out += fmt::format("\n  {} {}", gpu, basis);
     out += "\n      pass --prices with quotes of one basis to compare them fairly\n";
   }
   for (const auto& r : rows) {
     if (r.best && r.pareto) {
-      const bool preset = topo::find_node_preset(r.option.cluster).has_value() || r.option.cluster == "selene" ||
-                          r.option.cluster == "thetagpu";
+      const bool preset = topo::is_cluster_preset(r.option.cluster);
       out += fmt::format("\nrun {} x {} with: foresight simulate {} --set cluster.{}={} --set cluster.gpus={}",
                          r.option.cluster, r.option.gpus, scenario, preset ? "preset" : "topology", r.option.cluster,
                          r.option.gpus);

@@ -273,7 +273,6 @@ int run_sweep(const SweepOptions& o) {
     bool ran = false;
     bool oom = false;
     double iteration_s = 0.0;
-    double rate = 0.0;  ///< tokens/s, or samples/s for models without tokens
   };
   std::vector<Outcome> outcomes(configs.size());
   std::mutex mu;
@@ -287,6 +286,7 @@ int run_sweep(const SweepOptions& o) {
       const std::vector<strategy::Override> overrides = config_overrides(o, dims, configs[i]);
       std::vector<std::string> row = configs[i];
       std::string summary;
+      Outcome outcome;
       try {
         const auto out = strategy::simulate_scenario(strategy::load_scenario(o.scenario, overrides), inputs);
         const auto fields = result_fields(out);
@@ -299,8 +299,7 @@ int run_sweep(const SweepOptions& o) {
           summary += fmt::format(", OUT OF MEMORY (peak {:.1f} GiB of {:.0f} GiB)", r.peak_bytes_max() / (1 << 30),
                                  capacity / (1 << 30));
         }
-        const std::lock_guard<std::mutex> lock(mu);
-        outcomes[i] = Outcome{true, r.oom(), r.iteration_time_s, r.tokens_per_s > 0 ? r.tokens_per_s : r.samples_per_s};
+        outcome = Outcome{true, r.oom(), r.iteration_time_s};
       } catch (const sim::Error& e) {
         std::vector<std::string> empty(kResultColumns.size() - 1);
         row.insert(row.end(), empty.begin(), empty.end());
@@ -308,6 +307,7 @@ int run_sweep(const SweepOptions& o) {
         summary = fmt::format("error: {}", e.what());
       }
       const std::lock_guard<std::mutex> lock(mu);
+      outcomes[i] = outcome;
       rows[i] = row;
       live << join_row(row) << "\n";
       live.flush();

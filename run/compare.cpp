@@ -7,17 +7,6 @@
 #include "topologies/cluster_builders.hpp"
 
 namespace foresight::strategy {
-namespace {
-
-bool is_preset(std::string_view name) {
-  for (const auto& p : topo::known_cluster_presets()) {
-    if (p.name == name) return true;
-  }
-  return false;
-}
-
-}  // namespace
-
 std::vector<HardwareRow> compare_hardware(const std::string& path, const nlohmann::json& doc,
                                           const std::vector<HardwareOption>& options, const PlanSpace& space,
                                           const PlanOptions& plan_options, const SimulationInputs& inputs,
@@ -29,7 +18,7 @@ std::vector<HardwareRow> compare_hardware(const std::string& path, const nlohman
     const std::string name = fmt::format("{} x {}", option.cluster, option.gpus);
     if (progress) progress(fmt::format("{}: searching", name));
     nlohmann::json d = doc;
-    d["cluster"] = nlohmann::json{{is_preset(option.cluster) ? "preset" : "topology", option.cluster},
+    d["cluster"] = nlohmann::json{{topo::is_cluster_preset(option.cluster) ? "preset" : "topology", option.cluster},
                                   {"gpus", option.gpus}};
     try {
       SimulationInputs in = inputs;

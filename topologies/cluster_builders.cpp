@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include <array>
 #include <cmath>
 #include <filesystem>
@@ -284,6 +286,11 @@ std::span<const ClusterPresetInfo> known_cluster_presets() {
        "one PCIe server (8x A100-PCIE-40GB, no NVLink, 4x HDR); more GPUs: a fat tree"},
   }};
   return kInfo;
+}
+
+bool is_cluster_preset(std::string_view name) {
+  const auto presets = known_cluster_presets();
+  return std::any_of(presets.begin(), presets.end(), [&](const ClusterPresetInfo& p) { return p.name == name; });
 }
 
 Cluster resolve_cluster(std::string_view spec, int gpus) {

@@ -94,6 +94,8 @@ struct ClusterPresetInfo {
 
 /// thetagpu, selene and the node presets, in that order.
 std::span<const ClusterPresetInfo> known_cluster_presets();
+/// Whether `name` is one of known_cluster_presets() (else a cluster spec is a topology file).
+bool is_cluster_preset(std::string_view name);
 
 /// Resolves a scenario's cluster. `spec` is a preset name (known_cluster_presets) or the path of
 /// a topology JSON file; `gpus` (0 = the preset's default) sizes presets with
