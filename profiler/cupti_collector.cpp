@@ -33,6 +33,14 @@ bool& markers_enabled() {
   static bool enabled = false;
   return enabled;
 }
+/// The kinds enabled where CUPTI allows, without which a collection still runs: driver API calls
+/// (cuBLASLt's and cuDNN's launches) and the device record (only before a context exists, so
+/// the injection library gets it and foresight-profile does not).
+constexpr CUpti_ActivityKind kOptionalKinds[] = {CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_ACTIVITY_KIND_DEVICE};
+std::vector<CUpti_ActivityKind>& optional_enabled() {
+  static std::vector<CUpti_ActivityKind> kinds;
+  return kinds;
+}
 
 std::string result_text(CUptiResult r) {
   const char* text = nullptr;
@@ -67,7 +75,7 @@ void convert(const CUpti_Activity* a, RecordLog& out) {
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
       const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(a);
       r.kind = ActivityRecord::Kind::kernel;
-      r.name = k->name != nullptr ? k->name : "";
+      r.name = k->name != nullptr ? demangled(k->name) : "";
       r.start_ns = k->start;
       r.end_ns = k->end;
       r.device = k->deviceId;
@@ -89,12 +97,18 @@ void convert(const CUpti_Activity* a, RecordLog& out) {
     case CUPTI_ACTIVITY_KIND_MEMSET:
       r = transfer(*reinterpret_cast<const CUpti_ActivityMemset4*>(a), ActivityRecord::Kind::memset, "Memset");
       break;
-    case CUPTI_ACTIVITY_KIND_RUNTIME: {
+    case CUPTI_ACTIVITY_KIND_RUNTIME:
+    case CUPTI_ACTIVITY_KIND_DRIVER: {
+      const bool runtime = a->kind == CUPTI_ACTIVITY_KIND_RUNTIME;
       const auto* c = reinterpret_cast<const CUpti_ActivityAPI*>(a);
       const char* name = nullptr;
-      cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, c->cbid, &name);
-      r.kind = ActivityRecord::Kind::runtime;
-      r.name = name != nullptr ? name : "cudaRuntime";
+      cuptiGetCallbackName(runtime ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API, c->cbid, &name);
+      r.name = api_name(name != nullptr ? name : (runtime ? "cudaRuntime" : "cuDriver"));
+      if (routine_api_call(r.name)) {
+        ++out.filtered_calls;
+        return;
+      }
+      r.kind = runtime ? ActivityRecord::Kind::runtime : ActivityRecord::Kind::driver;
       r.start_ns = c->start;
       r.end_ns = c->end;
       r.thread = c->threadId;
@@ -112,6 +126,14 @@ void convert(const CUpti_Activity* a, RecordLog& out) {
       m.name = k->name != nullptr ? k->name : "";
       if (k->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD) m.thread = k->objectId.pt.threadId;
       markers().push_back(std::move(m));
+      return;
+    }
+    case CUPTI_ACTIVITY_KIND_DEVICE: {
+      const auto* d = reinterpret_cast<const CUpti_ActivityDevice5*>(a);
+      if (out.device_name.empty() && d->name != nullptr) {
+        out.device_name = d->name;
+        out.sm_count = static_cast<int>(d->numMultiprocessors);
+      }
       return;
     }
     default:
@@ -160,6 +182,10 @@ bool start_collection(std::string& why) {
     }
   }
   markers_enabled() = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MARKER) == CUPTI_SUCCESS;
+  optional_enabled().clear();
+  for (const CUpti_ActivityKind k : kOptionalKinds) {
+    if (cuptiActivityEnable(k) == CUPTI_SUCCESS) optional_enabled().push_back(k);
+  }
   return true;
 }
 
@@ -168,6 +194,8 @@ RecordLog stop_collection() {
   for (const CUpti_ActivityKind k : kKinds) cuptiActivityDisable(k);
   if (markers_enabled()) cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MARKER);
   markers_enabled() = false;
+  for (const CUpti_ActivityKind k : optional_enabled()) cuptiActivityDisable(k);
+  optional_enabled().clear();
   const std::lock_guard<std::mutex> lock(log_mutex());
   RecordLog out = std::move(log());
   std::vector<ActivityRecord> notes = annotations_from_markers(markers(), out.unmatched_markers);

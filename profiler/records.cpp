@@ -1,12 +1,41 @@
 #include "profiler/records.hpp"
 
+#include <cxxabi.h>
+
 #include <algorithm>
+#include <array>
+#include <cstdlib>
+#include <memory>
 #include <map>
 #include <nlohmann/json.hpp>
 
 #include "common/error.hpp"
 
 namespace foresight::prof {
+
+std::string api_name(std::string_view cupti_name) {
+  const std::size_t v = cupti_name.rfind("_v");
+  if (v == std::string_view::npos || v + 2 == cupti_name.size()) return std::string(cupti_name);
+  const std::string_view digits = cupti_name.substr(v + 2);
+  const bool versioned = std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
+  return std::string(versioned ? cupti_name.substr(0, v) : cupti_name);
+}
+
+bool routine_api_call(std::string_view name) {
+  static constexpr std::array<std::string_view, 16> kRoutine = {
+      "cudaGetDevice",         "cudaSetDevice",         "cudaGetLastError",     "cudaPeekAtLastError",
+      "cudaGetErrorString",    "cudaStreamIsCapturing", "cudaGetFuncBySymbol",  "cudaDeviceGetAttribute",
+      "cudaGetDeviceCount",    "cudaGetDeviceProperties", "cuGetProcAddress",   "cuDeviceGetAttribute",
+      "cuCtxGetCurrent",       "cuCtxSetCurrent",       "cuGetErrorString",     "cuDevicePrimaryCtxGetState"};
+  return std::find(kRoutine.begin(), kRoutine.end(), name) != kRoutine.end();
+}
+
+std::string demangled(const std::string& name) {
+  if (name.rfind("_Z", 0) != 0) return name;
+  int status = 0;
+  const std::unique_ptr<char, void (*)(void*)> out(abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status), std::free);
+  return status == 0 && out != nullptr ? std::string(out.get()) : name;
+}
 
 std::string kineto_json(const RecordLog& log) {
   using nlohmann::json;
@@ -36,7 +65,8 @@ std::string kineto_json(const RecordLog& log) {
         }
         break;
       case ActivityRecord::Kind::runtime:
-        e["cat"] = "cuda_runtime";
+      case ActivityRecord::Kind::driver:
+        e["cat"] = r.kind == ActivityRecord::Kind::runtime ? "cuda_runtime" : "cuda_driver";
         e["pid"] = 0;
         e["tid"] = r.thread;
         e["args"] = {{"correlation", r.correlation}};
@@ -55,6 +85,7 @@ std::string kineto_json(const RecordLog& log) {
                     {"deviceProperties", json::array({json{{"id", 0}, {"name", log.device_name}, {"numSms", log.sm_count}}})},
                     {"foresightDroppedRecords", log.dropped},
                     {"foresightUnmatchedMarkers", log.unmatched_markers},
+                    {"foresightFilteredCalls", log.filtered_calls},
                     {"traceEvents", events}};
   return doc.dump(1) + "\n";
 }

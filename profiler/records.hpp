@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -16,7 +17,9 @@ namespace foresight::prof {
 
 struct ActivityRecord {
   /// annotation: an NVTX range (or instantaneous marker, start == end) on a CPU thread.
-  enum class Kind : std::uint8_t { kernel, memcpy, memset, runtime, annotation };
+  /// runtime, driver: a CUDA runtime or driver API call (cuBLASLt and cuDNN launch their kernels
+  /// through the driver's cuLaunchKernelEx).
+  enum class Kind : std::uint8_t { kernel, memcpy, memset, runtime, driver, annotation };
   Kind kind = Kind::kernel;
   std::string name;
   std::uint64_t start_ns = 0;
@@ -42,15 +45,28 @@ struct RecordLog {
   std::vector<ActivityRecord> records;
   std::uint64_t dropped = 0;            ///< records CUPTI reported it dropped
   std::uint64_t unmatched_markers = 0;  ///< NVTX range starts or ends without their other half
+  std::uint64_t filtered_calls = 0;     ///< API calls left out as routine_api_call says
   std::string device_name;
   int sm_count = 0;
 };
 
+/// An API function's name as Kineto writes it: CUPTI's callback name without its version suffix
+/// ("cudaStreamSynchronize_v3020" -> "cudaStreamSynchronize"), which replay matches on.
+std::string api_name(std::string_view cupti_name);
+/// Calls that launch nothing, wait for nothing and happen thousands of times per step
+/// (cudaGetDevice, cudaGetLastError, ...): the collector counts them instead of recording them,
+/// as Kineto leaves them out.
+bool routine_api_call(std::string_view name);
+/// A kernel's name demangled as Kineto shows it ("void at::native::...(...)"); the name itself
+/// when it is not a mangled C++ name.
+std::string demangled(const std::string& name);
+
 /// The log as a Kineto-compatible Chrome trace (traceEvents with cat kernel, gpu_memcpy,
-/// gpu_memset, cuda_runtime and user_annotation, times in us from the earliest record, args with
+/// gpu_memset, cuda_runtime, cuda_driver and user_annotation, times in us from the earliest record, args with
 /// device, stream and correlation, and for kernels with a recorded launch configuration grid,
-/// block, "registers per thread" and "shared memory" as Kineto writes them; deviceProperties; "foresightDroppedRecords" and
-/// "foresightUnmatchedMarkers"). An NVTX range named "ProfilerStep#N" is an iteration to the
+/// block, "registers per thread" and "shared memory" as Kineto writes them; deviceProperties (the
+/// GPU's name and SM count where recorded); "foresightDroppedRecords", "foresightUnmatchedMarkers"
+/// and "foresightFilteredCalls"). An NVTX range named "ProfilerStep#N" is an iteration to the
 /// importer, as in a torch.profiler trace.
 std::string kineto_json(const RecordLog& log);
 

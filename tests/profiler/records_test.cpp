@@ -269,3 +269,35 @@ TEST_CASE("an NCCL sweep's sizes, element counts and bandwidths follow nccl-test
   REQUIRE(doc["rows"][0]["bytes"] == bytes);
   REQUIRE(doc["rows"][0]["busbw_GBps"].get<double>() == Approx(sweep.rows[0].busbw_gbps));
 }
+
+// Found on the first run on a GPU (an H200, 2026-11-26): CUPTI names API calls with a version
+// suffix, which hid every synchronizing call from replay (a 174.9 ms step replayed as 104 ms);
+// cuBLASLt and cuDNN launch through the driver API, which was not recorded (436 of a Llama
+// step's 2,844 kernels had no launching call); kernel names came mangled.
+TEST_CASE("API calls are named as Kineto names them, driver launches are kept, routine calls counted", "[profiler]") {
+  REQUIRE(prof::api_name("cudaStreamSynchronize_v3020") == "cudaStreamSynchronize");
+  REQUIRE(prof::api_name("cudaLaunchKernel_v7000") == "cudaLaunchKernel");
+  REQUIRE(prof::api_name("cuLaunchKernelEx") == "cuLaunchKernelEx");  // nothing to strip
+  REQUIRE(prof::api_name("cudaMemcpy_v") == "cudaMemcpy_v");           // no digits: not a version
+  REQUIRE(prof::api_name("cudaGraph_vx12") == "cudaGraph_vx12");
+  REQUIRE(prof::routine_api_call("cudaGetDevice"));
+  REQUIRE(prof::routine_api_call("cudaGetLastError"));
+  REQUIRE_FALSE(prof::routine_api_call("cudaStreamSynchronize"));
+  REQUIRE_FALSE(prof::routine_api_call("cuLaunchKernelEx"));
+  REQUIRE(prof::demangled("_ZN2at6native6kernelIfEEvPT_") == "void at::native::kernel<float>(float*)");
+  REQUIRE(prof::demangled("nvjet_sm90_tst_128x256") == "nvjet_sm90_tst_128x256");
+  REQUIRE(prof::demangled("_Znot a name") == "_Znot a name");  // not demangleable: kept
+
+  prof::RecordLog log;
+  log.filtered_calls = 24511;
+  log.records = {record(ActivityRecord::Kind::driver, "cuLaunchKernelEx", 1'000'000, 1'004'000, 5),
+                 record(ActivityRecord::Kind::kernel, "nvjet_sm90_tst", 1'006'000, 1'106'000, 5)};
+  const std::string text = prof::kineto_json(log);
+  const auto doc = nlohmann::json::parse(text);
+  REQUIRE(doc["foresightFilteredCalls"] == 24511);
+  REQUIRE(doc["traceEvents"][0]["cat"] == "cuda_driver");
+  const auto t = trace::parse_kineto(text, "driver.json");
+  REQUIRE(t.runtime.size() == 1);  // the importer joins the kernel to its driver launch
+  REQUIRE(t.runtime[0].name == "cuLaunchKernelEx");
+  REQUIRE(t.runtime[0].correlation == t.gpu_ops[0].correlation);
+}
