@@ -153,6 +153,9 @@ KinetoTrace parse_kineto(const std::string& text, const std::string& origin) {
     static const json kEmpty = json::object();
     const json& args = e.contains("args") && e["args"].is_object() ? e["args"] : kEmpty;
     if (name.rfind("ProfilerStep#", 0) == 0) {
+      // PyTorch's profiler also writes each step's range as the GPU saw it ("gpu_user_annotation",
+      // from its first to its last GPU op): the step is the host's range, so the mirror is skipped.
+      if (cat == "gpu_user_annotation") continue;
       KinetoStep s;
       try {
         s.number = std::stoi(name.substr(13));
