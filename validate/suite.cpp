@@ -16,6 +16,7 @@
 #include "traces/replay.hpp"
 #include "validate/collective_fit.hpp"
 #include "validate/gemm_dataset.hpp"
+#include "validate/gpu_steps_dataset.hpp"
 #include "validate/megatron_dataset.hpp"
 #include "validate/trace_retime.hpp"
 
@@ -32,7 +33,8 @@ using nlohmann::json;
 constexpr std::pair<std::string_view, DatasetKind> kKinds[] = {
     {"thetagpu_ddp", DatasetKind::thetagpu_ddp},       {"thetagpu_gpipe", DatasetKind::thetagpu_gpipe},
     {"nccl_busbw", DatasetKind::nccl_busbw},           {"gemm_and_memory", DatasetKind::gemm_and_memory},
-    {"megatron_sc21", DatasetKind::megatron_sc21}};
+    {"megatron_sc21", DatasetKind::megatron_sc21},     {"gpu_steps_analytical", DatasetKind::gpu_steps_analytical},
+    {"gpu_steps_profile", DatasetKind::gpu_steps_profile}, {"gpu_steps_replay", DatasetKind::gpu_steps_replay}};
 
 /// The "source" string of a dataset file its loader has already checked.
 std::string source_of(const std::string& file) {
@@ -128,6 +130,19 @@ void run_megatron(const DatasetEntry& e, double gemm_efficiency, const strategy:
     const double predicted = megatron_predicted_tflops(r, e.file, gemm_efficiency, inputs, &iteration);
     CaseResult c = measured_case(r.id, r.role, predicted, r.tflops_per_gpu, "TFLOP/s per GPU");
     c.note = fmt::format("tp {} x pp {} x dp {}, iteration {:.3f} s", r.tp, r.pp, r.gpus / (r.tp * r.pp), iteration);
+    out.cases.push_back(std::move(c));
+  }
+}
+
+void run_gpu_steps(const DatasetEntry& e, const strategy::SimulationInputs& inputs, DatasetResult& out) {
+  const GpuStepsDataset d = load_gpu_steps_dataset(e.file);
+  out.source = d.source;
+  const GpuStepMethod method = e.kind == DatasetKind::gpu_steps_analytical ? GpuStepMethod::analytical
+                               : e.kind == DatasetKind::gpu_steps_profile  ? GpuStepMethod::profile
+                                                                           : GpuStepMethod::replay;
+  for (const GpuStepResult& r : evaluate_gpu_steps(d, method, inputs)) {
+    CaseResult c = measured_case(r.id, r.run->role, r.predicted_s, r.measured_s, "s");
+    c.note = fmt::format("{}: {}", d.gpu, r.note);
     out.cases.push_back(std::move(c));
   }
 }
@@ -304,7 +319,8 @@ Suite load_suite(const std::string& path) {
     const auto k = std::find_if(std::begin(kKinds), std::end(kKinds), [&](const auto& x) { return x.first == kind; });
     if (k == std::end(kKinds)) {
       r.fail(p.at("kind"), fmt::format("expected one of thetagpu_ddp, thetagpu_gpipe, nccl_busbw, gemm_and_memory, "
-                                       "megatron_sc21, found \"{}\"",
+                                       "megatron_sc21, gpu_steps_analytical, gpu_steps_profile, gpu_steps_replay, "
+                                       "found \"{}\"",
                                        kind));
     }
     e.kind = k->second;
@@ -357,6 +373,11 @@ CaseRoles case_roles(const Suite& suite) {
       case DatasetKind::megatron_sc21:
         for (const MegatronRun& r : load_megatron_dataset(e.file).runs) roles[r.id] = {r.role, e.file};
         break;
+      case DatasetKind::gpu_steps_analytical:
+      case DatasetKind::gpu_steps_profile:
+      case DatasetKind::gpu_steps_replay:
+        for (const GpuStepRun& r : load_gpu_steps_dataset(e.file).runs) roles[r.id] = {r.role, e.file};
+        break;
     }
   }
   return roles;
@@ -380,7 +401,7 @@ std::vector<DatasetResult> run_suite(const Suite& suite, const Calibration& cali
   for (const DatasetEntry& e : suite.datasets) {
     DatasetResult r;
     r.name = e.name;
-    r.file = "validate/data/" + fs::path(e.file).filename().string();
+    r.file = "validate/data/" + fs::path(e.file).lexically_relative(fs::path(suite.path).parent_path()).generic_string();
     r.goal_pct = e.goal_pct;
     r.threshold_pct = e.threshold_pct;
     switch (e.kind) {
@@ -396,6 +417,11 @@ std::vector<DatasetResult> run_suite(const Suite& suite, const Calibration& cali
         break;
       case DatasetKind::megatron_sc21:
         run_megatron(e, calibration.megatron.gemm_efficiency, inputs, r);
+        break;
+      case DatasetKind::gpu_steps_analytical:
+      case DatasetKind::gpu_steps_profile:
+      case DatasetKind::gpu_steps_replay:
+        run_gpu_steps(e, inputs, r);
         break;
     }
     summarize(r);

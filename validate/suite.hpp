@@ -17,7 +17,16 @@
 
 namespace foresight::validate {
 
-enum class DatasetKind : std::uint8_t { thetagpu_ddp, thetagpu_gpipe, nccl_busbw, gemm_and_memory, megatron_sc21 };
+enum class DatasetKind : std::uint8_t {
+  thetagpu_ddp,
+  thetagpu_gpipe,
+  nccl_busbw,
+  gemm_and_memory,
+  megatron_sc21,
+  gpu_steps_analytical,
+  gpu_steps_profile,
+  gpu_steps_replay
+};
 
 /// One dataset of the manifest.
 struct DatasetEntry {

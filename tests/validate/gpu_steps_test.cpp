@@ -1,0 +1,118 @@
+// The single-GPU steps measured on an H200 (validate/data/h200_single_gpu_steps): the dataset
+// reads with its traces and profiles; the two tracers' records of each step hold the same kernels;
+// replay reproduces every traced step; bad rows are ConfigErrors naming file and field.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <functional>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "common/error.hpp"
+#include "tests/test_paths.hpp"
+#include "traces/kernel_agreement.hpp"
+#include "traces/kineto.hpp"
+#include "validate/gpu_steps_dataset.hpp"
+
+using namespace foresight;
+using Catch::Matchers::Contains;
+
+namespace {
+
+std::string dataset_path() { return test::source_path("validate/data/h200_single_gpu_steps/measured.json"); }
+
+/// A copy of the dataset in the temporary folder with `edit` applied; its files' relative paths
+/// are made absolute first unless `keep_relative` (they resolve against the dataset's folder).
+std::string edited_copy(const std::string& name, const std::function<void(nlohmann::json&)>& edit,
+                        bool keep_relative = false) {
+  std::ifstream in(dataset_path());
+  nlohmann::json doc = nlohmann::json::parse(in);
+  const std::filesystem::path folder = std::filesystem::path(dataset_path()).parent_path();
+  if (!keep_relative) {
+    for (auto& row : doc["steps"]) {
+      for (const char* key : {"scenario", "profile", "kineto_trace"}) row[key] = (folder / row[key].get<std::string>()).string();
+    }
+    for (auto& row : doc["inject_steps"]) row["trace"] = (folder / row["trace"].get<std::string>()).string();
+  }
+  edit(doc);
+  const auto path = std::filesystem::temp_directory_path() / name;
+  std::ofstream(path) << doc.dump();
+  return path.string();
+}
+
+}  // namespace
+
+TEST_CASE("the H200 steps dataset: nine configurations, each with its scenario, profile and both traces", "[validate]") {
+  const validate::GpuStepsDataset d = validate::load_gpu_steps_dataset(dataset_path());
+  REQUIRE(d.gpu == "H200-SXM-141GB");
+  REQUIRE(d.runs.size() == 9);
+  for (const validate::GpuStepRun& r : d.runs) {
+    CAPTURE(r.id);
+    REQUIRE(r.role == validate::Role::prediction);  // nothing is fitted on them
+    REQUIRE(std::filesystem::exists(r.scenario));
+    REQUIRE(std::filesystem::exists(r.profile));
+    REQUIRE_FALSE(r.inject_trace.empty());
+    REQUIRE(r.step_s == Approx(0.5 * (r.first_step_s + r.repeat_step_s)));
+    // The two processes' medians agree within the spread seen (ResNet-50's cuDNN choices: 11%).
+    REQUIRE(std::abs(r.repeat_step_s / r.first_step_s - 1.0) < 0.12);
+  }
+}
+
+TEST_CASE("the PyTorch profiler's GPU-side copy of each step range is not a second step", "[validate]") {
+  // Kineto writes ProfilerStep#N twice: the host's range (user_annotation) and the GPU's
+  // (gpu_user_annotation). Counting both made four steps of two, two of them 0.2-0.5 ms long.
+  const auto t = trace::load_kineto(
+      test::source_path("validate/data/h200_single_gpu_steps/traces/kineto-gpt2-amp_bf16-b8.json.gz"));
+  REQUIRE(t.steps.size() == 2);
+  REQUIRE(t.steps[0].number == 1);
+  REQUIRE(t.steps[1].number == 2);
+  REQUIRE(t.steps[1].dur_us > 50'000.0);  // a GPT-2 step is ~65 ms
+}
+
+TEST_CASE("libforesight_inject.so and the PyTorch profiler record the same kernels of a step", "[validate]") {
+  const validate::GpuStepsDataset d = validate::load_gpu_steps_dataset(dataset_path());
+  for (const validate::GpuStepRun& r : d.runs) {
+    CAPTURE(r.id);
+    const auto kineto = trace::load_kineto(r.kineto_trace);
+    const auto cupti = trace::load_kineto(r.inject_trace);
+    // The collector records its device (CUPTI's device record), as the PyTorch profiler does.
+    REQUIRE(cupti.gpu_name == kineto.gpu_name);
+    REQUIRE(cupti.sm_count == 132);
+    const trace::KernelAgreement k = trace::compare_step_kernels(kineto, cupti);
+    REQUIRE(k.kernels_a > 200);
+    REQUIRE(k.kernels_b == k.kernels_a);
+    REQUIRE(k.same_name_in_order == k.kernels_a);  // same kernels, same order, same (demangled) names
+    // Two processes' runs of one program: the same kernels take about the same time. Tolerances:
+    // the step's GPU time within 5% (eight pairs agree within 0.8%, the recomputing Llama's within
+    // 4.0%), the median kernel within 3%.
+    REQUIRE(k.total_b_us == Approx(k.total_a_us).epsilon(0.05));
+    REQUIRE(k.median_ratio == Approx(1.0).epsilon(0.03));
+  }
+}
+
+TEST_CASE("replay reproduces every traced step within 5%", "[validate]") {
+  const validate::GpuStepsDataset d = validate::load_gpu_steps_dataset(dataset_path());
+  const auto results = validate::evaluate_gpu_steps(d, validate::GpuStepMethod::replay, {});
+  REQUIRE(results.size() == 18);  // nine configurations, two tracers each
+  for (const validate::GpuStepResult& r : results) {
+    CAPTURE(r.id, r.note);
+    REQUIRE(r.predicted_s == Approx(r.measured_s).epsilon(0.05));
+  }
+}
+
+TEST_CASE("bad rows of a steps dataset are errors naming the file and the field", "[validate]") {
+  const auto unknown = edited_copy("steps-unknown-key.json", [](nlohmann::json& d) { d["steps"][0]["colour"] = 1; });
+  REQUIRE_THROWS_WITH(validate::load_gpu_steps_dataset(unknown), Contains("steps-unknown-key.json") && Contains("colour"));
+  const auto negative =
+      edited_copy("steps-negative.json", [](nlohmann::json& d) { d["steps"][2]["step_seconds"] = -0.1; });
+  REQUIRE_THROWS_WITH(validate::load_gpu_steps_dataset(negative),
+                      Contains("/steps/2/step_seconds") && Contains("positive step time"));
+  // Relative paths resolve against the dataset's folder: from a copy elsewhere, the files are missing.
+  const auto moved = edited_copy("steps-moved.json", [](nlohmann::json&) {}, true);
+  REQUIRE_THROWS_WITH(validate::load_gpu_steps_dataset(moved), Contains("/steps/0/scenario") && Contains("found none"));
+  const auto orphan = edited_copy("steps-orphan.json", [](nlohmann::json& d) { d["inject_steps"][0]["name"] = "vgg99"; });
+  REQUIRE_THROWS_WITH(validate::load_gpu_steps_dataset(orphan),
+                      Contains("/inject_steps/0/name") && Contains("\"vgg99\""));
+  // The copy with absolute paths reads as the original does.
+  REQUIRE(validate::load_gpu_steps_dataset(edited_copy("steps-same.json", [](nlohmann::json&) {})).runs.size() == 9);
+}
