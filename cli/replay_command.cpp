@@ -17,6 +17,7 @@
 #include "topologies/cluster_builders.hpp"
 #include "topologies/gpu_spec.hpp"
 #include "traces/chrome_trace.hpp"
+#include "traces/kernel_agreement.hpp"
 #include "traces/kineto.hpp"
 #include "traces/profile_db_json.hpp"
 #include "traces/profile_import.hpp"
@@ -36,6 +37,7 @@ struct ReplayOptions {
   std::string trace;  ///< the replayed timeline (Chrome trace JSON), when given
   std::string trace_gpu;  ///< the catalog model the traces ran on, when their recorded name is not one
   bool keep_stalls = false;
+  bool compare_kernels = false;  ///< two traces of one program: compare their step kernel for kernel
 };
 
 /// Writes the replayed timeline of `graph` to o.trace (Perfetto / chrome://tracing), if asked.
@@ -257,11 +259,35 @@ int replay_joint(const ReplayOptions& o, const std::vector<trace::KinetoTrace>& 
   return 0;
 }
 
+/// Two tracers' records of one step, kernel for kernel (traces/kernel_agreement.hpp).
+int compare_kernels(const ReplayOptions& o, const std::vector<trace::KinetoTrace>& traces) {
+  if (traces.size() != 2) {
+    throw sim::ConfigError(fmt::format("--compare-kernels: expected two traces, found {}", traces.size()));
+  }
+  const trace::KinetoTrace& a = traces[0];
+  const trace::KinetoTrace& b = traces[1];
+  const trace::KernelAgreement k = trace::compare_step_kernels(a, b, o.step);
+  const bool same = k.kernels_a == k.kernels_b && k.same_name_in_order == k.kernels_a;
+  std::string text = fmt::format(
+      "kernels     {} in {}\n            {} in {}\nin order    {} of {} positions launch the same kernel{}\n"
+      "GPU time    {:.3f} ms vs {:.3f} ms ({:+.2f}%)\nper kernel  duration ratio (second / first) median {:.3f}, "
+      "10th percentile {:.3f}, 90th {:.3f}\n",
+      k.kernels_a, a.path, k.kernels_b, b.path, k.same_name_in_order, std::max(k.kernels_a, k.kernels_b),
+      same ? ": the same kernels" : "", k.total_a_us * 1e-3, k.total_b_us * 1e-3,
+      k.total_a_us > 0 ? (k.total_b_us / k.total_a_us - 1.0) * 100.0 : 0.0, k.median_ratio, k.p10_ratio, k.p90_ratio);
+  if (!k.mismatch_a.empty()) {
+    text += fmt::format("first differs at kernel {}: {:.80} vs {:.80}\n", k.first_mismatch, k.mismatch_a, k.mismatch_b);
+  }
+  emit(o.output, text);
+  return 0;
+}
+
 int run_replay(const ReplayOptions& o) {
   std::vector<trace::KinetoTrace> traces;
   for (const std::string& path : o.traces) {
     for (trace::KinetoTrace& t : trace::load_kineto_files(path)) traces.push_back(std::move(t));
   }
+  if (o.compare_kernels) return compare_kernels(o, traces);
   return traces.size() == 1 ? replay_one(o, traces.front()) : replay_joint(o, traces);
 }
 
@@ -324,6 +350,9 @@ void add_replay_command(CLI::App& app, Runner& run) {
   cmd->add_flag("--keep-stalls", o->keep_stalls,
                 "Keep the GPU's unexplained stalls (queued work held with nothing recorded to wait for: work the trace "
                 "lacks) as GPU time of their measured length");
+  cmd->add_flag("--compare-kernels", o->compare_kernels,
+                "Two traces of one program (e.g. libforesight_inject.so's and the PyTorch profiler's): compare the step's "
+                "kernels in launch order (names, count, GPU time, per-kernel duration ratios) instead of replaying");
   cmd->add_flag("--json", o->json,
                 "Print one rank's {trace, gpu, step, measured_s, replayed_s, error_pct, gpu_ops, nccl_ops, cluster, "
                 "modelled_collectives, retimed, inferred_waits, unexplained_stalls, stalls_kept, window: [{step, measured_s, "
