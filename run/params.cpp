@@ -25,6 +25,7 @@ constexpr double kMaxCount = 1LL << 40;
 constexpr std::array<std::string_view, 5> kPrecisions{"fp32", "amp_fp16", "amp_bf16", "fp16", "bf16"};
 constexpr std::array<std::string_view, 2> kFrameworks{"ddp", "horovod"};
 constexpr std::array<std::string_view, 2> kOptimizers{"sgd", "adam"};
+constexpr std::array<std::string_view, 2> kOptimizerImpls{"foreach", "fused"};
 constexpr std::array<std::string_view, 6> kSchedules{"none", "naive", "gpipe", "1f1b", "interleaved", "pipedream"};
 constexpr std::array<std::string_view, 3> kPartitions{"time", "params", "uniform"};
 constexpr std::array<std::string_view, 2> kDrivers{"per_stage", "single_process"};
@@ -151,6 +152,11 @@ std::vector<Param> make_table() {
                       echo<P, &Plan::tf32_matmul>));
   t.push_back(choice("plan", "optimizer", kOptimizers, "sgd", "sgd (momentum: 1 state per parameter) or adam (2 states)",
                      store<P, &Plan::optimizer>, echo<P, &Plan::optimizer, &kOptimizers>));
+  t.push_back(choice("plan", "optimizer_impl", kOptimizerImpls, "foreach",
+                     "the optimizer step's kernels: foreach (torch.optim's default on CUDA: a pass over the states per "
+                     "operation, AdamW 80 and SGD 32 bytes per parameter) or fused (torch.optim fused=True, Apex/TE "
+                     "FusedAdam in Megatron-LM and DeepSpeed: 28 and 20)",
+                     store<P, &Plan::optimizer_impl>, echo<P, &Plan::optimizer_impl, &kOptimizerImpls>));
   t.push_back(of_kind("plan", "fp32_main_grads", K::boolean, "", "false",
                       "Megatron-LM's fp32 main_grad buffers (its default with --bf16): gradients kept and reduced in "
                       "fp32, 18 bytes per parameter with bf16 and Adam",

@@ -24,6 +24,7 @@ std::string_view to_string(Precision p) {
 
 std::string_view to_string(Framework f) { return f == Framework::ddp ? "ddp" : "horovod"; }
 std::string_view to_string(Optimizer o) { return o == Optimizer::sgd ? "sgd" : "adam"; }
+std::string_view to_string(OptimizerImpl o) { return o == OptimizerImpl::foreach ? "foreach" : "fused"; }
 
 std::string_view to_string(Schedule s) {
   switch (s) {

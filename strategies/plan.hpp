@@ -24,6 +24,11 @@ std::string_view to_string(Framework f);
 
 enum class Optimizer : std::uint8_t { sgd, adam };
 std::string_view to_string(Optimizer o);
+/// How the optimizer's step runs: PyTorch's default on CUDA, the multi-tensor "foreach" kernels
+/// (one pass over every state per arithmetic operation), or one fused kernel per tensor list
+/// (torch.optim's fused=True, Apex/Transformer Engine FusedAdam as Megatron-LM and DeepSpeed use).
+enum class OptimizerImpl : std::uint8_t { foreach, fused };
+std::string_view to_string(OptimizerImpl o);
 
 /// Pipeline schedules (pp > 1): naive model parallelism (one micro-batch), GPipe (all forwards,
 /// then all backwards), 1F1B (PipeDream-flush), interleaved 1F1B with virtual stages, and
@@ -70,6 +75,7 @@ struct Plan {
   bool tf32_conv = true;
   bool tf32_matmul = false;
   Optimizer optimizer = Optimizer::sgd;
+  OptimizerImpl optimizer_impl = OptimizerImpl::foreach;
 
   /// DDP: bucket_cap_mb defaults to 25 MiB, the first bucket to 1 MiB (reducer.hpp
   /// kDefaultBucketBytesCap, kDefaultFirstBucketBytes).

@@ -52,10 +52,10 @@ inline constexpr sim::NodeId kNoNode = 0xffffffffu;
 /// compute capability `cc`: shape, dtype, FLOPs and bytes.
 sim::OpSignature instantiate(const OpTemplate& t, int batch, const Plan& plan, int cc);
 
-/// Bytes an optimizer step reads and writes per parameter: SGD with momentum reads the
-/// parameter, its gradient and momentum and writes parameter and momentum (5 x 4 bytes); Adam
-/// also keeps the second moment (7 x 4 bytes). fp32 states (torch.optim, foreach kernels).
-double optimizer_bytes_per_param(Optimizer o);
+/// Bytes an optimizer step reads and writes per parameter, fp32 states: fused, each state read
+/// and written once and the gradient read once (SGD with momentum 5 x 4, AdamW 7 x 4); foreach,
+/// one pass per arithmetic operation of torch.optim's multi-tensor code (SGD 32, AdamW 80).
+double optimizer_bytes_per_param(Optimizer o, OptimizerImpl impl);
 
 class RankEmitter {
  public:

@@ -116,6 +116,7 @@ strategy::Scenario megatron_scenario(const MegatronRun& r, const std::string& da
         {"global_batch", r.global_batch},
         {"precision", r.precision},
         {"optimizer", "adam"},
+        {"optimizer_impl", "fused"},  // Megatron-LM steps with Apex FusedAdam
         {"recompute", r.recompute},
         {"gemm_efficiency", gemm_efficiency},
         // Contention-free links: with folding the 3072-GPU row takes ~15 s this way against ~4 min

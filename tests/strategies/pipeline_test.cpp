@@ -37,6 +37,7 @@ strategy::Plan base_plan(strategy::Schedule schedule, int m) {
   p.partition_units = {2, 2, 2, 3};
   p.step_overhead = sim::Time::zero();
   p.p2p_sync = false;
+  p.optimizer_impl = strategy::OptimizerImpl::fused;  // the smallest optimizer step: the schedule's own time
   p.steps = 4;
   return p;
 }

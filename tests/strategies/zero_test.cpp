@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <map>
+#include <tuple>
 #include <string>
 
 #include "exec/executor.hpp"
@@ -212,4 +213,24 @@ TEST_CASE("hybrid sharding: ZeRO-3 inside each node, gradient shards all-reduced
   REQUIRE(folded.graph.ranks() == 1);
   const auto rf = sim::execute(folded.graph, two, sim::CollectiveConfig{}, sim::NetworkKind::flow);
   REQUIRE(rf.makespan == r.makespan);
+}
+
+TEST_CASE("the optimizer step's traffic: torch.optim's foreach kernels against one fused pass", "[training][zero]") {
+  // Per parameter, 4-byte states. Fused: p, m, v read and written, g read = 28 (SGD: p, buf r/w,
+  // g = 20). Foreach, one pass per operation of torch.optim's _multi_tensor_adamw: mul_(p) 8,
+  // lerp_(m, g) 12, mul_(v) 8, addcmul_(v, g, g) 12, sqrt 8, div_ 8, add_(eps) 8,
+  // addcdiv_(p, m, d) 16 = 80; _multi_tensor_sgd: mul_(buf) 8, add_(buf, g) 12, add_(p, buf) 12 = 32.
+  const auto m = strategy::build_model("gpt3-125m");
+  const double params = static_cast<double>(m.params());
+  for (const auto& [opt, impl, per_param] :
+       {std::tuple{strategy::Optimizer::adam, strategy::OptimizerImpl::foreach, 80.0},
+        std::tuple{strategy::Optimizer::adam, strategy::OptimizerImpl::fused, 28.0},
+        std::tuple{strategy::Optimizer::sgd, strategy::OptimizerImpl::foreach, 32.0},
+        std::tuple{strategy::Optimizer::sgd, strategy::OptimizerImpl::fused, 20.0}}) {
+    strategy::Plan p = plan(0);
+    p.optimizer = opt;
+    p.optimizer_impl = impl;
+    CAPTURE(strategy::to_string(opt), strategy::to_string(impl));
+    REQUIRE(traffic(m, p).optimizer_bytes == Approx(params * per_param).epsilon(1e-9));
+  }
 }
