@@ -17,6 +17,7 @@
 #include "validate/collective_fit.hpp"
 #include "validate/gemm_dataset.hpp"
 #include "validate/gpu_steps_dataset.hpp"
+#include "validate/kernel_sweep_dataset.hpp"
 #include "validate/megatron_dataset.hpp"
 #include "validate/trace_retime.hpp"
 
@@ -34,7 +35,9 @@ constexpr std::pair<std::string_view, DatasetKind> kKinds[] = {
     {"thetagpu_ddp", DatasetKind::thetagpu_ddp},       {"thetagpu_gpipe", DatasetKind::thetagpu_gpipe},
     {"nccl_busbw", DatasetKind::nccl_busbw},           {"gemm_and_memory", DatasetKind::gemm_and_memory},
     {"megatron_sc21", DatasetKind::megatron_sc21},     {"gpu_steps_analytical", DatasetKind::gpu_steps_analytical},
-    {"gpu_steps_profile", DatasetKind::gpu_steps_profile}, {"gpu_steps_replay", DatasetKind::gpu_steps_replay}};
+    {"gpu_steps_profile", DatasetKind::gpu_steps_profile}, {"gpu_steps_replay", DatasetKind::gpu_steps_replay},
+    {"kernel_sweep_gemm", DatasetKind::kernel_sweep_gemm}, {"kernel_sweep_attention", DatasetKind::kernel_sweep_attention},
+    {"kernel_sweep_conv", DatasetKind::kernel_sweep_conv}, {"kernel_sweep_memory", DatasetKind::kernel_sweep_memory}};
 
 /// The "source" string of a dataset file its loader has already checked.
 std::string source_of(const std::string& file) {
@@ -143,6 +146,23 @@ void run_gpu_steps(const DatasetEntry& e, const strategy::SimulationInputs& inpu
   for (const GpuStepResult& r : evaluate_gpu_steps(d, method, inputs)) {
     CaseResult c = measured_case(r.id, r.run->role, r.predicted_s, r.measured_s, "s");
     c.note = fmt::format("{}: {}", d.gpu, r.note);
+    out.cases.push_back(std::move(c));
+  }
+}
+
+KernelFamily kernel_family(DatasetKind k) {
+  return k == DatasetKind::kernel_sweep_gemm        ? KernelFamily::gemm
+         : k == DatasetKind::kernel_sweep_attention ? KernelFamily::attention
+         : k == DatasetKind::kernel_sweep_conv      ? KernelFamily::conv
+                                                    : KernelFamily::memory;
+}
+
+void run_kernel_sweep(const DatasetEntry& e, DatasetResult& out) {
+  const KernelSweep sweep = load_kernel_sweep(e.file);
+  out.source = sweep.source;
+  for (const KernelResult& r : evaluate_kernel_sweep(sweep, kernel_family(e.kind))) {
+    CaseResult c = measured_case(r.c->id, Role::prediction, r.predicted_s, r.c->measured_s, "s");
+    c.note = fmt::format("{}: {}", sweep.gpu, r.c->note);
     out.cases.push_back(std::move(c));
   }
 }
@@ -319,7 +339,8 @@ Suite load_suite(const std::string& path) {
     const auto k = std::find_if(std::begin(kKinds), std::end(kKinds), [&](const auto& x) { return x.first == kind; });
     if (k == std::end(kKinds)) {
       r.fail(p.at("kind"), fmt::format("expected one of thetagpu_ddp, thetagpu_gpipe, nccl_busbw, gemm_and_memory, "
-                                       "megatron_sc21, gpu_steps_analytical, gpu_steps_profile, gpu_steps_replay, "
+                                       "megatron_sc21, gpu_steps_analytical, gpu_steps_profile, gpu_steps_replay, kernel_sweep_gemm, "
+                                       "kernel_sweep_attention, kernel_sweep_conv, kernel_sweep_memory, "
                                        "found \"{}\"",
                                        kind));
     }
@@ -378,6 +399,12 @@ CaseRoles case_roles(const Suite& suite) {
       case DatasetKind::gpu_steps_replay:
         for (const GpuStepRun& r : load_gpu_steps_dataset(e.file).runs) roles[r.id] = {r.role, e.file};
         break;
+      case DatasetKind::kernel_sweep_gemm:
+      case DatasetKind::kernel_sweep_attention:
+      case DatasetKind::kernel_sweep_conv:
+      case DatasetKind::kernel_sweep_memory:
+        for (const KernelCase& c : load_kernel_sweep(e.file).cases) roles[c.id] = {Role::prediction, e.file};
+        break;
     }
   }
   return roles;
@@ -422,6 +449,12 @@ std::vector<DatasetResult> run_suite(const Suite& suite, const Calibration& cali
       case DatasetKind::gpu_steps_profile:
       case DatasetKind::gpu_steps_replay:
         run_gpu_steps(e, inputs, r);
+        break;
+      case DatasetKind::kernel_sweep_gemm:
+      case DatasetKind::kernel_sweep_attention:
+      case DatasetKind::kernel_sweep_conv:
+      case DatasetKind::kernel_sweep_memory:
+        run_kernel_sweep(e, r);
         break;
     }
     summarize(r);

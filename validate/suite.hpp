@@ -25,7 +25,11 @@ enum class DatasetKind : std::uint8_t {
   megatron_sc21,
   gpu_steps_analytical,
   gpu_steps_profile,
-  gpu_steps_replay
+  gpu_steps_replay,
+  kernel_sweep_gemm,
+  kernel_sweep_attention,
+  kernel_sweep_conv,
+  kernel_sweep_memory
 };
 
 /// One dataset of the manifest.

@@ -1,0 +1,179 @@
+#include "validate/kernel_sweep_dataset.hpp"
+
+#include <fmt/format.h>
+
+#include <fmt/ranges.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "common/error.hpp"
+#include "common/json_reader.hpp"
+#include "models/compute_model.hpp"
+#include "topologies/gpu_spec.hpp"
+
+namespace foresight::validate {
+namespace {
+
+using nlohmann::json;
+using sim::DType;
+using sim::OpSignature;
+using sim::OpType;
+
+/// Keys every row carries (scripts/gpu/kernel_sweep.py), whatever its family.
+constexpr std::string_view kCommon[] = {"family", "op", "dtype", "seconds", "p10_seconds", "p90_seconds", "flops",
+                                        "bytes",  "tflops", "gbps", "reps", "rotating_sets"};
+
+std::vector<std::string_view> keys(std::initializer_list<std::string_view> own) {
+  std::vector<std::string_view> k(std::begin(kCommon), std::end(kCommon));
+  k.insert(k.end(), own);
+  return k;
+}
+
+std::int64_t dim(const topo::JsonReader& r, const json& o, std::string_view key, const topo::JsonPath& p) {
+  return r.integer_at(o, key, p, "a row", 1, std::int64_t{1} << 40);
+}
+
+DType row_dtype(const topo::JsonReader& r, const json& o, const topo::JsonPath& p) {
+  const std::string d = r.string_at(o, "dtype", p, "a row");
+  if (d == "fp8_e4m3") return DType::fp8;
+  if (d == "fp32" || d == "tf32" || d == "fp16" || d == "bf16") return sim::parse_dtype(d, "");
+  r.fail(p.at("dtype"), fmt::format("expected fp32, tf32, fp16, bf16 or fp8_e4m3, found \"{}\"", d));
+}
+
+OpSignature gemm(DType dtype, std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch, double bytes) {
+  OpSignature s;
+  s.type = OpType::gemm;
+  s.dtype = dtype;
+  s.kernel = "matmul";
+  s.shape = {m, n, k, batch};
+  s.flops = 2.0 * double(m) * double(n) * double(k) * double(batch);
+  s.bytes = bytes;
+  return s;
+}
+
+KernelCase read_row(const topo::JsonReader& r, const json& o, const topo::JsonPath& p) {
+  const std::string family = r.string_at(o, "family", p, "a row");
+  const std::string op = r.string_at(o, "op", p, "a row");
+  KernelCase c;
+  const DType dtype = row_dtype(r, o, p);
+  const std::string dtype_text = r.string_at(o, "dtype", p, "a row");
+  const double bytes = r.number_at(o, "bytes", p, "a row");
+  if (family == "gemm" || family == "bmm" || family == "fp8") {
+    r.check_object(o, keys({"m", "n", "k", "batch", "layout", "tag", "s", "d"}), p, "a GEMM row");
+    const std::int64_t m = dim(r, o, "m", p), n = dim(r, o, "n", p), k = dim(r, o, "k", p), b = dim(r, o, "batch", p);
+    c.family = KernelFamily::gemm;
+    c.kernels = {gemm(dtype, m, n, k, b, bytes)};
+    const std::string layout = r.string_at(o, "layout", p, "a row");
+    c.id = fmt::format("{}/{}/{}{}x{}x{}/{}", family, dtype_text, b > 1 ? fmt::format("{}x", b) : "", m, n, k, layout);
+    c.note = fmt::format("{} ({})", op, r.string_at(o, "tag", p, "a row"));
+  } else if (family == "attention") {
+    r.check_object(o, keys({"b", "h", "s", "d", "causal", "backend"}), p, "an attention row");
+    const std::int64_t b = dim(r, o, "b", p), h = dim(r, o, "h", p), s = dim(r, o, "s", p), d = dim(r, o, "d", p);
+    const bool causal = r.require(o, "causal", p, "a row").get<bool>();
+    const std::string backend = r.string_at(o, "backend", p, "a row");
+    OpSignature f;
+    f.type = OpType::attention;
+    f.dtype = dtype;
+    f.kernel = "flash_attn_fwd";
+    f.shape = {b * h, s, s, d, causal ? 1 : 0};
+    f.flops = 4.0 * double(b * h) * double(s) * double(s) * double(d) * (causal ? 0.5 : 1.0);
+    f.bytes = 4.0 * double(b * h * s * d) * sim::dtype_bytes(dtype);
+    c.family = KernelFamily::attention;
+    c.kernels = {f};
+    if (op == "sdpa_fwd_bwd") {
+      OpSignature bwd = f;
+      bwd.kernel = "flash_attn_bwd";
+      bwd.flops = 2.5 * f.flops;
+      bwd.bytes = 2.0 * f.bytes;
+      c.kernels.push_back(bwd);
+    } else if (op != "sdpa_fwd") {
+      r.fail(p.at("op"), fmt::format("expected sdpa_fwd or sdpa_fwd_bwd, found \"{}\"", op));
+    }
+    c.id = fmt::format("attention/{}/{}/b{}h{}s{}d{}{}", dtype_text, op, b, h, s, d, causal ? "/causal" : "");
+    c.note = fmt::format("scaled_dot_product_attention, {} backend", backend);
+  } else if (family == "conv") {
+    r.check_object(o, keys({"layout", "net", "n", "c", "h", "w", "k", "r", "s", "stride", "pad", "groups", "oh", "ow"}),
+                   p, "a convolution row");
+    OpSignature f;
+    f.dtype = dtype;
+    f.shape = {dim(r, o, "n", p), dim(r, o, "c", p), dim(r, o, "h", p), dim(r, o, "w", p), dim(r, o, "k", p),
+               dim(r, o, "r", p), dim(r, o, "s", p), dim(r, o, "stride", p),
+               r.integer_at(o, "pad", p, "a row", 0, 1 << 20), dim(r, o, "groups", p)};
+    f.flops = r.number_at(o, "flops", p, "a row");
+    f.bytes = bytes;
+    c.family = KernelFamily::conv;
+    if (op == "conv_fwd") {
+      f.type = OpType::conv_fprop;
+      f.kernel = "conv2d";
+      c.kernels = {f};
+    } else if (op == "conv_bwd") {
+      f.flops *= 0.5;  // the row counts dgrad and wgrad: each is one forward's
+      f.bytes *= 0.5;
+      OpSignature dgrad = f, wgrad = f;
+      dgrad.type = OpType::conv_dgrad;
+      dgrad.kernel = "conv2d_dgrad";
+      wgrad.type = OpType::conv_wgrad;
+      wgrad.kernel = "conv2d_wgrad";
+      c.kernels = {dgrad, wgrad};
+    } else {
+      r.fail(p.at("op"), fmt::format("expected conv_fwd or conv_bwd, found \"{}\"", op));
+    }
+    c.id = fmt::format("conv/{}/{}/{}", dtype_text, op, fmt::join(f.shape, "x"));
+    c.note = fmt::format("{} layer, {}", r.string_at(o, "net", p, "a row"), r.string_at(o, "layout", p, "a row"));
+  } else if (family == "memory") {
+    r.check_object(o, keys({"size_bytes", "shape"}), p, "a memory-bound row");
+    OpSignature m;
+    m.type = OpType::memory;
+    m.dtype = dtype;
+    m.kernel = op;
+    m.bytes = bytes;
+    c.family = KernelFamily::memory;
+    c.kernels = {m};
+    c.id = fmt::format("memory/{}/{}/{}", dtype_text, op, r.integer_at(o, "size_bytes", p, "a row", 1, std::int64_t{1} << 40));
+    c.note = op.rfind("adamw", 0) == 0 ? "an optimizer step over 16 tensors; bytes counted as fused (28 per parameter)"
+                                       : "bytes: each input read once, each output written once";
+  } else {
+    r.fail(p.at("family"), fmt::format("expected gemm, bmm, fp8, attention, conv or memory, found \"{}\"", family));
+  }
+  c.measured_s = r.number_at(o, "seconds", p, "a row");
+  if (!(c.measured_s > 0.0)) r.fail(p.at("seconds"), fmt::format("expected a positive time, found {}", c.measured_s));
+  return c;
+}
+
+}  // namespace
+
+KernelSweep load_kernel_sweep(const std::string& path) {
+  const topo::JsonReader r(path, sim::ErrorKind::config);
+  const json doc = r.parse_file();
+  const topo::JsonPath root;
+  r.check_object(doc, {"description", "source", "gpu", "provenance", "rows"}, root, "a kernel sweep");
+  KernelSweep s;
+  s.source = r.string_at(doc, "source", root, "the sweep");
+  s.gpu = r.string_at(doc, "gpu", root, "the sweep");
+  if (topo::try_find_gpu_spec(s.gpu) == nullptr) {
+    r.fail(root.at("gpu"), fmt::format("expected a catalog GPU name, found \"{}\"", s.gpu));
+  }
+  const json& rows = r.array_at(doc, "rows", root, "the sweep");
+  std::map<std::string, int> seen;  // a shape measured twice (two tags) keeps both, numbered
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    KernelCase c = read_row(r, rows[i], root.at("rows").at(i));
+    if (const int n = seen[c.id]++; n > 0) c.id += fmt::format("#{}", n + 1);
+    s.cases.push_back(std::move(c));
+  }
+  return s;
+}
+
+std::vector<KernelResult> evaluate_kernel_sweep(const KernelSweep& sweep, KernelFamily family) {
+  const strategy::ComputeModel model(topo::find_gpu_spec(sweep.gpu));
+  std::vector<KernelResult> out;
+  for (const KernelCase& c : sweep.cases) {
+    if (c.family != family) continue;
+    double t = 0.0;
+    for (const OpSignature& k : c.kernels) t += model.analytical(k).seconds();
+    out.push_back({&c, t});
+  }
+  return out;
+}
+
+}  // namespace foresight::validate

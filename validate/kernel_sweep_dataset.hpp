@@ -1,0 +1,50 @@
+#pragma once
+/// Kernel times measured on a lent GPU (validate/data/kernels/h200_kernel_sweep.json, made by
+/// scripts/gpu/kernel_sweep.py) against the analytical compute model (models/compute_model.hpp),
+/// one dataset per kernel family so that each family's error is reported on its own:
+/// - gemm: torch.matmul, torch.bmm and torch._scaled_mm (FP8) as GEMM signatures {m, n, k, batch};
+/// - attention: scaled_dot_product_attention forward (flash_attn_fwd) and forward + backward
+///   (flash_attn_fwd + flash_attn_bwd), flops as the model builder counts them;
+/// - conv: cuDNN forward (conv_fprop) and backward (conv_dgrad + conv_wgrad);
+/// - memory: memory-bound kernels by the bytes they must move.
+/// Nothing is fitted on these rows; every one is a prediction case.
+
+#include <string>
+#include <vector>
+
+#include "exec/op_signature.hpp"
+#include "validate/calibration.hpp"
+
+namespace foresight::validate {
+
+enum class KernelFamily : std::uint8_t { gemm, attention, conv, memory };
+
+struct KernelCase {
+  std::string id;  ///< e.g. "gemm/bf16/8192x6144x2048/nt"
+  KernelFamily family = KernelFamily::gemm;
+  /// The kernels the measured call runs (conv backward: dgrad and wgrad; attention forward and
+  /// backward: two kernels); the prediction is the sum of their times.
+  std::vector<sim::OpSignature> kernels;
+  double measured_s = 0.0;
+  std::string note;  ///< what was measured, e.g. "torch.bmm (qk)" or "sdpa flash causal"
+};
+
+struct KernelSweep {
+  std::string source;
+  std::string gpu;  ///< catalog name
+  std::vector<KernelCase> cases;
+};
+
+/// Reads the sweep; ConfigError naming file, pointer, expected and found otherwise (unknown
+/// families or keys, a catalog GPU missing, non-positive times).
+KernelSweep load_kernel_sweep(const std::string& path);
+
+struct KernelResult {
+  const KernelCase* c = nullptr;
+  double predicted_s = 0.0;
+};
+
+/// The analytical compute model's time for every case of `family`.
+std::vector<KernelResult> evaluate_kernel_sweep(const KernelSweep& sweep, KernelFamily family);
+
+}  // namespace foresight::validate
