@@ -81,18 +81,23 @@ sim::FlopRate ComputeModel::peak(sim::DType dtype) const {
 }
 
 double ComputeModel::gemm_shape_efficiency(double m, double n, double k, double count) const {
+  return gemm_split_efficiency(m, n, k, count, 1);
+}
+
+double ComputeModel::gemm_split_efficiency(double m, double n, double k, double count, int split) const {
   const double sms = gpu_.sm_count;
+  const double slice = k / split;
   double best = 0.0;
   for (const TileShape& t : kTiles) {
     const double tm = std::ceil(m / t.m);
     const double tn = std::ceil(n / t.n);
-    const double tiles = tm * tn * count;
+    const double tiles = tm * tn * count * split;
     const double waves = std::ceil(tiles / sms);
     const double wave_eff = tiles / (waves * sms);
     const double tile_eff = (m * n) / (tm * t.m * tn * t.n);
     best = std::max(best, wave_eff * tile_eff * t.throughput);
   }
-  return best * k / (k + c_.k0);
+  return best * slice / (slice + c_.k0);
 }
 
 double ComputeModel::memory_seconds(double bytes) const {
@@ -103,8 +108,19 @@ double ComputeModel::gemm_seconds(double m, double n, double k, double count, si
                                   double factor) const {
   if (m <= 0 || n <= 0 || k <= 0 || count <= 0) return 0.0;
   const double flops = 2.0 * m * n * k * count;
-  const double eff = c_.gemm_cap * factor * gemm_shape_efficiency(m, n, k, count);
-  return flops / (peak(dtype).per_second() * eff);
+  const double rate = peak(dtype).per_second() * c_.gemm_cap * factor;
+  // Split-K: where the output's tiles leave SMs idle, cuBLAS and cuDNN split the K loop into
+  // slices (CTAs computing partial products) and add the partials: each split writes and reads
+  // back an fp32 m x n partial. The fastest split wins, in powers of two up to kMaxSplit, each
+  // slice at least kMinSlice deep.
+  constexpr int kMaxSplit = 64;
+  constexpr double kMinSlice = 256.0;
+  double best = flops / (rate * gemm_split_efficiency(m, n, k, count, 1));
+  for (int split = 2; split <= kMaxSplit && k / split >= kMinSlice; split *= 2) {
+    const double reduce = memory_seconds(2.0 * split * m * n * count * 4.0);
+    best = std::min(best, flops / (rate * gemm_split_efficiency(m, n, k, count, split)) + reduce);
+  }
+  return best;
 }
 
 bool ComputeModel::profiled(const sim::OpSignature& sig) const {

@@ -4,7 +4,8 @@
 /// - GEMMs and convolutions (as implicit GEMMs) run at peak x cap x shape efficiency. The shape
 ///   efficiency is the best, over cuBLAS-like tile shapes, of (wave quantization over the SMs) x
 ///   (tile quantization of the matrix edges) x (that tile's relative throughput), times a short-K
-///   penalty. The cap is a measured maximum (gemm_and_memory.json).
+///   penalty; an output of too few tiles splits its K loop (split-K) when that is faster, paying
+///   for the partial sums' traffic. The cap is a measured maximum (gemm_and_memory.json).
 /// - Memory-bound kernels move their bytes at the achievable HBM bandwidth (measured copy).
 /// - Every kernel adds a GPU-side launch gap.
 /// The time is the larger of the compute and the memory estimate, plus the launch gap.
@@ -71,6 +72,9 @@ class ComputeModel {
   bool profiled(const sim::OpSignature& sig) const;
   /// Shape efficiency of `count` m x n x k GEMMs (without the cap): tiles, waves, short K.
   double gemm_shape_efficiency(double m, double n, double k, double count) const;
+  /// The same with the K loop split into `split` slices run as separate tiles (split-K): waves
+  /// over tiles x split, the short-K penalty on k / split.
+  double gemm_split_efficiency(double m, double n, double k, double count, int split) const;
   /// Dense peak for a data type (tf32 without tensor cores falls back to fp32, bf16 to fp16 and
   /// fp8 to fp16 where the GPU lacks them).
   sim::FlopRate peak(sim::DType dtype) const;

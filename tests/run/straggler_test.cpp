@@ -56,10 +56,10 @@ TEST_CASE("one GPU twice as slow makes a synchronous step as slow as all of them
   REQUIRE(one.compiled.graph.ranks() == 8);   // ranks that differ are simulated
   // Every rank waits for rank 3 at each all-reduce: the step is the all-slow step.
   REQUIRE(one.report.iteration_time_s == Approx(all.report.iteration_time_s).epsilon(1e-9));
-  // The kernels' time doubles; the input copy to the GPU (about 3% of the compute stream's busy
+  // The kernels' time doubles; the input copy to the GPU (about 5% of the compute stream's busy
   // time here), the host overhead and the exposed communication do not.
   const double compute = base.report.breakdown.compute_s;
-  REQUIRE(one.report.iteration_time_s > base.report.iteration_time_s + 0.95 * compute);
+  REQUIRE(one.report.iteration_time_s > base.report.iteration_time_s + 0.93 * compute);
   REQUIRE(one.report.iteration_time_s < base.report.iteration_time_s + compute);
 }
 

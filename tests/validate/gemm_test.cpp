@@ -54,6 +54,32 @@ TEST_CASE("tile and wave quantization follow the SM count", "[strategies]") {
   REQUIRE(a100.gemm_shape_efficiency(109 * 256, 128, 1 << 20, 1) < a100.gemm_shape_efficiency(108 * 256, 128, 1 << 20, 1));
 }
 
+TEST_CASE("an output of too few tiles splits its K loop and pays for the partial sums", "[strategies]") {
+  const auto& gpu = topo::find_gpu_spec("A100-SXM4-80GB");
+  const strategy::ComputeModel a100(gpu);
+  sim::OpSignature g;
+  g.type = sim::OpType::gemm;
+  g.dtype = sim::DType::fp16;
+  g.shape = {128, 128, 1 << 20, 1};
+  // 128 x 128 x 2^20: unsplit, one 128x128 tile (or four 64x64) on 108 SMs. Split 64 ways (the
+  // most allowed; slices of 16384 >= 256): 64 tiles of 128x128 in one wave, 64/108 x 0.92, which
+  // beats 256 64x64 tiles in 3 waves (256/324 x 0.62) and 128 128x64 ones in 2 (128/216 x 0.82).
+  // The partial sums: 64 fp32 128x128 partials written and read back at the HBM rate.
+  const double flops = 2.0 * 128 * 128 * double(1 << 20);
+  const double rate = a100.peak(sim::DType::fp16).per_second() * a100.constants().gemm_cap;
+  const double eff = 64.0 / 108.0 * 0.92 * 16384.0 / (16384.0 + 32.0);
+  const double reduce = 2.0 * 64 * 128 * 128 * 4 / strategy::achievable_hbm_bandwidth(gpu).bytes_per_second();
+  REQUIRE(a100.gemm_split_efficiency(128, 128, 1 << 20, 1, 64) == Approx(eff));
+  const double expected = flops / (rate * eff) + reduce + a100.constants().launch_gap.seconds();
+  REQUIRE(a100.analytical(g).seconds() == Approx(expected).epsilon(1e-9));
+  const double unsplit = flops / (rate * a100.gemm_shape_efficiency(128, 128, 1 << 20, 1));
+  REQUIRE(unsplit > 20.0 * expected);
+  // A GEMM that fills the SMs is not split: 8192^3 takes its unsplit time.
+  g.shape = {8192, 8192, 8192, 1};
+  const double square = 2.0 * 8192.0 * 8192.0 * 8192.0 / (rate * a100.gemm_shape_efficiency(8192, 8192, 8192, 1));
+  REQUIRE(a100.analytical(g).seconds() == Approx(square + a100.constants().launch_gap.seconds()).epsilon(1e-12));
+}
+
 TEST_CASE("memory-bound kernels move bytes at the achievable HBM bandwidth plus a launch gap", "[strategies]") {
   const auto& gpu = topo::find_gpu_spec("A100-SXM4-40GB");
   const strategy::ComputeModel m(gpu);
