@@ -82,10 +82,10 @@ GpuStepsDataset load_gpu_steps_dataset(const std::string& path) {
     run.id = r.string_at(o, "name", p, "a row");
     run.scenario = existing(r, o, "scenario", p, folder);
     run.profile = existing(r, o, "profile", p, folder);
-    run.kineto_trace = existing(r, o, "kineto_trace", p, folder);
+    if (o.contains("kineto_trace")) run.kineto_trace = existing(r, o, "kineto_trace", p, folder);
     run.first_step_s = positive_seconds(r, o, p, "step_seconds");
-    run.repeat_step_s = positive_seconds(r, o, p, "repeat_step_seconds");
-    run.step_s = 0.5 * (run.first_step_s + run.repeat_step_s);
+    run.repeat_step_s = o.contains("repeat_step_seconds") ? positive_seconds(r, o, p, "repeat_step_seconds") : 0.0;
+    run.step_s = run.repeat_step_s > 0.0 ? 0.5 * (run.first_step_s + run.repeat_step_s) : run.first_step_s;
     run.peak_allocated_bytes = r.number_at(o, "peak_allocated_bytes", p, "a row");
     const std::string role = r.string_at(o, "role", p, "a row");
     if (role != "calibration" && role != "prediction") {
@@ -126,7 +126,7 @@ std::vector<GpuStepResult> evaluate_gpu_steps(const GpuStepsDataset& d, GpuStepM
                        fmt::format("{}: {}; untraced {:.2f} ms, the tracer's cost {:+.0f}%", what, note,
                                    untraced * 1e3, (m.measured_s / untraced - 1.0) * 100.0)});
       };
-      add(run.kineto_trace, "/kineto", "PyTorch-profiler trace", run.step_s);
+      if (!run.kineto_trace.empty()) add(run.kineto_trace, "/kineto", "PyTorch-profiler trace", run.step_s);
       if (!run.inject_trace.empty()) add(run.inject_trace, "/inject", "libforesight_inject.so (CUPTI) trace", run.step_s);
       continue;
     }
@@ -139,10 +139,11 @@ std::vector<GpuStepResult> evaluate_gpu_steps(const GpuStepsDataset& d, GpuStepM
     }
     const strategy::SimulationOutput s = strategy::simulate_scenario(scenario, in);
     GpuStepResult r{run.id, &run, s.report.iteration_time_s, run.step_s, ""};
-    r.note = fmt::format("measured {:.2f} and {:.2f} ms in two processes; peak memory {:.1f} GiB predicted, {:.1f} GiB "
-                         "allocated by PyTorch",
-                         run.first_step_s * 1e3, run.repeat_step_s * 1e3, s.report.peak_bytes_max() / double(1ULL << 30),
-                         run.peak_allocated_bytes / double(1ULL << 30));
+    r.note = fmt::format("{}peak memory {:.1f} GiB predicted, {:.1f} GiB allocated by PyTorch",
+                         run.repeat_step_s > 0.0 ? fmt::format("measured {:.2f} and {:.2f} ms in two processes; ",
+                                                               run.first_step_s * 1e3, run.repeat_step_s * 1e3)
+                                                 : "",
+                         s.report.peak_bytes_max() / double(1ULL << 30), run.peak_allocated_bytes / double(1ULL << 30));
     if (method == GpuStepMethod::profile) r.note += fmt::format("; {} kernels profiled", db.size());
     out.push_back(std::move(r));
   }

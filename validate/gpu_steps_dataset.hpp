@@ -2,8 +2,8 @@
 /// Single-GPU training steps measured by the project on a lent GPU (validate/data/
 /// h200_single_gpu_steps/measured.json, made by scripts/gpu/device_session.sh): each row is one
 /// model, batch, precision and recompute setting, described exactly by a scenario file beside it,
-/// with the median step time of PyTorch's plain training loop and the traces of a few steps
-/// (PyTorch profiler; libforesight_inject.so for some rows). Three ways to predict a row:
+/// with the median step time of PyTorch's plain training loop (in one or two processes) and,
+/// where recorded, the traces of a few steps (PyTorch profiler; libforesight_inject.so). Three ways to predict a row:
 /// - analytical: `foresight simulate` of its scenario, the compute model alone;
 /// - profile: the same with the foresight-profile database of its kernels measured on that GPU;
 /// - replay: `foresight replay` of its traces on their own GPU, against the steps the trace
@@ -23,11 +23,11 @@ struct GpuStepRun {
   std::string id;        ///< the configuration's name, also its scenario's
   std::string scenario;  ///< absolute paths below, resolved against the dataset's folder
   std::string profile;
-  std::string kineto_trace;
+  std::string kineto_trace;  ///< empty: no PyTorch-profiler trace recorded
   std::string inject_trace;  ///< empty: not recorded under libforesight_inject.so
   double first_step_s = 0.0;   ///< median untraced step of the first process (the traced one's)
-  double repeat_step_s = 0.0;  ///< the same in a second process
-  double step_s = 0.0;         ///< the measured step: the mean of the two medians
+  double repeat_step_s = 0.0;  ///< the same in a second process (0: measured in one process)
+  double step_s = 0.0;         ///< the measured step: the mean of the medians
   double inject_step_s = 0.0;  ///< median step of the CUPTI-traced run (0: none)
   double peak_allocated_bytes = 0.0;
   Role role = Role::prediction;

@@ -58,6 +58,26 @@ TEST_CASE("the H200 steps dataset: nine configurations, each with its scenario, 
   }
 }
 
+TEST_CASE("the H100 steps: the same nine configurations, one process, no traces", "[validate]") {
+  const validate::GpuStepsDataset h100 =
+      validate::load_gpu_steps_dataset(test::source_path("validate/data/h100_single_gpu_steps/measured.json"));
+  const validate::GpuStepsDataset h200 = validate::load_gpu_steps_dataset(dataset_path());
+  REQUIRE(h100.gpu == "H100-SXM5-80GB");
+  REQUIRE(h100.runs.size() == h200.runs.size());
+  for (std::size_t i = 0; i < h100.runs.size(); ++i) {
+    const validate::GpuStepRun& r = h100.runs[i];
+    CAPTURE(r.id);
+    REQUIRE(r.id == h200.runs[i].id);
+    REQUIRE(r.kineto_trace.empty());
+    REQUIRE(r.repeat_step_s == 0.0);
+    REQUIRE(r.step_s == r.first_step_s);  // one process: its median
+    // Same chip and clocks, slower memory (3.35 against 4.8 TB/s): no step is faster on the H100.
+    REQUIRE(r.step_s >= 0.99 * h200.runs[i].step_s);
+  }
+  // Without traces there is nothing to replay.
+  REQUIRE(validate::evaluate_gpu_steps(h100, validate::GpuStepMethod::replay, {}).empty());
+}
+
 TEST_CASE("the PyTorch profiler's GPU-side copy of each step range is not a second step", "[validate]") {
   // Kineto writes ProfilerStep#N twice: the host's range (user_annotation) and the GPU's
   // (gpu_user_annotation). Counting both made four steps of two, two of them 0.2-0.5 ms long.
