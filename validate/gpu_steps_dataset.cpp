@@ -11,6 +11,7 @@
 #include "run/scenario.hpp"
 #include "topologies/cluster_builders.hpp"
 #include "topologies/gpu_spec.hpp"
+#include "validate/dataset_fields.hpp"
 #include "traces/kineto.hpp"
 #include "traces/profile_db_json.hpp"
 #include "traces/replay.hpp"
@@ -68,10 +69,7 @@ GpuStepsDataset load_gpu_steps_dataset(const std::string& path) {
   const fs::path folder = fs::path(path).parent_path();
   GpuStepsDataset d;
   d.source = r.string_at(doc, "source", root, "the dataset");
-  d.gpu = r.string_at(doc, "gpu", root, "the dataset");
-  if (topo::try_find_gpu_spec(d.gpu) == nullptr) {
-    r.fail(root.at("gpu"), fmt::format("expected a catalog GPU name, found \"{}\"", d.gpu));
-  }
+  d.gpu = catalog_gpu_at(r, doc, "gpu", root, "the dataset");
   const json& steps = r.array_at(doc, "steps", root, "the dataset");
   for (std::size_t i = 0; i < steps.size(); ++i) {
     const topo::JsonPath p = root.at("steps").at(i);

@@ -11,6 +11,7 @@
 #include "common/json_reader.hpp"
 #include "models/compute_model.hpp"
 #include "topologies/gpu_spec.hpp"
+#include "validate/dataset_fields.hpp"
 
 namespace foresight::validate {
 namespace {
@@ -150,10 +151,7 @@ KernelSweep load_kernel_sweep(const std::string& path) {
   r.check_object(doc, {"description", "source", "gpu", "provenance", "rows"}, root, "a kernel sweep");
   KernelSweep s;
   s.source = r.string_at(doc, "source", root, "the sweep");
-  s.gpu = r.string_at(doc, "gpu", root, "the sweep");
-  if (topo::try_find_gpu_spec(s.gpu) == nullptr) {
-    r.fail(root.at("gpu"), fmt::format("expected a catalog GPU name, found \"{}\"", s.gpu));
-  }
+  s.gpu = catalog_gpu_at(r, doc, "gpu", root, "the sweep");
   const json& rows = r.array_at(doc, "rows", root, "the sweep");
   std::map<std::string, int> seen;  // a shape measured twice (two tags) keeps both, numbered
   for (std::size_t i = 0; i < rows.size(); ++i) {
