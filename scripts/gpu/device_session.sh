@@ -6,6 +6,10 @@
 #
 #   [STAGES=devices,steps,time,inject,profile,sweep,nccl] [INJECT_CONFIGS="A B"] scripts/gpu/device_session.sh OUTDIR [probe]
 #
+# Shared libraries the GPU machine lacks can be put in .devlib/ (ignored by git): a build made on
+# Debian 12 and run elsewhere needs its libfmt.so.9 there. cuDNN and NCCL are also looked for in
+# PyTorch's wheels (nvidia/*/lib).
+#
 # Stages, each bounded in time and each independent of the others' success (a failure is logged
 # and the next stage runs): the device and software; PyTorch training steps with the PyTorch
 # profiler (Kineto) traces; the same steps under libforesight_inject.so (CUPTI); foresight-profile on
