@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <span>
 #include <sstream>
@@ -55,14 +56,31 @@ std::string shown(const json& v) {
 }
 
 json JsonReader::parse(std::string_view text) const {
+  const json::parser_callback_t bounded = [this](int depth, json::parse_event_t event, json&) {
+    if (event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) {
+      if (depth >= kMaxDepth) {
+        sim::raise(kind_, fmt::format("{}: expected JSON nested at most {} levels deep, found deeper nesting", origin_,
+                                      kMaxDepth));
+      }
+    }
+    return true;
+  };
   try {
-    return json::parse(text);
+    return json::parse(text, bounded);
   } catch (const json::parse_error& e) {
     sim::raise(kind_, fmt::format("{}: malformed JSON at byte {}: {}", origin_, e.byte, e.what()));
   }
 }
 
 json JsonReader::parse_file() const {
+  std::error_code ec;
+  if (std::filesystem::exists(origin_, ec) && !std::filesystem::is_regular_file(origin_, ec)) {
+    sim::raise(kind_, fmt::format("{}: expected a regular file, found a device, folder or other special file", origin_));
+  }
+  if (const auto size = std::filesystem::file_size(origin_, ec); !ec && size > kMaxFileBytes) {
+    sim::raise(kind_, fmt::format("{}: expected a JSON file of at most {} bytes, found {} bytes", origin_,
+                                  kMaxFileBytes, size));
+  }
   std::ifstream in(origin_, std::ios::binary);
   if (!in) sim::raise(kind_, fmt::format("{}: cannot open the file", origin_));
   std::ostringstream text;

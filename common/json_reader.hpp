@@ -5,6 +5,7 @@
 /// element, what was expected and what was found. The error class is the caller's choice.
 
 #include <initializer_list>
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <span>
 #include <string>
@@ -31,10 +32,17 @@ class JsonReader {
   /// `origin` names the document in messages (usually its file path).
   JsonReader(std::string origin, sim::ErrorKind kind) : origin_(std::move(origin)), kind_(kind) {}
 
-  /// Parses `text`; a syntax error names the origin and nlohmann's byte position.
+  /// Parses `text`; a syntax error names the origin and nlohmann's byte position, and nesting
+  /// deeper than kMaxDepth is an error (nlohmann's dump and comparisons recurse: a document of
+  /// 200,000 nested arrays overflowed the stack when an error message showed it).
   nlohmann::json parse(std::string_view text) const;
-  /// Reads and parses the file `origin` names.
+  /// Reads and parses the file `origin` names: a regular file of at most kMaxFileBytes (a device
+  /// such as /dev/zero would be read until memory runs out).
   nlohmann::json parse_file() const;
+
+  /// Foresight's JSON formats nest a few levels deep; Kineto traces under ten.
+  static constexpr int kMaxDepth = 64;
+  static constexpr std::uintmax_t kMaxFileBytes = std::uintmax_t{1} << 30;
 
   /// "file: /pointer (element)".
   std::string where(const JsonPath& p) const;
