@@ -303,13 +303,8 @@ Cluster load_topology(const json& doc, std::string_view origin, std::string_view
 
 Cluster parse_topology(std::string_view text, std::string_view origin,
                        std::string_view default_name) {
-  json doc;
-  try {
-    doc = json::parse(text.begin(), text.end());
-  } catch (const json::parse_error& e) {
-    throw sim::TopologyError(
-        fmt::format("{}: malformed JSON at byte {}: {}", origin, e.byte, e.what()));
-  }
+  // The shared reader: syntax errors with their byte, nesting bounded (JsonReader::kMaxDepth).
+  const json doc = JsonReader(std::string(origin), sim::ErrorKind::topology).parse(text);
   return load_topology(doc, origin, default_name);
 }
 

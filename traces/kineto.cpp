@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "common/error.hpp"
+#include "common/json_reader.hpp"
 
 namespace foresight::trace {
 namespace {
@@ -124,12 +125,8 @@ std::vector<const KinetoGpuOp*> KinetoTrace::gpu_ops_in(const KinetoStep& s) con
 }
 
 KinetoTrace parse_kineto(const std::string& text, const std::string& origin) {
-  json doc;
-  try {
-    doc = json::parse(text);
-  } catch (const json::parse_error& e) {
-    fail(origin, fmt::format("malformed JSON at byte {}: {}", e.byte, e.what()));
-  }
+  // The shared reader: syntax errors with their byte, nesting bounded (JsonReader::kMaxDepth).
+  const json doc = topo::JsonReader(origin, sim::ErrorKind::trace).parse(text);
   if (!doc.is_object() || !doc.contains("traceEvents") || !doc["traceEvents"].is_array()) {
     fail(origin, "expected a Kineto trace: an object with a \"traceEvents\" list");
   }

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "common/error.hpp"
+#include "common/json_reader.hpp"
 
 namespace foresight::trace {
 namespace {
@@ -55,13 +56,8 @@ sim::ProfileDb load_profile_db(const std::string& path) {
   if (!in) throw sim::ConfigError(fmt::format("{}: cannot open the profile database", path));
   std::ostringstream text;
   text << in.rdbuf();
-  json doc;
-  try {
-    doc = json::parse(text.str());
-  } catch (const json::parse_error& e) {
-    throw sim::ConfigError(
-        fmt::format("{}: malformed JSON at byte {}: {}", path, e.byte, e.what()));
-  }
+  // The shared reader: syntax errors with their byte, nesting bounded (JsonReader::kMaxDepth).
+  const json doc = topo::JsonReader(path, sim::ErrorKind::config).parse(text.str());
   only_keys(path, "", doc, {"format", "version", "gpu", "source", "provenance", "kernels"});
   if (need_string(path, "", doc, "format") != "foresight-profile-db") {
     fail(path, "/format",

@@ -143,3 +143,11 @@ TEST_CASE("the PARAM DLRM archive: all 8 ranks' traces read from one tar.gz", "[
   // A gzip file that is not a tar archive yields no members.
   REQUIRE(trace::read_tar_gz_json(test::data_path("traces/mini_kineto.json.gz")).empty());
 }
+
+TEST_CASE("a trace nested past the reader's limit is a TraceError, not a stack overflow", "[traces]") {
+  const std::string deep = "{\"traceEvents\": [" + std::string(100000, '[') + std::string(100000, ']') + "]}";
+  REQUIRE_THROWS_AS(trace::parse_kineto(deep, "deep-trace.json"), sim::TraceError);
+  REQUIRE_THROWS_WITH(trace::parse_kineto(deep, "deep-trace.json"), Contains("deep-trace.json") && Contains("levels deep"));
+  // Malformed JSON still names its byte.
+  REQUIRE_THROWS_WITH(trace::parse_kineto("{\"traceEvents\": [", "cut.json"), Contains("cut.json: malformed JSON at byte"));
+}
