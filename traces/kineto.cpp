@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -27,6 +28,10 @@ bool ends_with(const std::string& s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+/// The largest trace text read (decompressed): 4 GiB, far above any step's trace; a device such
+/// as /dev/zero, or a gzip bomb, would otherwise be read until memory runs out.
+constexpr std::size_t kMaxTraceBytes = std::size_t{4} << 30;
+
 /// The whole decompressed text of a gzip file; TraceError when it is truncated or corrupt.
 std::string read_gzip(const std::string& path) {
   std::unique_ptr<gzFile_s, int (*)(gzFile)> f(gzopen(path.c_str(), "rb"), gzclose);
@@ -42,6 +47,9 @@ std::string read_gzip(const std::string& path) {
     }
     if (n == 0) break;
     out.append(buffer, static_cast<std::size_t>(n));
+    if (out.size() > kMaxTraceBytes) {
+      fail(path, fmt::format("expected at most {} bytes of trace text, found more", kMaxTraceBytes));
+    }
   }
   // gzread reports a stream cut short only as end of input: check the trailer was seen.
   int code = 0;
@@ -51,7 +59,14 @@ std::string read_gzip(const std::string& path) {
 }
 
 std::string read_text(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec)) {
+    fail(path, "expected a regular file, found a device, folder or other special file");
+  }
   if (ends_with(path, ".gz")) return read_gzip(path);
+  if (const auto size = std::filesystem::file_size(path, ec); !ec && size > kMaxTraceBytes) {
+    fail(path, fmt::format("expected at most {} bytes of trace text, found {}", kMaxTraceBytes, size));
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) fail(path, "cannot be opened");
   std::ostringstream s;

@@ -151,3 +151,10 @@ TEST_CASE("a trace nested past the reader's limit is a TraceError, not a stack o
   // Malformed JSON still names its byte.
   REQUIRE_THROWS_WITH(trace::parse_kineto("{\"traceEvents\": [", "cut.json"), Contains("cut.json: malformed JSON at byte"));
 }
+
+TEST_CASE("a device given as a trace is refused before it is read", "[traces]") {
+  // /dev/zero as a replay trace was read until memory ran out.
+  if (!std::filesystem::exists("/dev/zero")) return;
+  REQUIRE_THROWS_AS(trace::load_kineto("/dev/zero"), sim::TraceError);
+  REQUIRE_THROWS_WITH(trace::load_kineto("/dev/zero"), Contains("/dev/zero") && Contains("regular file"));
+}
