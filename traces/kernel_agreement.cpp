@@ -1,34 +1,19 @@
 #include "traces/kernel_agreement.hpp"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <unordered_set>
 #include <vector>
 
-#include "common/error.hpp"
-
 namespace foresight::trace {
 namespace {
 
-const KinetoStep& step_at(const KinetoTrace& t, int index) {
-  const int n = static_cast<int>(t.steps.size());
-  const int i = index < 0 ? n + index : index;
-  if (i < 0 || i >= n) {
-    throw sim::TraceError(fmt::format("{}: expected a ProfilerStep at index {}, found {} steps", t.path, index, n));
-  }
-  return t.steps[static_cast<std::size_t>(i)];
-}
-
-/// The step's kernels in launch order (by their launching call's start).
+/// The kernels launched inside the step, in the GPU's start order.
 std::vector<const KinetoGpuOp*> launched_kernels(const KinetoTrace& t, int index) {
-  const KinetoStep& s = step_at(t, index);
-  std::vector<std::pair<double, std::int64_t>> calls;  // (start, correlation) inside the step
+  const KinetoStep& s = t.step_at(index);
+  std::unordered_set<std::int64_t> inside;  // correlation ids of the calls made inside the step
   for (const KinetoRuntimeCall& c : t.runtime) {
-    if (c.ts_us >= s.ts_us && c.ts_us < s.ts_us + s.dur_us && c.correlation >= 0) calls.emplace_back(c.ts_us, c.correlation);
+    if (c.ts_us >= s.ts_us && c.ts_us < s.ts_us + s.dur_us && c.correlation >= 0) inside.insert(c.correlation);
   }
-  std::unordered_set<std::int64_t> inside;
-  for (const auto& c : calls) inside.insert(c.second);
   std::vector<const KinetoGpuOp*> out;
   for (const KinetoGpuOp& op : t.gpu_ops) {
     if (op.kind == KinetoGpuOp::Kind::kernel && inside.count(op.correlation) != 0) out.push_back(&op);

@@ -23,7 +23,7 @@ struct KernelAgreement {
 };
 
 /// The kernels launched in step `index` (0-based among each trace's steps; -1: the last) of both
-/// traces. TraceError when either has no such step.
+/// traces. TraceError when either has no such step (KinetoTrace::step_at).
 KernelAgreement compare_step_kernels(const KinetoTrace& a, const KinetoTrace& b, int index = -1);
 
 }  // namespace foresight::trace

@@ -131,6 +131,16 @@ std::string nccl_collective(const std::string& name) {
 
 }  // namespace
 
+const KinetoStep& KinetoTrace::step_at(int index) const {
+  if (steps.empty()) throw sim::TraceError(fmt::format("{}: no ProfilerStep#N annotation to replay", path));
+  const int n = static_cast<int>(steps.size());
+  if (index < 0) index += n;
+  if (index < 0 || index >= n) {
+    throw sim::TraceError(fmt::format("{}: step index {} is outside the trace's {} steps", path, index, n));
+  }
+  return steps[static_cast<std::size_t>(index)];
+}
+
 std::vector<const KinetoGpuOp*> KinetoTrace::gpu_ops_in(const KinetoStep& s) const {
   std::vector<const KinetoGpuOp*> out;
   for (const KinetoGpuOp& op : gpu_ops) {

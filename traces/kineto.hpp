@@ -82,6 +82,9 @@ struct KinetoTrace {
 
   /// GPU ops starting inside step `s`'s window.
   std::vector<const KinetoGpuOp*> gpu_ops_in(const KinetoStep& s) const;
+  /// Step `index` (0-based; -1 the last, -2 the one before...); TraceError naming the file when
+  /// the trace has no step or none at that index.
+  const KinetoStep& step_at(int index) const;
 };
 
 /// Reads `path` (.json or .json.gz); TraceError as described above.

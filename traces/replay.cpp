@@ -28,16 +28,6 @@ sim::Time us(double v) { return sim::Time::from_seconds(std::max(0.0, v) * 1e-6)
 
 constexpr sim::NodeId kNone = 0xffffffffu;
 
-const KinetoStep& pick_step(const KinetoTrace& trace, int index) {
-  if (trace.steps.empty()) throw sim::TraceError(fmt::format("{}: no ProfilerStep#N annotation to replay", trace.path));
-  const int n = static_cast<int>(trace.steps.size());
-  if (index < 0) index += n;
-  if (index < 0 || index >= n) {
-    throw sim::TraceError(fmt::format("{}: step index {} is outside the trace's {} steps", trace.path, index, n));
-  }
-  return trace.steps[static_cast<std::size_t>(index)];
-}
-
 /// The step at `index` and the steps right before it that ran back to back with it (each
 /// begins within kContiguousUs of the previous one's end), oldest first: replayed before it,
 /// they fill the GPU's queues as they were when it began.
@@ -288,7 +278,7 @@ int kineto_dtype_bytes(const std::string& dtype) {
 
 ReplayGraph replay_graph(const KinetoTrace& trace, int index, const ReplayOptions& options) {
   const int collective_gpus = options.collective_gpus;
-  const KinetoStep& step = pick_step(trace, index);
+  const KinetoStep& step = trace.step_at(index);
   ReplayGraph out;
   sim::ExecutionGraph& g = out.graph;
   const sim::RankId rank = g.add_rank(0, 0);
@@ -385,7 +375,7 @@ JointReplayGraph joint_replay_graph(const std::vector<KinetoTrace>& traces, int 
                                         t->world_size, first.path, first.world_size));
     }
   }
-  const int number = pick_step(first, index).number;
+  const int number = first.step_at(index).number;
   std::vector<const KinetoStep*> steps;
   for (const KinetoTrace* t : ranked) {
     const auto it = std::find_if(t->steps.begin(), t->steps.end(), [&](const KinetoStep& s) { return s.number == number; });

@@ -338,11 +338,9 @@ Suite load_suite(const std::string& path) {
     const std::string kind = r.string_at(o, "kind", p, what);
     const auto k = std::find_if(std::begin(kKinds), std::end(kKinds), [&](const auto& x) { return x.first == kind; });
     if (k == std::end(kKinds)) {
-      r.fail(p.at("kind"), fmt::format("expected one of thetagpu_ddp, thetagpu_gpipe, nccl_busbw, gemm_and_memory, "
-                                       "megatron_sc21, gpu_steps_analytical, gpu_steps_profile, gpu_steps_replay, kernel_sweep_gemm, "
-                                       "kernel_sweep_attention, kernel_sweep_conv, kernel_sweep_memory, "
-                                       "found \"{}\"",
-                                       kind));
+      std::string known;  // the kinds as the table lists them
+      for (const auto& [name, unused] : kKinds) known += (known.empty() ? "" : ", ") + std::string(name);
+      r.fail(p.at("kind"), fmt::format("expected one of {}, found \"{}\"", known, kind));
     }
     e.kind = k->second;
     e.file = (folder / r.string_at(o, "file", p, what)).string();
