@@ -18,6 +18,7 @@ void add_collective_command(CLI::App& app, Runner& run);
 void add_validate_command(CLI::App& app, Runner& run);
 void add_simulate_command(CLI::App& app, Runner& run);
 void add_sweep_command(CLI::App& app, Runner& run);
+void add_sweep_merge_command(CLI::App& app, Runner& run);
 void add_replay_command(CLI::App& app, Runner& run);
 void add_import_profile_command(CLI::App& app, Runner& run);
 void add_params_command(CLI::App& app, Runner& run);

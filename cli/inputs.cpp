@@ -1,14 +1,7 @@
 #include "cli/inputs.hpp"
 
-#include <filesystem>
-#include <nlohmann/json.hpp>
-
-#include "topologies/cluster_builders.hpp"
-
 #include "cli/commands.hpp"
-
 #include "traces/profile_db_json.hpp"
-#include "run/calibration.hpp"
 
 namespace foresight::cli {
 
@@ -29,33 +22,14 @@ void ScenarioFlags::add_to(CLI::App& cmd, bool with_batch_overrides) {
 }
 
 std::vector<strategy::Override> ScenarioFlags::overrides() const {
-  std::vector<strategy::Override> out;
-  if (!cluster.empty()) {
-    const bool preset = topo::is_cluster_preset(cluster);
-    // A topology file is given relative to where foresight runs, not to the scenario file.
-    out.push_back({preset ? "cluster.preset" : "cluster.topology",
-                   nlohmann::json(preset ? cluster : std::filesystem::absolute(cluster).string()).dump()});
-  }
-  if (gpus > 0) out.push_back({"cluster.gpus", std::to_string(gpus)});
-  if (micro_batch > 0) out.push_back({"plan.micro_batch", std::to_string(micro_batch)});
-  for (const std::string& s : sets) out.push_back(strategy::parse_override(s));
-  return out;
+  std::vector<strategy::Override> parsed;
+  for (const std::string& s : sets) parsed.push_back(strategy::parse_override(s));
+  return strategy::scenario_overrides(cluster, gpus, micro_batch, parsed);
 }
 
 strategy::SimulationInputs ScenarioFlags::simulation_inputs() const {
-  strategy::SimulationInputs in;
-  in.collectives = run::collective_config(
-      run::load_calibration(calibration.empty() ? run::default_calibration_path() : calibration).collectives);
-  if (!price_table_) {
-    price_table_ = std::make_shared<const strategy::PriceTable>(
-        strategy::load_prices(prices.empty() ? strategy::default_prices_path() : prices));
-  }
-  in.prices = price_table_.get();
-  if (!profile.empty()) {
-    if (!profiles_) profiles_ = std::make_shared<const sim::ProfileDb>(trace::load_profile_db(profile));
-    in.profiles = profiles_.get();
-  }
-  return in;
+  if (!files_) files_.emplace(strategy::InputPaths{calibration, profile, prices}, &trace::load_profile_db);
+  return files_->inputs();
 }
 
 }  // namespace foresight::cli

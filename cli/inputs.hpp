@@ -1,15 +1,14 @@
 #pragma once
 // The flags every scenario-running command shares: overrides (--gpus, --micro-batch, --set),
-// the collective calibration and the profile database.
+// the collective calibration and the profile database. Their meaning (the overrides' order and
+// forms, which files are read) is run/scenario_inputs.hpp's, shared with the Python module.
 
 #include <CLI/CLI.hpp>
-#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
-#include "exec/profile_db.hpp"
-#include "run/scenario.hpp"
-#include "run/simulation.hpp"
+#include "run/scenario_inputs.hpp"
 
 namespace foresight::cli {
 
@@ -17,9 +16,11 @@ class ScenarioFlags {
  public:
   /// Registers --gpus, --micro-batch, --set, --calibration and --profile on `cmd`.
   void add_to(CLI::App& cmd, bool with_batch_overrides = true);
-  /// The overrides the flags ask for, in a fixed order: --gpus, --micro-batch, then each --set.
+  /// The overrides the flags ask for, in a fixed order: --cluster, --gpus, --micro-batch, then each
+  /// --set.
   std::vector<strategy::Override> overrides() const;
-  /// Collective calibration (stored or --calibration) and the profile database (--profile).
+  /// Collective calibration (stored or --calibration), prices (stored or --prices) and the
+  /// profile database (--profile), read on the first call.
   strategy::SimulationInputs simulation_inputs() const;
 
   int gpus = 0;
@@ -32,8 +33,7 @@ class ScenarioFlags {
   std::string prices;  ///< price file; empty: the stored one
 
  private:
-  mutable std::shared_ptr<const sim::ProfileDb> profiles_;
-  mutable std::shared_ptr<const strategy::PriceTable> price_table_;
+  mutable std::optional<strategy::InputFiles> files_;
 };
 
 }  // namespace foresight::cli

@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   foresight::cli::Runner run;
   foresight::cli::add_simulate_command(app, run);
   foresight::cli::add_sweep_command(app, run);
+  foresight::cli::add_sweep_merge_command(app, run);
   foresight::cli::add_plan_command(app, run);
   foresight::cli::add_replay_command(app, run);
   foresight::cli::add_import_profile_command(app, run);

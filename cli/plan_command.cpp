@@ -12,10 +12,10 @@
 #include "cli/commands.hpp"
 #include "cli/inputs.hpp"
 #include "common/error.hpp"
-#include "common/json_reader.hpp"
 #include "common/atomic_file.hpp"
 #include "plots/svg_plot.hpp"
 #include "run/compare.hpp"
+#include "run/plan_json.hpp"
 #include "run/planner.hpp"
 #include "topologies/cluster_builders.hpp"
 
@@ -124,21 +124,6 @@ std::string csv(const strategy::PlanSearch& s) {
   return out;
 }
 
-nlohmann::json to_json(const strategy::PlanSearch& s) {
-  nlohmann::json rows = nlohmann::json::array();
-  for (const auto& r : s.rows) {
-    rows.push_back({{"status", std::string(to_string(r.status))}, {"plan", r.plan}, {"label", r.label},
-                    {"reason", r.reason}, {"bound_s", r.bound_s}, {"iteration_s", r.iteration_s},
-                    {"tokens_per_s", r.tokens_per_s}, {"samples_per_s", r.samples_per_s}, {"mfu", r.mfu},
-                    {"peak_bytes", r.peak_bytes}, {"set", r.sets()},
-                    {"usd_run", r.usd_run >= 0 ? nlohmann::json(r.usd_run) : nlohmann::json(nullptr)},
-                    {"kwh_run", r.kwh_run >= 0 ? nlohmann::json(r.kwh_run) : nlohmann::json(nullptr)}});
-  }
-  return {{"plans", rows}, {"simulated", s.simulated}, {"compiled", s.compiled}};
-}
-
-
-/// A run's length in the unit that reads best: hours up to two days, then days.
 std::string duration(double s) {
   return s >= 2 * 86400.0 ? fmt::format("{:.1f} d", s / 86400.0) : fmt::format("{:.1f} h", s / 3600.0);
 }
@@ -233,33 +218,6 @@ std::string compare_csv(const std::vector<strategy::HardwareRow>& rows) {
   return out;
 }
 
-nlohmann::json compare_json(const std::vector<strategy::HardwareRow>& rows) {
-  nlohmann::json out = nlohmann::json::array();
-  for (const auto& r : rows) {
-    nlohmann::json row{{"cluster", r.option.cluster}, {"gpus", r.option.gpus},   {"gpu", r.gpu},
-                       {"price_basis", r.price_basis}, {"pareto", r.pareto},     {"within_budget", r.within_budget},
-                       {"plans", r.plans},             {"simulated", r.simulated}, {"reason", r.reason}};
-    if (r.best) {
-      const auto& b = *r.best;
-      row["best"] = {{"plan", b.plan},
-                     {"label", b.label},
-                     {"iteration_s", b.iteration_s},
-                     {"run_s", b.run_s},
-                     {"tokens_per_s", b.tokens_per_s},
-                     {"samples_per_s", b.samples_per_s},
-                     {"mfu", b.mfu},
-                     {"peak_bytes", b.peak_bytes},
-                     {"set", b.sets()},
-                     {"usd_run", b.usd_run >= 0 ? nlohmann::json(b.usd_run) : nlohmann::json(nullptr)},
-                     {"kwh_run", b.kwh_run >= 0 ? nlohmann::json(b.kwh_run) : nlohmann::json(nullptr)}};
-    } else {
-      row["best"] = nullptr;
-    }
-    out.push_back(std::move(row));
-  }
-  return {{"options", out}};
-}
-
 /// Run time against run cost, one marker series per cluster and the Pareto front as a line.
 std::string pareto_svg(const std::vector<strategy::HardwareRow>& rows, const std::string& scenario) {
   double longest = 0.0;
@@ -294,29 +252,20 @@ std::string pareto_svg(const std::vector<strategy::HardwareRow>& rows, const std
 }
 
 int run_compare(const PlanCommandOptions& o, const strategy::PlanSpace& space, const std::vector<strategy::Override>& overrides) {
-  const topo::JsonReader reader(o.scenario, sim::ErrorKind::config);
-  auto doc = reader.parse_file();
-  strategy::apply_overrides(doc, overrides);
+  const nlohmann::json doc = strategy::scenario_document({o.scenario, std::nullopt}, overrides);
   const strategy::Scenario base = strategy::parse_scenario(doc, o.scenario);
-  std::vector<std::string> clusters = o.clusters.empty() ? std::vector<std::string>{base.cluster.spec}
-                                                         : comma_list("--clusters", o.clusters);
-  std::vector<int> counts = o.gpus.empty() ? std::vector<int>{} : integers("--gpus", o.gpus, 1);
-  if (counts.empty()) {
-    counts.push_back(base.cluster.gpus > 0 ? base.cluster.gpus : base.plan.dp * base.plan.tp * base.plan.pp * base.plan.ep);
-  }
+  const std::vector<std::string> clusters = o.clusters.empty() ? std::vector<std::string>{} : comma_list("--clusters", o.clusters);
+  const std::vector<int> counts = o.gpus.empty() ? std::vector<int>{} : integers("--gpus", o.gpus, 1);
   if (!(o.budget >= 0.0) || !std::isfinite(o.budget)) {
     throw sim::ConfigError(fmt::format("--budget: expected a number of USD >= 0, found {}", o.budget));
   }
-  std::vector<strategy::HardwareOption> options;
-  for (const auto& c : clusters) {
-    for (const int n : counts) options.push_back({c, n});
-  }
+  const std::vector<strategy::HardwareOption> options = strategy::hardware_options(base, clusters, counts);
   const auto inputs = o.flags.simulation_inputs();
   const auto rows = strategy::compare_hardware(o.scenario, doc, options, space, o.search, inputs, o.budget,
                                                [](const std::string& line) { fmt::print(stderr, "plan: {}\n", line); });
   if (!o.plot.empty()) sim::write_file_atomically(o.plot, pareto_svg(rows, o.scenario));
   if (!o.csv.empty()) emit(o.csv, compare_csv(rows));
-  emit(o.output, o.json ? compare_json(rows).dump(1) + "\n" : compare_table(rows, o.budget, o.scenario));
+  emit(o.output, o.json ? strategy::hardware_json(rows).dump(1) + "\n" : compare_table(rows, o.budget, o.scenario));
   return 0;
 }
 
@@ -346,7 +295,7 @@ int run_plan(const PlanCommandOptions& o) {
   const auto search = strategy::search_plans(o.scenario, overrides, space, o.search, o.flags.simulation_inputs(),
                                              [](const std::string& line) { fmt::print(stderr, "plan: {}\n", line); });
   if (!o.csv.empty()) emit(o.csv, csv(search));
-  emit(o.output, o.json ? to_json(search).dump(1) + "\n" : table(search, o.search.top, o.scenario));
+  emit(o.output, o.json ? strategy::plan_search_json(search).dump(1) + "\n" : table(search, o.search.top, o.scenario));
   return 0;
 }
 

@@ -1,28 +1,23 @@
 // foresight replay TRACE...: one iteration of PyTorch-profiler (Kineto) traces rebuilt as an
-// execution graph and simulated (traces/replay.hpp), beside the steps they measured. One trace:
+// execution graph and simulated (validate/trace_replay.hpp), beside the steps they measured. One trace:
 // its rank alone. Several (files, or the members of a .tar.gz archive): the ranks jointly, their
 // NCCL kernels matched into collectives.
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <memory>
-#include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
-#include "collectives/collective_config.hpp"
+#include "cli/replay_chakra.hpp"
 #include "common/atomic_file.hpp"
 #include "common/error.hpp"
-#include "exec/executor.hpp"
-#include "topologies/cluster_builders.hpp"
 #include "topologies/gpu_spec.hpp"
-#include "traces/chrome_trace.hpp"
 #include "traces/kernel_agreement.hpp"
 #include "traces/kineto.hpp"
 #include "traces/profile_db_json.hpp"
 #include "traces/profile_import.hpp"
 #include "traces/replay.hpp"
-#include "validate/trace_retime.hpp"
+#include "validate/trace_replay.hpp"
 
 namespace foresight::cli {
 namespace {
@@ -38,34 +33,21 @@ struct ReplayOptions {
   std::string trace_gpu;  ///< the catalog model the traces ran on, when their recorded name is not one
   bool keep_stalls = false;
   bool compare_kernels = false;  ///< two traces of one program: compare their step kernel for kernel
+  std::string comm_groups;       ///< Chakra: the comm-group file
+  std::string network;           ///< Chakra: the network model
+  bool step_given = false;
 };
+
+/// The replay options the library takes (validate/trace_replay.hpp).
+validate::ReplaySettings settings(const ReplayOptions& o) {
+  return {o.step, o.cluster, o.gpus, o.trace_gpu, o.keep_stalls};
+}
 
 /// Writes the replayed timeline of `graph` to o.trace (Perfetto / chrome://tracing), if asked.
 void write_timeline(const ReplayOptions& o, const sim::ExecutionGraph& graph, const sim::ExecutionResult& result,
                     const std::string& cluster) {
   if (o.trace.empty()) return;
-  trace::TraceMetadata meta;
-  meta.title = fmt::format("foresight replay {}", fmt::join(o.traces, " "));
-  meta.info = {{"cluster", cluster}, {"makespan_s", fmt::format("{:.9g}", result.makespan.seconds())}};
-  emit(o.trace, [&](std::ostream& os) { trace::write_chrome_trace(os, graph, result, {}, meta); });
-}
-
-double error_pct(double replayed, double measured) { return (replayed - measured) / measured * 100.0; }
-
-/// On another cluster whose GPUs are another model than the traces', the retimer to it (every
-/// trace must have run on one model); else nullopt.
-std::optional<trace::KernelRetimer> retimer(const ReplayOptions& o, const std::vector<const trace::KinetoTrace*>& traces,
-                                            const topo::Cluster& cluster, bool other) {
-  if (!other) return std::nullopt;
-  const topo::GpuSpec& from = validate::trace_gpu(*traces.front(), o.trace_gpu);
-  for (const trace::KinetoTrace* t : traces) {
-    const topo::GpuSpec& g = validate::trace_gpu(*t, o.trace_gpu);
-    if (g.name != from.name) {
-      throw sim::ConfigError(fmt::format("{} ran on {} but {} on {}: retiming needs one GPU model", t->path, g.name,
-                                         traces.front()->path, from.name));
-    }
-  }
-  return validate::retimer_for(*traces.front(), o.trace_gpu, cluster.gpu_model(0));
+  emit(o.trace, [&](std::ostream& os) { validate::write_replay_timeline(os, o.traces, graph, result, cluster); });
 }
 
 /// The text line saying how kernels were retimed, or that they keep their measured times.
@@ -76,34 +58,6 @@ std::string retime_line(const std::optional<trace::KernelRetimer>& r, const trac
                      r->from().name, r->to().name, n.scaled, r->bandwidth_factor(), n.under_one_wave, n.link_copies);
 }
 
-nlohmann::json retime_json(const std::optional<trace::KernelRetimer>& r, const trace::RetimeCounts& n) {
-  if (!r) return nullptr;
-  return {{"from", r->from().name},        {"to", r->to().name},
-          {"bandwidth_factor", r->bandwidth_factor()}, {"scaled", n.scaled},
-          {"under_one_wave", n.under_one_wave},       {"link_copies", n.link_copies}};
-}
-
-/// Where step `number` of `t` began (us on the trace's clock).
-double step_start_us(const trace::KinetoTrace& t, int number) {
-  for (const trace::KinetoStep& s : t.steps) {
-    if (s.number == number) return s.ts_us;
-  }
-  return 0.0;
-}
-
-/// The unexplained stalls of a rank's step: total, count and the three longest.
-nlohmann::json stalls_json(const trace::KinetoTrace& t, int step, const std::vector<trace::GpuStall>& stalls) {
-  nlohmann::json largest = nlohmann::json::array();
-  for (std::size_t i = 0; i < std::min<std::size_t>(3, stalls.size()); ++i) {
-    const trace::KinetoGpuOp& op = t.gpu_ops[stalls[i].op];
-    largest.push_back({{"stream", op.stream},
-                       {"begin_s", (stalls[i].begin_us - step_start_us(t, step)) * 1e-6},
-                       {"dur_s", stalls[i].dur_us * 1e-6},
-                       {"before", op.name}});
-  }
-  return {{"total_s", trace::total_us(stalls) * 1e-6}, {"count", stalls.size()}, {"largest", largest}};
-}
-
 /// The text line on a rank's unexplained stalls, or "" when it has none.
 std::string stalls_line(const trace::KinetoTrace& t, int step, const std::vector<trace::GpuStall>& stalls, bool kept) {
   if (stalls.empty()) return "";
@@ -112,59 +66,31 @@ std::string stalls_line(const trace::KinetoTrace& t, int step, const std::vector
                      "longest {:.3f} ms on stream {} at {:.3f} ms, before {:.60}): the trace lacks what the GPU waited "
                      "for{}\n",
                      trace::total_us(stalls) * 1e-3, stalls.size(), stalls.size() == 1 ? "" : "s", stalls.front().dur_us * 1e-3, op.stream,
-                     (stalls.front().begin_us - step_start_us(t, step)) * 1e-3, op.name,
+                     (stalls.front().begin_us - validate::step_start_us(t, step)) * 1e-3, op.name,
                      kept ? "; kept as GPU time (--keep-stalls)" : "; --keep-stalls keeps them as GPU time");
 }
 
 int replay_one(const ReplayOptions& o, const trace::KinetoTrace& t) {
-  // Own cluster: every op at its measured time, on one GPU (the fabric only hosts the rank).
-  // Another cluster: the recorded NCCL collectives over its first --gpus GPUs, timed there.
-  const int gpus = o.gpus > 0 ? o.gpus : std::max(2, t.world_size);
-  const bool other = !o.cluster.empty();
-  const topo::Cluster cluster = topo::resolve_cluster(other ? o.cluster : "dgx-a100", other ? gpus : 1);
-  const std::optional<trace::KernelRetimer> retime = retimer(o, {&t}, cluster, other);
-  const trace::ReplayGraph r = trace::replay_graph(t, o.step, {other ? gpus : 0, retime ? &*retime : nullptr, o.keep_stalls});
-  const sim::ExecutionResult result =
-      sim::execute(r.graph, cluster, sim::CollectiveConfig{}, other ? sim::NetworkKind::flow : sim::NetworkKind::analytical);
-  write_timeline(o, r.graph, result, cluster.name());
-  const double replayed = trace::replayed_seconds(r, result.end);
-  const double error = error_pct(replayed, r.measured_s);
-  const trace::StepMeans mean = trace::steady_means(r.window, result.end);
+  const validate::RankReplay replay = validate::replay_rank(t, settings(o));
+  write_timeline(o, replay.graph.graph, replay.result, replay.cluster.name());
   if (o.json) {
-    nlohmann::json window = nlohmann::json::array();
-    for (const trace::ReplayedStep& s : r.window) {
-      const double x = trace::replayed_seconds(s, result.end);
-      window.push_back({{"step", s.number}, {"measured_s", s.measured_s}, {"replayed_s", x},
-                        {"error_pct", error_pct(x, s.measured_s)}});
-    }
-    const nlohmann::json j = {{"trace", t.path},        {"gpu", t.gpu_name},       {"step", r.step},
-                              {"measured_s", r.measured_s}, {"replayed_s", replayed}, {"error_pct", error},
-                              {"gpu_ops", r.gpu_ops},   {"nccl_ops", r.nccl_ops},
-                              {"cluster", other ? o.cluster : std::string()},
-                              {"modelled_collectives", r.modelled_collectives},
-                              {"retimed", retime_json(retime, r.retimed)},
-                              {"inferred_waits", r.inferred_waits},
-                              {"unexplained_stalls", stalls_json(t, r.step, r.stalls)},
-                              {"stalls_kept", o.keep_stalls},
-                              {"window", window},
-                              {"steady_mean", {{"steps", mean.steps}, {"measured_s", mean.measured_s},
-                                               {"replayed_s", mean.replayed_s},
-                                               {"error_pct", error_pct(mean.replayed_s, mean.measured_s)}}}};
-    emit(o.output, j.dump(1) + "\n");
+    emit(o.output, validate::replay_json(replay, t, settings(o)).dump(1) + "\n");
     return 0;
   }
+  const trace::ReplayGraph& r = replay.graph;
+  const trace::StepMeans& mean = replay.mean;
   std::string steps;
   if (r.window.size() > 1) {
     steps = fmt::format("warm-up     {} back-to-back steps before it replayed first\n{:>6}  {:>11}  {:>11}  {:>7}\n",
                         r.window.size() - 1, "step", "measured ms", "replayed ms", "error");
     for (const trace::ReplayedStep& s : r.window) {
-      const double x = trace::replayed_seconds(s, result.end);
+      const double x = trace::replayed_seconds(s, replay.result.end);
       steps += fmt::format("{:>6}  {:>11.3f}  {:>11.3f}  {:>+6.1f}%\n", s.number, s.measured_s * 1e3, x * 1e3,
-                           error_pct(x, s.measured_s));
+                           validate::error_pct(x, s.measured_s));
     }
     steps += fmt::format("steady mean {:.3f} ms measured, {:.3f} ms replayed ({:+.1f}%) over the {} steps after the "
                          "first\n",
-                         mean.measured_s * 1e3, mean.replayed_s * 1e3, error_pct(mean.replayed_s, mean.measured_s),
+                         mean.measured_s * 1e3, mean.replayed_s * 1e3, validate::error_pct(mean.replayed_s, mean.measured_s),
                          mean.steps);
   }
   emit(o.output, fmt::format("trace       {} ({}{})\nstep        ProfilerStep#{}: {} GPU ops, {} of them NCCL\n"
@@ -172,89 +98,43 @@ int replay_one(const ReplayOptions& o, const trace::KinetoTrace& t) {
                              t.path, t.gpu_name.empty() ? "GPU not recorded" : t.gpu_name,
                              t.world_size > 0 ? fmt::format(", rank {} of {}", t.rank, t.world_size) : "", r.step,
                              r.gpu_ops, r.nccl_ops,
-                             other ? fmt::format("cluster     {} ({} GPUs): {} NCCL kernels timed as its collectives\n{}",
-                                                 cluster.name(), gpus, r.modelled_collectives,
-                                                 retime_line(retime, r.retimed))
-                                   : "",
+                             replay.other ? fmt::format("cluster     {} ({} GPUs): {} NCCL kernels timed as its collectives\n{}",
+                                                        replay.cluster.name(), replay.gpus, r.modelled_collectives,
+                                                        retime_line(replay.retime, r.retimed))
+                                          : "",
                              stalls_line(t, r.step, r.stalls, o.keep_stalls), steps, r.measured_s * 1e3,
-                             replayed * 1e3, error));
+                             replay.replayed_s * 1e3, validate::error_pct(replay.replayed_s, r.measured_s)));
   return 0;
 }
 
 int replay_joint(const ReplayOptions& o, const std::vector<trace::KinetoTrace>& traces) {
-  const int n = static_cast<int>(traces.size());
-  if (o.gpus > 0 && o.gpus != n) {
-    throw sim::ConfigError(fmt::format("--gpus: a joint replay runs one GPU per trace, expected {}, found {}", n, o.gpus));
-  }
-  const bool other = !o.cluster.empty();
-  const topo::Cluster cluster = topo::resolve_cluster(other ? o.cluster : "dgx-a100", n);
-  std::vector<const trace::KinetoTrace*> all;
-  for (const trace::KinetoTrace& t : traces) all.push_back(&t);
-  const std::optional<trace::KernelRetimer> retime = retimer(o, all, cluster, other);
-  const trace::JointReplayGraph g = trace::joint_replay_graph(traces, o.step, {other ? n : 0, retime ? &*retime : nullptr, o.keep_stalls});
-  trace::RetimeCounts counted;  // over every rank
-  for (const trace::ReplayRank& x : g.ranks) {
-    counted.scaled += x.retimed.scaled;
-    counted.under_one_wave += x.retimed.under_one_wave;
-    counted.link_copies += x.retimed.link_copies;
-    counted.nccl += x.retimed.nccl;
-  }
-  const sim::ExecutionResult result =
-      sim::execute(g.graph, cluster, sim::CollectiveConfig{}, other ? sim::NetworkKind::flow : sim::NetworkKind::analytical);
-  write_timeline(o, g.graph, result, cluster.name());
-  const std::vector<double> replayed = trace::rank_step_seconds(g, result.end);
-  std::vector<const trace::KinetoTrace*> ranked;  // the traces in the graph's rank order
-  for (const trace::ReplayRank& x : g.ranks) {
-    ranked.push_back(&*std::find_if(traces.begin(), traces.end(), [&](const auto& t) { return t.path == x.path; }));
-  }
-  double abs_sum = 0.0, worst = 0.0;
-  for (std::size_t r = 0; r < g.ranks.size(); ++r) {
-    const double e = error_pct(replayed[r], g.ranks[r].measured_s);
-    abs_sum += std::abs(e);
-    worst = std::max(worst, std::abs(e));
-  }
-  const double mape = abs_sum / n;
+  const validate::JointReplay replay = validate::replay_joint(traces, settings(o));
+  const trace::JointReplayGraph& g = replay.graph;
+  write_timeline(o, g.graph, replay.result, replay.cluster.name());
   if (o.json) {
-    nlohmann::json ranks = nlohmann::json::array();
-    for (std::size_t r = 0; r < g.ranks.size(); ++r) {
-      const trace::ReplayRank& x = g.ranks[r];
-      ranks.push_back({{"trace", x.path}, {"rank", x.rank}, {"step", x.step}, {"offset_s", x.offset_s},
-                       {"measured_s", x.measured_s}, {"replayed_s", replayed[r]},
-                       {"error_pct", error_pct(replayed[r], x.measured_s)}, {"gpu_ops", x.gpu_ops},
-                       {"nccl_ops", x.nccl_ops}, {"inferred_waits", x.inferred_waits},
-                       {"unexplained_stalls", stalls_json(*ranked[r], x.step, x.stalls)}});
-    }
-    const nlohmann::json j = {{"ranks", ranks},
-                              {"shared_clock", g.shared_clock},
-                              {"matched_collectives", g.matched_collectives},
-                              {"modelled_collectives", g.modelled_collectives},
-                              {"cluster", other ? o.cluster : std::string()},
-                              {"retimed", retime_json(retime, counted)},
-                              {"stalls_kept", o.keep_stalls},
-                              {"makespan_s", result.makespan.seconds()},
-                              {"mape_pct", mape}};
-    emit(o.output, j.dump(1) + "\n");
+    emit(o.output, validate::replay_json(replay, settings(o)).dump(1) + "\n");
     return 0;
   }
   std::string text = fmt::format(
       "traces      {} ranks of {} ({}), ProfilerStep#{}\ncollectives {} per rank, matched across ranks{}\n"
       "clock       {}\n{}\n{:>4}  {:>10}  {:>11}  {:>11}  {:>7}  {}\n",
-      n, traces.front().world_size, traces.front().gpu_name.empty() ? "GPU not recorded" : traces.front().gpu_name,
+      traces.size(), traces.front().world_size, traces.front().gpu_name.empty() ? "GPU not recorded" : traces.front().gpu_name,
       g.ranks.front().step, g.matched_collectives,
-      other ? fmt::format("; {} timed on {}", g.modelled_collectives, cluster.name()) : "",
+      replay.other ? fmt::format("; {} timed on {}", g.modelled_collectives, replay.cluster.name()) : "",
       g.shared_clock ? "shared: each rank starts at its recorded step start" : "not shared: every rank starts at 0",
-      retime_line(retime, counted), "rank",
+      retime_line(replay.retime, replay.retimed), "rank",
       "offset ms", "measured ms", "replayed ms", "error", "trace");
   for (std::size_t r = 0; r < g.ranks.size(); ++r) {
     const trace::ReplayRank& x = g.ranks[r];
     text += fmt::format("{:>4}  {:>10.3f}  {:>11.3f}  {:>11.3f}  {:>+6.1f}%  {}\n", x.rank, x.offset_s * 1e3,
-                        x.measured_s * 1e3, replayed[r] * 1e3, error_pct(replayed[r], x.measured_s), x.path);
+                        x.measured_s * 1e3, replay.replayed_s[r] * 1e3, validate::error_pct(replay.replayed_s[r], x.measured_s),
+                        x.path);
   }
   for (std::size_t r = 0; r < g.ranks.size(); ++r) {
-    const std::string line = stalls_line(*ranked[r], g.ranks[r].step, g.ranks[r].stalls, o.keep_stalls);
+    const std::string line = stalls_line(*replay.ranked[r], g.ranks[r].step, g.ranks[r].stalls, o.keep_stalls);
     if (!line.empty()) text += fmt::format("rank {:<6} {}", g.ranks[r].rank, line.substr(12));
   }
-  text += fmt::format("\nmean |error| {:.1f}%, worst {:.1f}%\n", mape, worst);
+  text += fmt::format("\nmean |error| {:.1f}%, worst {:.1f}%\n", replay.mape_pct, replay.worst_pct);
   emit(o.output, text);
   return 0;
 }
@@ -282,11 +162,29 @@ int compare_kernels(const ReplayOptions& o, const std::vector<trace::KinetoTrace
   return 0;
 }
 
-int run_replay(const ReplayOptions& o) {
-  std::vector<trace::KinetoTrace> traces;
-  for (const std::string& path : o.traces) {
-    for (trace::KinetoTrace& t : trace::load_kineto_files(path)) traces.push_back(std::move(t));
+/// Chakra ETs: a directory, a prefix or one rank's file (cli/replay_chakra.hpp).
+int run_chakra(const ReplayOptions& o) {
+  if (o.traces.size() != 1) {
+    throw sim::ConfigError(fmt::format("replay: Chakra ETs are one workload (a directory, a PREFIX, or one PREFIX.RANK.et), "
+                                       "expected one path, found {}",
+                                       o.traces.size()));
   }
+  const auto refuse = [](bool given, std::string_view flag) {
+    if (given) throw sim::ConfigError(fmt::format("{}: applies to Kineto traces, not to Chakra ETs", flag));
+  };
+  refuse(o.step_given, "--step");
+  refuse(!o.trace_gpu.empty(), "--trace-gpu");
+  refuse(o.keep_stalls, "--keep-stalls");
+  refuse(o.compare_kernels, "--compare-kernels");
+  return replay_chakra({o.traces.front(), o.comm_groups, o.cluster, o.gpus, o.network, o.json, o.output, o.trace});
+}
+
+int run_replay(const ReplayOptions& o) {
+  if (std::any_of(o.traces.begin(), o.traces.end(), is_chakra_input)) return run_chakra(o);
+  if (!o.comm_groups.empty() || !o.network.empty()) {
+    throw sim::ConfigError(fmt::format("{}: applies to Chakra ETs, not to Kineto traces", o.comm_groups.empty() ? "--network" : "--comm-groups"));
+  }
+  const std::vector<trace::KinetoTrace> traces = validate::load_kineto_traces(o.traces);
   if (o.compare_kernels) return compare_kernels(o, traces);
   return traces.size() == 1 ? replay_one(o, traces.front()) : replay_joint(o, traces);
 }
@@ -334,11 +232,18 @@ void add_replay_command(CLI::App& app, Runner& run) {
   auto o = std::make_shared<ReplayOptions>();
   CLI::App* cmd = app.add_subcommand(
       "replay", "Replay one iteration of PyTorch-profiler (Kineto) traces, one rank or all ranks jointly, and compare it "
-                "with the measured step");
+                "with the measured step; or replay MLCommons Chakra execution traces (ASTRA-sim's per-rank .et files)");
   cmd->add_option("traces", o->traces,
-                  "Kineto traces (.json, .json.gz, or a .tar.gz of several ranks); several: a joint replay")
+                  "Kineto traces (.json, .json.gz, or a .tar.gz of several ranks); several: a joint replay. Or Chakra ETs: "
+                  "a directory of PREFIX.RANK.et files, a PREFIX, or one rank's file")
       ->required();
-  cmd->add_option("--step", o->step,
+  cmd->add_option("--comm-groups", o->comm_groups,
+                  "Chakra: the comm-group file ({\"pg_name\": [ranks]}, ASTRA-sim's --comm-group-configuration); default "
+                  "PREFIX.comm_groups.json when present");
+  cmd->add_option("--network", o->network,
+                  "Chakra: the network model, analytical or flow (default: the one the ETs were simulated with, else flow)")
+      ->check(CLI::IsMember({"analytical", "flow"}));
+  auto* step = cmd->add_option("--step", o->step,
                   "Which ProfilerStep to replay, 0-based in the (first) trace; negative counts from the end (default: the "
                   "last)");
   cmd->add_option("--cluster", o->cluster, "Replay on this cluster (preset or topology file): recorded NCCL collectives are timed on its network, and kernels retimed for its GPU model");
@@ -365,7 +270,10 @@ void add_replay_command(CLI::App& app, Runner& run) {
   cmd->add_option("--trace", o->trace,
                   "Write the replayed timeline as a Perfetto/Chrome trace to this file (one process per rank, a thread per "
                   "stream), to lay beside the measured trace");
-  cmd->callback([o, &run] { run = [o] { return run_replay(*o); }; });
+  cmd->callback([o, step, &run] {
+    o->step_given = step->count() > 0;
+    run = [o] { return run_replay(*o); };
+  });
 }
 
 }  // namespace foresight::cli

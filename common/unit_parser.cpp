@@ -133,7 +133,14 @@ double parse_with_units(std::string_view text, std::string_view where, std::stri
                                   "\"{}\"; known units: {})",
                                   where, kind, example, trim(text), unit, unit_list(units)));
   }
-  return value * *multiplier;
+  // A finite number can overflow with its unit: "1e300 GB/s" was an infinite bandwidth, which a
+  // topology export then wrote as "inf GB/s" (fuzz_topology's read-back check).
+  const double scaled = value * *multiplier;
+  if (!std::isfinite(scaled)) {
+    throw ConfigError(fmt::format("{}: expected {} such as \"{}\", found \"{}\" (beyond a double's range with its unit)",
+                                  where, kind, example, trim(text)));
+  }
+  return scaled;
 }
 
 }  // namespace

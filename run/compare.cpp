@@ -7,6 +7,21 @@
 #include "topologies/cluster_builders.hpp"
 
 namespace foresight::strategy {
+
+std::vector<HardwareOption> hardware_options(const Scenario& base, const std::vector<std::string>& clusters,
+                                             const std::vector<int>& gpus) {
+  const std::vector<std::string> names = clusters.empty() ? std::vector<std::string>{base.cluster.spec} : clusters;
+  std::vector<int> counts = gpus;
+  if (counts.empty()) {
+    counts.push_back(base.cluster.gpus > 0 ? base.cluster.gpus : base.plan.dp * base.plan.tp * base.plan.pp * base.plan.ep);
+  }
+  std::vector<HardwareOption> out;
+  for (const auto& c : names) {
+    for (const int n : counts) out.push_back({c, n});
+  }
+  return out;
+}
+
 std::vector<HardwareRow> compare_hardware(const std::string& path, const nlohmann::json& doc,
                                           const std::vector<HardwareOption>& options, const PlanSpace& space,
                                           const PlanOptions& plan_options, const SimulationInputs& inputs,

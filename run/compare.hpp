@@ -32,6 +32,11 @@ struct HardwareRow {
   bool within_budget = true;   ///< run cost at most the budget (unpriced rows: true)
 };
 
+/// Every cluster of `clusters` at every count of `gpus`, the clusters outermost. Empty `clusters`:
+/// the scenario's own; empty `gpus`: its GPU count (cluster.gpus, else dp x tp x pp x ep).
+std::vector<HardwareOption> hardware_options(const Scenario& base, const std::vector<std::string>& clusters,
+                                             const std::vector<int>& gpus);
+
 /// Runs the plan search of `doc` (read from `path`) on every option, in order, with `space`'s
 /// dimensions (empty ones: each cluster's defaults). An option whose cluster cannot be built or
 /// whose search fails gets its reason, not an exception. `budget_usd` > 0 marks rows whose run

@@ -24,6 +24,7 @@ USES = {
     "plots": {"common"},                      # SVG plots
     "validate": {"run", "traces", "plots"},   # datasets, fitting, the suite
     "profiler": {"traces", "exec"},           # CUPTI and micro-benchmarks
+    "python": {"validate"},                   # the Python module
 }
 TOP = {"cli", "tests", "bench"}               # may use everything
 LIBRARIES = set(USES) | TOP

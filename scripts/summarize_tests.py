@@ -3,9 +3,10 @@
 
 Catch2 programs report their own counts ("All tests passed (A assertions in N test cases)" or
 "test cases: T | P passed | F failed"); any other program, or one that died before its summary,
-counts as a single case. Test cases that skip themselves (tests/catch_main.cpp prints "skipped
-test cases: N") count as skipped, not passed; a program that exits 77 (Meson's skip) counts as one
-skipped case. The last line printed is "N passed, N failed", with ", N skipped" when any was.
+counts as a single case; a pytest run counts its own last line ("N failed, N passed, N skipped in
+Ts"). Test cases that skip themselves (tests/catch_main.cpp prints "skipped test cases: N") count
+as skipped, not passed; a program that exits 77 (Meson's skip) counts as one skipped case. The
+last line printed is "N passed, N failed", with ", N skipped" when any was.
 """
 import json
 import re
@@ -14,6 +15,8 @@ import sys
 ALL_PASSED = re.compile(r"All tests passed \((\d+) assertions? in (\d+) test cases?\)")
 SUMMARY = re.compile(r"test cases:\s*(\d+)(?:\s*\|\s*(\d+) passed)?(?:\s*\|\s*(\d+) failed)?")
 SKIPPED = re.compile(r"^skipped test cases: (\d+)$", re.MULTILINE)
+# pytest's last line: "3 failed, 40 passed, 2 skipped in 12.34s" (with "=" around it unless -q).
+PYTEST = re.compile(r"^=*\s*((?:\d+ [a-z]+(?:, )?)+) in [\d.]+s\b.*$", re.MULTILINE)
 
 
 def main(path: str) -> int:
@@ -39,8 +42,19 @@ def main(path: str) -> int:
             ok = result in ("OK", "EXPECTEDFAIL")
             m = ALL_PASSED.search(out)
             s = SUMMARY.search(out)
+            t = PYTEST.findall(out)
             if m and ok:
                 passed += int(m.group(2))
+            elif t and not s:
+                counts = {kind: int(n) for n, kind in re.findall(r"(\d+) ([a-z]+)", t[-1])}
+                f = counts.get("failed", 0) + counts.get("error", 0) + counts.get("errors", 0)
+                passed += counts.get("passed", 0)
+                failed += max(f, 0 if ok else 1)
+                if counts.get("skipped"):
+                    skipped_cases += counts["skipped"]
+                    skipped.append(f"{test['name']} ({counts['skipped']} test cases)")
+                if not ok or f:
+                    failures.append(test["name"])
             elif s:
                 total = int(s.group(1))
                 p = int(s.group(2) or 0)

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -144,4 +145,44 @@ TEST_CASE("foresight replay reports the GPU's unexplained stalls and --keep-stal
   const auto kept = nlohmann::json::parse(run_foresight("replay " + t + " --keep-stalls --json").out);
   REQUIRE(kept["stalls_kept"] == true);
   REQUIRE(kept["replayed_s"].get<double>() == Approx(1000e-6));
+}
+
+TEST_CASE("foresight simulate --chakra-out writes per-rank Chakra ETs that replay to the simulated schedule", "[cli][replay]") {
+  namespace fs = std::filesystem;
+  const std::string scenario = foresight::test::source_path("examples/gpt2-1f1b-4stages.json");
+  const std::string dir = scratch("chakra-out");
+  fs::remove_all(dir);
+  const auto s = run_foresight("simulate " + scenario + " --chakra-out " + dir + " --json");
+  REQUIRE(s.status == 0);
+  // One ET per rank and the comm-group file ASTRA-sim's --comm-group-configuration takes.
+  for (int r = 0; r < 4; ++r) REQUIRE(fs::is_regular_file(dir + "/gpt2-1f1b-4stages." + std::to_string(r) + ".et"));
+  REQUIRE(nlohmann::json::parse(std::ifstream(dir + "/gpt2-1f1b-4stages.comm_groups.json")).is_object());
+  REQUIRE(!fs::exists(dir + ".tmp-chakra"));
+  // Replayed on the recorded cluster and network: the simulated schedule, to the microsecond.
+  const auto r = run_foresight("replay " + dir + " --json");
+  REQUIRE(r.status == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  REQUIRE(j["format"] == "chakra");
+  REQUIRE(j["ranks"] == 4);
+  REQUIRE(j["unused_attributes"].empty());
+  REQUIRE(j["replayed_s"].get<double>() == Approx(j["recorded_s"].get<double>()).margin(1e-6));
+  REQUIRE(j["transfers"].get<int>() > 0);
+  // One rank's file names the whole workload; text output says what it compared.
+  const auto t = run_foresight("replay " + dir + "/gpt2-1f1b-4stages.2.et");
+  REQUIRE(t.status == 0);
+  REQUIRE(t.out.find("4 ranks, Chakra ET schema 0.0.4, written by foresight simulate") != std::string::npos);
+  REQUIRE(t.out.find("replayed    ") != std::string::npos);
+  // An existing, non-empty directory is refused before any simulation; Kineto's flags are refused.
+  const auto again = run_foresight("simulate " + scenario + " --chakra-out " + dir);
+  REQUIRE(again.status == 1);
+  REQUIRE(again.out.find("expected a new or empty directory") != std::string::npos);
+  const auto step = run_foresight("replay " + dir + " --step 1");
+  REQUIRE(step.status == 1);
+  REQUIRE(step.out.find("--step: applies to Kineto traces, not to Chakra ETs") != std::string::npos);
+  // A missing rank file is named.
+  fs::remove(dir + "/gpt2-1f1b-4stages.1.et");
+  const auto missing = run_foresight("replay " + dir);
+  REQUIRE(missing.status == 1);
+  REQUIRE(missing.out.find("rank 1 missing") != std::string::npos);
+  fs::remove_all(dir);
 }

@@ -73,3 +73,12 @@ TEST_CASE("the unit parser rejects bad units, missing units and negative values"
   REQUIRE_THROWS_WITH(parse_bandwidth("nan GB/s", "x"), Contains("not finite"));
   REQUIRE_THROWS_AS(parse_flop_rate("3 FLOP", "x"), ConfigError);
 }
+
+TEST_CASE("a finite number that overflows with its unit is rejected, not made infinite", "[sim]") {
+  using Catch::Matchers::Contains;
+  // Found by fuzz_topology's read-back check (fuzz/corpus/topology/bandwidth-overflow.TopologyError):
+  // "1e300 GB/s" read as an infinite bandwidth, which the topology export wrote as "inf GB/s".
+  REQUIRE_THROWS_WITH(parse_bandwidth("1e300 GB/s", "x"), Contains("1e300 GB/s") && Contains("range"));
+  REQUIRE_THROWS_AS(parse_flop_rate("1e300 PFLOP/s", "x"), ConfigError);
+  REQUIRE(parse_bandwidth("1.7e308 B/s", "x").bytes_per_second() == 1.7e308);  // finite as written
+}

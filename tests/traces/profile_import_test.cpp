@@ -6,6 +6,7 @@
 #include "tests/test_paths.hpp"
 #include "topologies/gpu_spec.hpp"
 #include "traces/kineto.hpp"
+#include "traces/profile_db_json.hpp"
 #include "traces/profile_import.hpp"
 
 using namespace foresight;
@@ -72,4 +73,26 @@ TEST_CASE("GEMMs imported from the recsys trace never beat the GPU's peak", "[tr
     linear += sig.kernel.starts_with("linear_") ? 1 : 0;
   }
   REQUIRE(linear > 0);
+}
+
+TEST_CASE("a profile database's kernels have a batch >= 1 and a duration sim::Time holds", "[traces]") {
+  using Catch::Matchers::Contains;
+  // Issue 25 (fuzz/corpus/profile_db/*.ConfigError): a kernel measured at batch 0 looked up at
+  // batch 4 took 1 s x 4 / 0 = inf, and 1e300 s passed; both threw InternalError when simulated.
+  const auto db = [](const std::string& shape, const std::string& seconds) {
+    return R"({"format": "foresight-profile-db", "version": 1, "gpu": "A100-SXM4-40GB", "source": "test",
+               "kernels": [{"kernel": "gemm", "type": "gemm", "dtype": "bf16", "shape": )" + shape +
+           R"(, "batch_axis": 0, "seconds": )" + seconds + "}]}";
+  };
+  sim::OpSignature at4;  // the kernel at batch 4: twice its measured batch, twice its time
+  at4.type = sim::OpType::gemm;
+  at4.dtype = sim::DType::bf16;
+  at4.kernel = "gemm";
+  at4.shape = {4, 8};
+  REQUIRE(trace::parse_profile_db(db("[2, 8]", "1e-3"), "db.json").lookup(at4) == Approx(2e-3));
+  REQUIRE_THROWS_WITH(trace::parse_profile_db(db("[0, 8]", "1"), "db.json"),
+                      Contains("db.json: /kernels/0/shape/0") && Contains("batch size >= 1"));
+  REQUIRE_THROWS_WITH(trace::parse_profile_db(db("[2, 8]", "1e300"), "db.json"),
+                      Contains("db.json: /kernels/0/seconds") && Contains("106 days"));
+  REQUIRE_THROWS_AS(trace::parse_profile_db("{\"format\": 1e400}", "db.json"), sim::ConfigError);
 }
