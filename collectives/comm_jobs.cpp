@@ -10,9 +10,10 @@
 #include "collectives/plan_timing.hpp"
 
 namespace foresight::sim {
-namespace {
+namespace comm_jobs_detail {
 
-/// Notes which of a job's plans finished, and when.
+/// Notes which of a job's plans finished, and when. (A member of CommJobs::OwnRun, so not in an
+/// anonymous namespace: a unity build would see a type of external linkage use it.)
 struct Finished final : EventHandler {
   std::vector<std::uint8_t> plans;
   Time last;
@@ -21,6 +22,9 @@ struct Finished final : EventHandler {
     last = sim.now();
   }
 };
+
+}  // namespace comm_jobs_detail
+namespace {
 
 /// `plan` with every path mapped by `map`.
 template <typename Map>
@@ -63,7 +67,7 @@ struct CommJobs::OwnRun {
   Simulator sim;
   FlowNetwork net;
   CollectiveEngine engine;
-  Finished finished;
+  comm_jobs_detail::Finished finished;
   HandlerId finished_id;
   OwnRun(std::vector<double> capacity) : net(sim, std::move(capacity)), engine(sim, net) {
     finished_id = sim.add_handler(finished, "finished");
