@@ -69,6 +69,9 @@ json JsonReader::parse(std::string_view text) const {
     return json::parse(text, bounded);
   } catch (const json::parse_error& e) {
     sim::raise(kind_, fmt::format("{}: malformed JSON at byte {}: {}", origin_, e.byte, e.what()));
+  } catch (const json::out_of_range& e) {
+    // A number beyond a double's range (1e400): nlohmann stops with out_of_range.406.
+    sim::raise(kind_, fmt::format("{}: malformed JSON: {}", origin_, e.what()));
   }
 }
 

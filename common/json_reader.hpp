@@ -32,9 +32,10 @@ class JsonReader {
   /// `origin` names the document in messages (usually its file path).
   JsonReader(std::string origin, sim::ErrorKind kind) : origin_(std::move(origin)), kind_(kind) {}
 
-  /// Parses `text`; a syntax error names the origin and nlohmann's byte position, and nesting
-  /// deeper than kMaxDepth is an error (nlohmann's dump and comparisons recurse: a document of
-  /// 200,000 nested arrays overflowed the stack when an error message showed it).
+  /// Parses `text`; a syntax error names the origin and nlohmann's byte position, a number beyond
+  /// a double's range (1e400) the origin and the number, and nesting deeper than kMaxDepth is an
+  /// error (nlohmann's dump and comparisons recurse: a document of 200,000 nested arrays
+  /// overflowed the stack when an error message showed it).
   nlohmann::json parse(std::string_view text) const;
   /// Reads and parses the file `origin` names: a regular file of at most kMaxFileBytes (a device
   /// such as /dev/zero would be read until memory runs out).

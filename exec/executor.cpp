@@ -32,8 +32,6 @@ class Runner final : public EventHandler {
          NetworkKind network, const ExecutorOptions& options)
       : g_(g),
         index_(index),
-        fabric_(fabric),
-        config_(config),
         options_(options),
         self_(sim_.add_handler(*this, "executor")),
         jobs_(sim_, network, fabric, config.links,
@@ -350,8 +348,6 @@ class Runner final : public EventHandler {
 
   const ExecutionGraph& g_;
   const GraphIndex& index_;
-  const Fabric& fabric_;
-  const CollectiveConfig& config_;
   ExecutorOptions options_;
   Simulator sim_;
   HandlerId self_;

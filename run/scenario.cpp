@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -19,6 +20,10 @@ namespace {
 using nlohmann::json;
 using topo::JsonPath;
 using topo::JsonReader;
+
+/// The most ranks (dp x tp x pp x ep) and samples per step a plan may have: each factor's own
+/// bound (run/params.cpp's kMaxRanks), kept by their products, which are ints.
+constexpr double kMaxPlanProduct = 1 << 30;
 
 std::string resolve_path(const std::string& origin, const std::string& p) {
   if (p.empty() || std::filesystem::path(p).is_absolute()) return p;
@@ -158,6 +163,13 @@ Plan read_plan(const JsonReader& r, const json& o, const JsonPath& p, const std:
   if (o.contains("stragglers")) read_stragglers(r, o.at("stragglers"), p.at("stragglers"), read.plan);
   Plan plan = std::move(read.plan);
   auto has = [&](std::string_view k) { return o.contains(k); };
+  // Each axis is at most kMaxPlanProduct; so must their product be, which is an int everywhere
+  // (dp x tp x pp x ep of 2^30 x 4 overflowed: issue 25).
+  const double ranks = static_cast<double>(plan.dp) * plan.tp * plan.pp * plan.ep;
+  if (ranks > kMaxPlanProduct) {
+    r.fail(p, fmt::format("expected dp x tp x pp x ep at most {} ranks, found {} x {} x {} x {} = {}", kMaxPlanProduct,
+                          plan.dp, plan.tp, plan.pp, plan.ep, ranks));
+  }
   read_pipeline(r, o, p, plan);
   if (plan.shard_group > 0) {
     if (plan.zero == 0) {
@@ -226,6 +238,13 @@ Plan read_plan(const JsonReader& r, const json& o, const JsonPath& p, const std:
     }
     plan.grad_accum = static_cast<int>(accum);
   } else {
+    // global_batch's own bound holds for the one derived (2^30 x 2^30 overflowed: issue 25).
+    const double samples = static_cast<double>(plan.replicas()) * plan.micro_batch * plan.grad_accum;
+    if (samples > kMaxPlanProduct) {
+      r.fail(p, fmt::format("expected a global batch dp{} x micro_batch x grad_accum of at most {} samples, found "
+                            "{} x {} x {} = {}", plan.ep > 1 ? " x ep" : "", kMaxPlanProduct, plan.replicas(),
+                            plan.micro_batch, plan.grad_accum, samples));
+    }
     plan.global_batch = plan.replicas() * plan.micro_batch * plan.grad_accum;
   }
   if (has("global_batch") && plan.schedule == Schedule::naive && plan.grad_accum != 1) {
@@ -265,6 +284,11 @@ std::int64_t Scenario::total_steps(std::int64_t tokens_per_step) const {
     return (workload.tokens + tokens_per_step - 1) / tokens_per_step;
   }
   const std::int64_t per_epoch = (workload.dataset_samples + plan.global_batch - 1) / plan.global_batch;
+  // 2^24 epochs of 2^40 steps overflowed int64 (issue 25).
+  if (per_epoch > std::numeric_limits<std::int64_t>::max() / std::max(1, workload.epochs)) {
+    throw sim::ConfigError(fmt::format("{}: /workload: expected at most 2^63 - 1 steps, found {} epochs x {} steps", path,
+                                       workload.epochs, per_epoch));
+  }
   return static_cast<std::int64_t>(workload.epochs) * per_epoch;
 }
 
@@ -305,11 +329,14 @@ void apply_overrides(json& doc, const std::vector<Override>& overrides) {
       json& plan = doc["plan"];
       const std::string axis = plan.contains("scale_axis") && plan["scale_axis"] == "pp" ? "pp" : "dp";
       long long others = 1;
+      bool overflow = false;  // raw values (tp 2^62 x pp 4) overflowed; such a product divides no count
       for (const char* k : {"dp", "tp", "pp", "ep"}) {
-        if (k != axis && plan.contains(k) && plan[k].is_number_integer()) others *= plan[k].get<long long>();
+        if (k != axis && plan.contains(k) && plan[k].is_number_integer()) {
+          overflow = __builtin_mul_overflow(others, plan[k].get<long long>(), &others) || overflow;
+        }
       }
       const long long gpus = value.get<long long>();
-      if (others > 0 && gpus % others == 0) plan[axis] = gpus / others;
+      if (!overflow && others > 0 && gpus % others == 0) plan[axis] = gpus / others;
     }
   }
 }
@@ -362,10 +389,12 @@ Scenario parse_scenario(const json& doc, const std::string& origin) {
   json plan_doc = r.require(doc, "plan", root, "a scenario");
   if (plan_doc.is_object() && !plan_doc.contains("dp") && s.cluster.gpus > 0) {
     // Without dp, data parallelism takes the GPUs the other axes leave: gpus / (tp x pp x ep).
+    // Capped past gpus (which it then cannot divide): a product of raw values overflowed.
+    const long long cap = s.cluster.gpus + 1LL;
     long long others = 1;
     for (const char* k : {"tp", "pp", "ep"}) {
       if (plan_doc.contains(k) && plan_doc[k].is_number_integer() && plan_doc[k].get<long long>() > 0) {
-        others *= plan_doc[k].get<long long>();
+        others = std::min(others * std::min(plan_doc[k].get<long long>(), cap), cap);
       }
     }
     if (s.cluster.gpus % others == 0) plan_doc["dp"] = s.cluster.gpus / others;

@@ -25,6 +25,7 @@ USES = {
     "validate": {"run", "traces", "plots"},   # datasets, fitting, the suite
     "profiler": {"traces", "exec"},           # CUPTI and micro-benchmarks
     "python": {"validate"},                   # the Python module
+    "fuzz": {"run", "traces"},                # fuzz targets of the input readers
 }
 TOP = {"cli", "tests", "bench"}               # may use everything
 LIBRARIES = set(USES) | TOP

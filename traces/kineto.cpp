@@ -74,11 +74,18 @@ std::string read_text(const std::string& path) {
   return s.str();
 }
 
+/// `obj[key]` when it is a string, else `fallback` (json::value would throw nlohmann's
+/// type_error for a key of another type: a fuzz finding).
+std::string string_or(const json& obj, const char* key, const std::string& fallback) {
+  const auto it = obj.find(key);
+  return it != obj.end() && it->is_string() ? it->get<std::string>() : fallback;
+}
+
 double number(const json& e, const char* key, std::size_t index, const std::string& origin) {
   const auto it = e.find(key);
   if (it == e.end() || !it->is_number()) {
     fail(origin, fmt::format("/traceEvents/{} ({}): expected a number \"{}\"", index,
-                             e.value("name", std::string("unnamed")), key));
+                             string_or(e, "name", "unnamed"), key));
   }
   return it->get<double>();
 }
@@ -169,9 +176,9 @@ KinetoTrace parse_kineto(const std::string& text, const std::string& origin) {
   const json& events = doc["traceEvents"];
   for (std::size_t i = 0; i < events.size(); ++i) {
     const json& e = events[i];
-    if (!e.is_object() || e.value("ph", std::string()) != "X") continue;
-    const std::string cat = e.value("cat", std::string());
-    const std::string name = e.contains("name") && e["name"].is_string() ? e["name"].get<std::string>() : "";
+    if (!e.is_object() || string_or(e, "ph", "") != "X") continue;
+    const std::string cat = string_or(e, "cat", "");
+    const std::string name = string_or(e, "name", "");
     static const json kEmpty = json::object();
     const json& args = e.contains("args") && e["args"].is_object() ? e["args"] : kEmpty;
     if (name.rfind("ProfilerStep#", 0) == 0) {

@@ -14,6 +14,9 @@ namespace {
 
 using nlohmann::json;
 
+/// The longest kernel a database may hold: sim::Time's range (9.2e18 ps, common/units.cpp).
+constexpr double kMaxSeconds = 9.2e6;
+
 [[noreturn]] void fail(const std::string& path, const std::string& pointer,
                        const std::string& what) {
   throw sim::ConfigError(fmt::format("{}: {}: {}", path, pointer.empty() ? "/" : pointer, what));
@@ -56,8 +59,12 @@ sim::ProfileDb load_profile_db(const std::string& path) {
   if (!in) throw sim::ConfigError(fmt::format("{}: cannot open the profile database", path));
   std::ostringstream text;
   text << in.rdbuf();
+  return parse_profile_db(text.str(), path);
+}
+
+sim::ProfileDb parse_profile_db(std::string_view text, const std::string& path) {
   // The shared reader: syntax errors with their byte, nesting bounded (JsonReader::kMaxDepth).
-  const json doc = topo::JsonReader(path, sim::ErrorKind::config).parse(text.str());
+  const json doc = topo::JsonReader(path, sim::ErrorKind::config).parse(text);
   only_keys(path, "", doc, {"format", "version", "gpu", "source", "provenance", "kernels"});
   if (need_string(path, "", doc, "format") != "foresight-profile-db") {
     fail(path, "/format",
@@ -108,10 +115,17 @@ sim::ProfileDb load_profile_db(const std::string& path) {
            fmt::format("expected an index into shape, found {}", shown(axis)));
     }
     sig.batch_axis = static_cast<std::uint8_t>(axis.get<int>());
+    // A kernel at batch 0 made every larger batch infinitely slow (its time scaled by b / 0), and
+    // a duration past sim::Time's range threw InternalError when simulated (issue 25).
+    if (sig.batch() < 1) {
+      fail(path, fmt::format("{}/shape/{}", p, sig.batch_axis),
+           fmt::format("expected a batch size >= 1 at batch_axis, found {}", sig.batch()));
+    }
     const json& seconds = need(path, p, k, "seconds");
-    if (!seconds.is_number() || !(seconds.get<double>() > 0.0)) {
+    if (!seconds.is_number() || !(seconds.get<double>() > 0.0) || !(seconds.get<double>() < kMaxSeconds)) {
       fail(path, p + "/seconds",
-           fmt::format("expected a positive duration in seconds, found {}", shown(seconds)));
+           fmt::format("expected a positive duration in seconds below {} (106 days), found {}", kMaxSeconds,
+                       shown(seconds)));
     }
     db.add(sig, seconds.get<double>());
   }

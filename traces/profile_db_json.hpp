@@ -12,6 +12,7 @@
 /// axis) and interpolated along its batch dimension. Unknown keys are rejected.
 
 #include <string>
+#include <string_view>
 
 #include "exec/profile_db.hpp"
 
@@ -19,6 +20,8 @@ namespace foresight::trace {
 
 /// Reads a profile database; ConfigError naming the file, JSON pointer, expected and found.
 sim::ProfileDb load_profile_db(const std::string& path);
+/// Parses profile-database text; `origin` names it in messages (a path, "<string>").
+sim::ProfileDb parse_profile_db(std::string_view text, const std::string& origin);
 /// The file text of `db`, with `provenance` pairs (key, value) written as strings.
 std::string profile_db_json(const sim::ProfileDb& db, const std::vector<std::pair<std::string, std::string>>& provenance);
 

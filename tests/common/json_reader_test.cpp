@@ -29,6 +29,15 @@ TEST_CASE("JSON nested past the limit is an error, not a stack overflow", "[comm
   REQUIRE_THROWS_WITH(r.parse(objects), Contains("levels deep"));
 }
 
+TEST_CASE("a number beyond a double's range is the caller's error, not nlohmann's out_of_range", "[common]") {
+  // Found by fuzz_profile_db (fuzz/corpus/profile_db/number-overflow.ConfigError): "6.688e8388608"
+  // escaped JsonReader::parse as nlohmann's out_of_range.406, for every JSON input.
+  REQUIRE_THROWS_AS(topo::JsonReader("big.json", sim::ErrorKind::trace).parse("{\"ts\": 6.688e8388608}"), sim::TraceError);
+  REQUIRE_THROWS_WITH(topo::JsonReader("big.json", sim::ErrorKind::config).parse("[1e400]"),
+                      Contains("big.json") && Contains("1e400"));
+  REQUIRE(topo::JsonReader("big.json", sim::ErrorKind::config).parse("[1e300]")[0].get<double>() == 1e300);
+}
+
 TEST_CASE("only regular files are read: a device is refused before reading", "[common]") {
   if (std::filesystem::exists("/dev/zero")) {
     const topo::JsonReader zero("/dev/zero", sim::ErrorKind::model);

@@ -151,6 +151,31 @@ TEST_CASE("work is bounded: a plan or cluster too large to simulate fails before
                       Contains("s.json: /cluster:") && Contains("at most 131072 GPUs"));
 }
 
+TEST_CASE("products of in-range plan and workload values are checked, not overflowed", "[training]") {
+  // Issue 25 (fuzz/corpus/scenario/*.ConfigError; UBSan: signed integer overflow): each value was
+  // within its own bound, their product past an int or int64.
+  auto doc = base();
+  doc["cluster"].erase("gpus");
+  doc["plan"] = {{"dp", 1 << 30}, {"tp", 4}, {"micro_batch", 1}};
+  REQUIRE_THROWS_WITH(parse(doc), Contains("s.json: /plan") && Contains("dp x tp x pp x ep at most 1073741824 ranks"));
+  doc["plan"] = {{"dp", 1 << 30}, {"micro_batch", 1 << 30}};
+  REQUIRE_THROWS_WITH(parse(doc), Contains("s.json: /plan") && Contains("global batch"));
+  doc["plan"] = {{"dp", 1}, {"micro_batch", 1}};
+  doc["workload"] = {{"epochs", 1 << 24}, {"dataset_samples", 1LL << 40}};
+  REQUIRE_THROWS_WITH(parse(doc).total_steps(), Contains("/workload") && Contains("at most 2^63 - 1 steps"));
+  doc["workload"] = {{"epochs", 1 << 23}, {"dataset_samples", 1LL << 40}};  // 2^63: one past
+  REQUIRE_THROWS_AS(parse(doc).total_steps(), sim::ConfigError);
+  doc["workload"] = {{"epochs", 1 << 22}, {"dataset_samples", 1LL << 40}};
+  REQUIRE(parse(doc).total_steps() == 1LL << 62);  // 2^22 epochs x 2^40 steps of one sample
+  // dp derived from the GPUs, and dp following --set cluster.gpus, from tp x pp = 2^62 x 4.
+  doc = base();
+  doc["plan"] = {{"tp", 1LL << 62}, {"pp", 4}, {"micro_batch", 1}};
+  REQUIRE_THROWS_WITH(parse(doc), Contains("/plan/tp"));
+  doc["plan"]["dp"] = 8;
+  strategy::apply_overrides(doc, {{"cluster.gpus", "8"}});
+  REQUIRE(doc["plan"]["dp"] == 8);
+}
+
 TEST_CASE("a workload in tokens counts its steps from the global batch and sequence length", "[training]") {
   auto doc = base();
   doc["workload"] = json{{"tokens", 2e12}};  // a whole number written with an exponent

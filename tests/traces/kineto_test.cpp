@@ -152,6 +152,19 @@ TEST_CASE("a trace nested past the reader's limit is a TraceError, not a stack o
   REQUIRE_THROWS_WITH(trace::parse_kineto("{\"traceEvents\": [", "cut.json"), Contains("cut.json: malformed JSON at byte"));
 }
 
+TEST_CASE("events whose ph, cat or name is not a string are skipped or named \"unnamed\", never a JSON type error", "[traces]") {
+  // Found by fuzz_kineto (fuzz/corpus/kineto/cat-object.ok): {"cat": {...}} escaped parse_kineto as
+  // nlohmann's type_error.302 from json::value("cat", std::string()).
+  const std::string step = R"({"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "ts": 0, "dur": 10})";
+  const auto t = trace::parse_kineto(R"({"traceEvents": [)" + step + R"(, {"ph": "X", "cat": {"a": 1}, "name": "k"},
+      {"ph": 1, "cat": "kernel"}, {"ph": "X", "cat": "kernel", "name": ["k"], "ts": 1, "dur": 2}]})", "types.json");
+  REQUIRE(t.steps.size() == 1);
+  REQUIRE(t.gpu_ops.size() == 1);
+  REQUIRE(t.gpu_ops[0].name.empty());
+  REQUIRE_THROWS_WITH(trace::parse_kineto(R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": 7, "ts": 1}]})", "types.json"),
+                      Contains("/traceEvents/0 (unnamed): expected a number \"dur\""));
+}
+
 TEST_CASE("a device given as a trace is refused before it is read", "[traces]") {
   // /dev/zero as a replay trace was read until memory ran out.
   if (!std::filesystem::exists("/dev/zero")) return;

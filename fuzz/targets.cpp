@@ -1,0 +1,175 @@
+#include "fuzz/targets.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <limits>
+#include <optional>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "common/error.hpp"
+#include "common/json_reader.hpp"
+#include "exec/graph_check.hpp"
+#include "run/scenario.hpp"
+#include "topologies/cluster_builders.hpp"
+#include "topologies/topology_json.hpp"
+#include "traces/chakra_et.hpp"
+#include "traces/chakra_graph.hpp"
+#include "traces/kineto.hpp"
+#include "traces/profile_db_json.hpp"
+
+namespace foresight::fuzz {
+namespace {
+
+/// Origins name an input the way a file path would; relative paths inside a scenario resolve
+/// against the working directory.
+constexpr const char* kOrigin = "fuzz-input.json";
+
+/// An A100's BF16 peak and HBM bandwidth (topologies/gpu_spec.cpp's catalog), for the roofline
+/// estimate of Chakra nodes without a duration.
+constexpr double kPeakFlops = 312e12;
+constexpr double kMemoryBandwidth = 1555e9;
+
+/// Steps whose GPU ops the Kineto target collects: a bound on its work per input.
+constexpr std::size_t kMaxKinetoSteps = 4;
+
+/// sim::Time's range in seconds (9.2e18 ps, common/units.cpp).
+constexpr double kMaxSeconds = 9.2e6;
+
+}  // namespace
+
+void fuzz_scenario(std::string_view input) {
+  const nlohmann::json doc = topo::JsonReader(kOrigin, sim::ErrorKind::config).parse(input);
+  const strategy::Scenario s = strategy::parse_scenario(doc, kOrigin);
+  // The simulation counts steps in tokens with global_batch x seq_len; 2048 stands for a length.
+  s.total_steps(2048);
+  strategy::plan_to_json(s.plan).dump();
+}
+
+void fuzz_topology(std::string_view input) {
+  const topo::Cluster c = topo::parse_topology(input, kOrigin, "fuzz");
+  const std::string exported = topo::topology_to_string(c);
+  try {
+    const topo::Cluster back = topo::parse_topology(exported, "exported", "fuzz");
+    if (back.device_count() != c.device_count() || back.link_count() != c.link_count()) {
+      throw sim::InternalError(fmt::format("exported topology reads back with {} devices and {} links, not {} and {}",
+                                           back.device_count(), back.link_count(), c.device_count(), c.link_count()));
+    }
+  } catch (const sim::InternalError&) {
+    throw;
+  } catch (const sim::Error& e) {
+    throw sim::InternalError(fmt::format("a topology's export does not read back: {}", e.what()));
+  }
+}
+
+void fuzz_profile_db(std::string_view input) {
+  const sim::ProfileDb db = trace::parse_profile_db(input, kOrigin);
+  // A database the reader accepts gives each kernel at a measured batch a duration sim::Time
+  // holds, and at any other batch a positive finite one.
+  const auto duration = [](std::optional<double> s, double most) {
+    if (!s) throw sim::InternalError("a measured kernel is not found by its own signature");
+    if (!(*s > 0.0 && *s < most)) throw sim::InternalError(fmt::format("a looked-up duration of {} s", *s));
+  };
+  for (const auto& [sig, seconds] : db.entries()) {
+    duration(db.lookup(sig), kMaxSeconds);
+    // Below, between and above the measured batches: interpolation and extrapolation.
+    if (sig.batch_axis >= sig.shape.size()) continue;
+    const std::int64_t batch = sig.shape[sig.batch_axis];
+    const std::int64_t above = batch < (std::int64_t{1} << 62) ? batch * 2 + 1 : batch;
+    for (const std::int64_t other_batch : {std::int64_t{1}, batch / 2 + 1, above}) {
+      sim::OpSignature other = sig;
+      other.shape[other.batch_axis] = other_batch;
+      duration(db.lookup(other), std::numeric_limits<double>::infinity());
+    }
+  }
+}
+
+void fuzz_kineto(std::string_view input) {
+  const trace::KinetoTrace t = trace::parse_kineto(std::string(input), kOrigin);
+  for (std::size_t i = 0; i < std::min(t.steps.size(), kMaxKinetoSteps); ++i) t.gpu_ops_in(t.steps[i]);
+  if (!t.steps.empty()) t.step_at(-1);
+}
+
+void fuzz_chakra(std::string_view input) {
+  std::vector<std::string_view> sections;
+  for (std::size_t at = 0;;) {
+    const std::size_t next = input.find(kChakraSeparator, at);
+    sections.push_back(input.substr(at, next == std::string_view::npos ? std::string_view::npos : next - at));
+    if (next == std::string_view::npos) break;
+    at = next + kChakraSeparator.size();
+  }
+  trace::ChakraGroups groups;
+  trace::ChakraImportOptions options;
+  options.peak_flops = kPeakFlops;
+  options.memory_bandwidth = kMemoryBandwidth;
+  std::vector<trace::ChakraTrace> ranks;
+  if (sections.size() == 1) {
+    ranks.push_back(trace::parse_chakra_trace(std::string(input), "fuzz.0.et"));
+  } else {
+    if (!sections[0].empty()) {
+      groups = trace::parse_chakra_groups(sections[0], "fuzz.comm_groups.json");
+      options.groups = &groups;
+    }
+    for (std::size_t r = 1; r < sections.size() && r <= kMaxChakraRanks; ++r) {
+      ranks.push_back(trace::parse_chakra_trace(std::string(sections[r]), fmt::format("fuzz.{}.et", r - 1)));
+    }
+  }
+  const trace::ChakraGraph g = trace::chakra_graph(ranks, options);
+  // What replay does next (cli/replay_chakra.cpp): ranks on GPUs the cluster has, then the
+  // executor's check of the graph. The cluster is built once: it is only read.
+  static const topo::Cluster cluster = topo::resolve_cluster("dgx-a100", static_cast<int>(kMaxChakraRanks));
+  for (const sim::GpuId gpu : g.graph.rank_gpu) {
+    if (gpu >= cluster.gpu_count()) return;  // replay's ConfigError
+  }
+  sim::check_graph(g.graph, cluster);
+}
+
+std::span<const FuzzTarget> fuzz_targets() {
+  static constexpr std::array<FuzzTarget, 5> kTargets{{
+      {"scenario", fuzz_scenario},
+      {"topology", fuzz_topology},
+      {"profile_db", fuzz_profile_db},
+      {"kineto", fuzz_kineto},
+      {"chakra", fuzz_chakra},
+  }};
+  return kTargets;
+}
+
+const FuzzTarget& fuzz_target(std::string_view name) {
+  for (const FuzzTarget& t : fuzz_targets()) {
+    if (t.name == name) return t;
+  }
+  throw sim::InternalError(fmt::format("no fuzz target named \"{}\"", name));
+}
+
+std::string fuzz_outcome(const FuzzTarget& target, std::string_view input) {
+  try {
+    target.run(input);
+  } catch (const sim::InternalError&) {
+    throw;
+  } catch (const sim::ConfigError&) {
+    return "ConfigError";
+  } catch (const sim::TopologyError&) {
+    return "TopologyError";
+  } catch (const sim::ModelError&) {
+    return "ModelError";
+  } catch (const sim::TraceError&) {
+    return "TraceError";
+  } catch (const sim::GraphError&) {
+    return "GraphError";
+  } catch (const sim::Error&) {
+    return "Error";
+  }
+  return "";
+}
+
+int fuzz_one(std::string_view name, const std::uint8_t* data, std::size_t size) {
+  // libFuzzer passes a null pointer for the empty input.
+  const std::string_view input = size == 0 ? std::string_view() : std::string_view(reinterpret_cast<const char*>(data), size);
+  fuzz_outcome(fuzz_target(name), input);
+  return 0;
+}
+
+}  // namespace foresight::fuzz
