@@ -4,10 +4,13 @@
 /// catches Foresight's errors.
 
 #include <CLI/CLI.hpp>
+#include <ostream>
 #include <functional>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "common/atomic_file.hpp"
 
 namespace foresight::cli {
 
@@ -35,10 +38,38 @@ std::optional<long> whole_integer(const std::string& text);
 /// list or an empty item.
 std::vector<std::string> comma_list(const std::string& flag, const std::string& text);
 
-/// Writes `text` to `path` atomically, or to standard output when `path` is empty or "-".
+/// The outputs of one command. A file is written in full when it is emitted (sim::PendingFile,
+/// under no name yet) and all of them are put in place together by commit(), after the last was
+/// written: a command that fails half way, or is interrupted, leaves none of its files, not even
+/// those it had finished. Standard output (a path that is empty or "-") is printed at once.
+class Outputs {
+ public:
+  Outputs() = default;
+  Outputs(const Outputs&) = delete;
+  Outputs& operator=(const Outputs&) = delete;
+  /// Discards whatever was not committed.
+  ~Outputs();
+
+  /// `text` for `path`, or for standard output.
+  void emit(const std::string& path, const std::string& text);
+  /// The same for output made in pieces (a trace): streamed to standard output or to the file.
+  void emit(const std::string& path, const std::function<void(std::ostream&)>& write);
+  /// Another output staged beside its target (a directory of files): `put` moves it in place at
+  /// commit; `discard` removes it when the command ends without committing.
+  void stage(std::function<void()> put, std::function<void()> discard);
+  /// Puts every staged output in place, in the order emitted.
+  void commit();
+
+ private:
+  struct Staged {
+    std::optional<sim::PendingFile> file;
+    std::function<void()> put;
+    std::function<void()> discard;
+  };
+  std::vector<Staged> staged_;
+};
+
+/// A command's one output: `text` to `path` (atomically) or to standard output.
 void emit(const std::string& path, const std::string& text);
-/// The same for output made in pieces (a trace): streamed to standard output or, atomically, to
-/// the file.
-void emit(const std::string& path, const std::function<void(std::ostream&)>& write);
 
 }  // namespace foresight::cli

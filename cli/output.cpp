@@ -47,22 +47,46 @@ CLI::Validator at_least(long min) {
       fmt::format("INT>={}", min));
 }
 
-void emit(const std::string& path, const std::string& text) {
-  if (path.empty() || path == "-") {
-    std::fputs(text.c_str(), stdout);
-    return;
+Outputs::~Outputs() {
+  for (Staged& s : staged_) {
+    if (s.discard) s.discard();
   }
-  sim::write_file_atomically(path, text);
 }
 
-void emit(const std::string& path, const std::function<void(std::ostream&)>& write) {
+void Outputs::emit(const std::string& path, const std::string& text) {
+  emit(path, [&text](std::ostream& out) { out.write(text.data(), static_cast<std::streamsize>(text.size())); });
+}
+
+void Outputs::emit(const std::string& path, const std::function<void(std::ostream&)>& write) {
   if (path.empty() || path == "-") {
     std::cout.flush();
     write(std::cout);
     std::cout.flush();
     return;
   }
-  sim::write_file_atomically(path, write);
+  staged_.push_back(Staged{sim::PendingFile(path, write), {}, {}});
+}
+
+void Outputs::stage(std::function<void()> put, std::function<void()> discard) {
+  staged_.push_back(Staged{std::nullopt, std::move(put), std::move(discard)});
+}
+
+void emit(const std::string& path, const std::string& text) {
+  Outputs out;
+  out.emit(path, text);
+  out.commit();
+}
+
+void Outputs::commit() {
+  for (Staged& s : staged_) {
+    if (s.file) {
+      s.file->commit();
+    } else {
+      s.put();
+      s.discard = nullptr;
+    }
+  }
+  staged_.clear();
 }
 
 }  // namespace foresight::cli

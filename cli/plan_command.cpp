@@ -263,9 +263,11 @@ int run_compare(const PlanCommandOptions& o, const strategy::PlanSpace& space, c
   const auto inputs = o.flags.simulation_inputs();
   const auto rows = strategy::compare_hardware(o.scenario, doc, options, space, o.search, inputs, o.budget,
                                                [](const std::string& line) { fmt::print(stderr, "plan: {}\n", line); });
-  if (!o.plot.empty()) sim::write_file_atomically(o.plot, pareto_svg(rows, o.scenario));
-  if (!o.csv.empty()) emit(o.csv, compare_csv(rows));
-  emit(o.output, o.json ? strategy::hardware_json(rows).dump(1) + "\n" : compare_table(rows, o.budget, o.scenario));
+  Outputs out;
+  if (!o.plot.empty()) out.emit(o.plot, pareto_svg(rows, o.scenario));
+  if (!o.csv.empty()) out.emit(o.csv, compare_csv(rows));
+  out.emit(o.output, o.json ? strategy::hardware_json(rows).dump(1) + "\n" : compare_table(rows, o.budget, o.scenario));
+  out.commit();
   return 0;
 }
 
@@ -294,8 +296,10 @@ int run_plan(const PlanCommandOptions& o) {
   }
   const auto search = strategy::search_plans(o.scenario, overrides, space, o.search, o.flags.simulation_inputs(),
                                              [](const std::string& line) { fmt::print(stderr, "plan: {}\n", line); });
-  if (!o.csv.empty()) emit(o.csv, csv(search));
-  emit(o.output, o.json ? strategy::plan_search_json(search).dump(1) + "\n" : table(search, o.search.top, o.scenario));
+  Outputs out;
+  if (!o.csv.empty()) out.emit(o.csv, csv(search));
+  out.emit(o.output, o.json ? strategy::plan_search_json(search).dump(1) + "\n" : table(search, o.search.top, o.scenario));
+  out.commit();
   return 0;
 }
 

@@ -87,11 +87,12 @@ int replay_chakra(const ChakraReplayOptions& o) {
   options.comm_compute_slowdown = g.comm_compute_slowdown;
   const sim::ExecutionResult result =
       sim::execute(g.graph, cluster, ScenarioFlags{}.simulation_inputs().collectives, sim::parse_network_kind(network, "--network"), options);
+  Outputs out;
   if (!o.trace.empty()) {
     trace::TraceMetadata meta;
     meta.title = fmt::format("foresight replay {}", o.path);
     meta.info = {{"cluster", cluster.name()}, {"makespan_s", fmt::format("{:.9g}", result.makespan.seconds())}};
-    emit(o.trace, [&](std::ostream& os) { trace::write_chrome_trace(os, g.graph, result, {}, meta); });
+    out.emit(o.trace, [&](std::ostream& os) { trace::write_chrome_trace(os, g.graph, result, {}, meta); });
   }
   const double replayed = trace::replayed_span(g, result);
   const double recorded = g.recorded_s.value_or(0.0);
@@ -121,7 +122,8 @@ int replay_chakra(const ChakraReplayOptions& o) {
                               {"makespan_s", result.makespan.seconds()},
                               {"fingerprint", fmt::format("{:016x}", result.fingerprint)},
                               {"unused_attributes", unused}};
-    emit(o.output, j.dump(1) + "\n");
+    out.emit(o.output, j.dump(1) + "\n");
+    out.commit();
     return 0;
   }
   std::string text = fmt::format(
@@ -139,7 +141,8 @@ int replay_chakra(const ChakraReplayOptions& o) {
     text += fmt::format("replayed    {:.3f} ms (the ETs record no schedule to compare with)\n", replayed * 1e3);
   }
   text += unused_line(g.unused_attrs);
-  emit(o.output, text);
+  out.emit(o.output, text);
+  out.commit();
   return 0;
 }
 

@@ -44,10 +44,10 @@ validate::ReplaySettings settings(const ReplayOptions& o) {
 }
 
 /// Writes the replayed timeline of `graph` to o.trace (Perfetto / chrome://tracing), if asked.
-void write_timeline(const ReplayOptions& o, const sim::ExecutionGraph& graph, const sim::ExecutionResult& result,
-                    const std::string& cluster) {
+void write_timeline(Outputs& out, const ReplayOptions& o, const sim::ExecutionGraph& graph,
+                    const sim::ExecutionResult& result, const std::string& cluster) {
   if (o.trace.empty()) return;
-  emit(o.trace, [&](std::ostream& os) { validate::write_replay_timeline(os, o.traces, graph, result, cluster); });
+  out.emit(o.trace, [&](std::ostream& os) { validate::write_replay_timeline(os, o.traces, graph, result, cluster); });
 }
 
 /// The text line saying how kernels were retimed, or that they keep their measured times.
@@ -72,9 +72,11 @@ std::string stalls_line(const trace::KinetoTrace& t, int step, const std::vector
 
 int replay_one(const ReplayOptions& o, const trace::KinetoTrace& t) {
   const validate::RankReplay replay = validate::replay_rank(t, settings(o));
-  write_timeline(o, replay.graph.graph, replay.result, replay.cluster.name());
+  Outputs out;
+  write_timeline(out, o, replay.graph.graph, replay.result, replay.cluster.name());
   if (o.json) {
-    emit(o.output, validate::replay_json(replay, t, settings(o)).dump(1) + "\n");
+    out.emit(o.output, validate::replay_json(replay, t, settings(o)).dump(1) + "\n");
+    out.commit();
     return 0;
   }
   const trace::ReplayGraph& r = replay.graph;
@@ -93,7 +95,7 @@ int replay_one(const ReplayOptions& o, const trace::KinetoTrace& t) {
                          mean.measured_s * 1e3, mean.replayed_s * 1e3, validate::error_pct(mean.replayed_s, mean.measured_s),
                          mean.steps);
   }
-  emit(o.output, fmt::format("trace       {} ({}{})\nstep        ProfilerStep#{}: {} GPU ops, {} of them NCCL\n"
+  out.emit(o.output, fmt::format("trace       {} ({}{})\nstep        ProfilerStep#{}: {} GPU ops, {} of them NCCL\n"
                              "{}{}{}measured    {:.3f} ms\nreplayed    {:.3f} ms ({:+.1f}%)\n",
                              t.path, t.gpu_name.empty() ? "GPU not recorded" : t.gpu_name,
                              t.world_size > 0 ? fmt::format(", rank {} of {}", t.rank, t.world_size) : "", r.step,
@@ -104,15 +106,18 @@ int replay_one(const ReplayOptions& o, const trace::KinetoTrace& t) {
                                           : "",
                              stalls_line(t, r.step, r.stalls, o.keep_stalls), steps, r.measured_s * 1e3,
                              replay.replayed_s * 1e3, validate::error_pct(replay.replayed_s, r.measured_s)));
+  out.commit();
   return 0;
 }
 
 int replay_joint(const ReplayOptions& o, const std::vector<trace::KinetoTrace>& traces) {
   const validate::JointReplay replay = validate::replay_joint(traces, settings(o));
   const trace::JointReplayGraph& g = replay.graph;
-  write_timeline(o, g.graph, replay.result, replay.cluster.name());
+  Outputs out;
+  write_timeline(out, o, g.graph, replay.result, replay.cluster.name());
   if (o.json) {
-    emit(o.output, validate::replay_json(replay, settings(o)).dump(1) + "\n");
+    out.emit(o.output, validate::replay_json(replay, settings(o)).dump(1) + "\n");
+    out.commit();
     return 0;
   }
   std::string text = fmt::format(
@@ -135,7 +140,8 @@ int replay_joint(const ReplayOptions& o, const std::vector<trace::KinetoTrace>& 
     if (!line.empty()) text += fmt::format("rank {:<6} {}", g.ranks[r].rank, line.substr(12));
   }
   text += fmt::format("\nmean |error| {:.1f}%, worst {:.1f}%\n", replay.mape_pct, replay.worst_pct);
-  emit(o.output, text);
+  out.emit(o.output, text);
+  out.commit();
   return 0;
 }
 

@@ -37,9 +37,9 @@ void check_chakra_dir(const std::string& dir) {
   }
 }
 
-/// The ETs and their comm-group file into `dir`, all or nothing: written into a sibling
-/// directory, which then takes `dir`'s name.
-void write_chakra_dir(const std::string& dir, const std::string& prefix, const trace::ChakraExport& x) {
+/// The ETs and their comm-group file for `dir`, all or nothing: written into a sibling
+/// directory, which takes `dir`'s name when `out` is committed.
+void write_chakra_dir(Outputs& out, const std::string& dir, const std::string& prefix, const trace::ChakraExport& x) {
   namespace fs = std::filesystem;
   const fs::path target = fs::path(dir).lexically_normal();
   const fs::path tmp = target.parent_path() / (target.filename().string() + ".tmp-chakra");
@@ -56,8 +56,6 @@ void write_chakra_dir(const std::string& dir, const std::string& prefix, const t
     groups << trace::chakra_groups_json(x.groups);
     if (!groups.flush()) throw sim::ConfigError(fmt::format("--chakra-out: could not write the comm-group file in {}", tmp.string()));
     groups.close();
-    if (fs::exists(target)) fs::remove(target);  // empty (checked before simulating)
-    fs::rename(tmp, target);
   } catch (const fs::filesystem_error& e) {
     fs::remove_all(tmp, ec);
     throw sim::ConfigError(fmt::format("--chakra-out {}: {}", dir, e.what()));
@@ -65,6 +63,17 @@ void write_chakra_dir(const std::string& dir, const std::string& prefix, const t
     fs::remove_all(tmp, ec);
     throw;
   }
+  out.stage(
+      [dir, target, tmp] {
+        std::error_code err;
+        if (fs::exists(target, err)) fs::remove(target, err);  // empty (checked before simulating)
+        fs::rename(tmp, target, err);
+        if (err) throw sim::ConfigError(fmt::format("--chakra-out {}: cannot put it in place ({})", dir, err.message()));
+      },
+      [tmp] {
+        std::error_code err;
+        fs::remove_all(tmp, err);
+      });
 }
 
 int run_simulate(const SimulateOptions& o) {
@@ -80,8 +89,9 @@ int run_simulate(const SimulateOptions& o) {
   strategy::SimulationOutput out = strategy::simulate_scenario(scenario, in);
   // The measured run belongs to the scenario as written.
   out.report.measured.changed = !o.flags.overrides().empty();
+  Outputs outputs;
   if (!o.trace.empty()) {
-    emit(o.trace, [&](std::ostream& os) { validate::write_simulation_timeline(os, out, o.scenario); });
+    outputs.emit(o.trace, [&](std::ostream& os) { validate::write_simulation_timeline(os, out, o.scenario); });
   }
   if (!o.chakra_out.empty()) {
     trace::ChakraExportInfo info;
@@ -90,10 +100,11 @@ int run_simulate(const SimulateOptions& o) {
     info.comm_compute_slowdown = scenario.plan.comm_compute_slowdown;
     info.cluster = scenario.cluster.spec;
     info.cluster_gpus = scenario.cluster.gpus;
-    write_chakra_dir(o.chakra_out, std::filesystem::path(o.scenario).stem().string(),
+    write_chakra_dir(outputs, o.chakra_out, std::filesystem::path(o.scenario).stem().string(),
                      trace::to_chakra(out.compiled.graph, out.result, info));
   }
-  emit(o.output, o.json ? strategy::to_json(out.report, out.plan).dump(1) + "\n" : strategy::to_text(out.report));
+  outputs.emit(o.output, o.json ? strategy::to_json(out.report, out.plan).dump(1) + "\n" : strategy::to_text(out.report));
+  outputs.commit();
   return 0;
 }
 

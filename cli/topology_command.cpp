@@ -20,9 +20,11 @@ struct TopologyOptions {
 
 int run_topology(const TopologyOptions& o) {
   const topo::Cluster cluster = topo::resolve_cluster(o.cluster, o.gpus);
-  if (!o.export_path.empty()) emit(o.export_path, topo::topology_to_string(cluster));
+  Outputs out;
+  if (!o.export_path.empty()) out.emit(o.export_path, topo::topology_to_string(cluster));
   const auto report = topo::make_topology_report(cluster);
-  emit(o.output, o.json ? topo::to_json(report).dump(1) + "\n" : topo::to_text(report));
+  out.emit(o.output, o.json ? topo::to_json(report).dump(1) + "\n" : topo::to_text(report));
+  out.commit();
   return 0;
 }
 

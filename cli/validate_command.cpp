@@ -56,16 +56,18 @@ int run_validate(const ValidateCliOptions& o) {
     fmt::print(stderr, "validate: [{}/{}] {}: {} ({:.1f} s)\n", ++done, total, r.name, what, took);
   };
   const auto results = validate::run_suite(suite, calibration, cal_path, options);
-  if (!o.plot.empty()) emit(o.plot, validate::suite_svg(results));
+  Outputs out;
+  if (!o.plot.empty()) out.emit(o.plot, validate::suite_svg(results));
   if (!o.markdown.empty()) {
     std::string link;
     if (!o.plot.empty()) {
       const auto md_dir = std::filesystem::absolute(o.markdown).parent_path();
       link = std::filesystem::absolute(o.plot).lexically_relative(md_dir).generic_string();
     }
-    emit(o.markdown, validate::suite_markdown(results, link));
+    out.emit(o.markdown, validate::suite_markdown(results, link));
   }
-  emit(o.output, o.json ? validate::suite_json(results) : validate::suite_text(results));
+  out.emit(o.output, o.json ? validate::suite_json(results) : validate::suite_text(results));
+  out.commit();
   std::string failed;
   for (const auto& r : results) {
     if (!r.passed()) failed += fmt::format("{}{} (MAPE {:.1f}% > {:g}%)", failed.empty() ? "" : ", ", r.name, r.mape_pct,
