@@ -58,6 +58,7 @@ class Runner final : public EventHandler {
   ExecutionResult run() {
     for (std::uint32_t h = 0; h < hosts_.size(); ++h) sim_.schedule_at(Time::zero(), self_, kHost, h);
     sampling_ = !options_.sample_links.empty() && options_.sample_interval > Time::zero();
+    sample_interval_ = options_.sample_interval;
     result_.link_bytes.assign(sampling_ ? options_.sample_links.size() : 0, {});
     if (sampling_) sim_.schedule_at(Time::zero(), self_, kSample, 0, priority::settle + 1);
     sim_.run();
@@ -119,8 +120,9 @@ class Runner final : public EventHandler {
         for (std::size_t i = 0; i < options_.sample_links.size(); ++i) {
           result_.link_bytes[i].emplace_back(sim_.now(), jobs_.link_bytes(options_.sample_links[i]));
         }
+        if (result_.link_bytes.front().size() >= ExecutorOptions::kMaxLinkSamples) thin_samples();
         // Keep sampling while anything else is pending; the last sample closes the run.
-        if (sim_.pending() > 0) sim_.schedule_after(options_.sample_interval, self_, kSample, 0, priority::settle + 1);
+        if (sim_.pending() > 0) sim_.schedule_after(sample_interval_, self_, kSample, 0, priority::settle + 1);
         return;
       case kGilRelease:
         if (const auto h = locks_.release(static_cast<std::uint32_t>(e.data))) work_.push_front({Work::resume_host, *h});
@@ -362,6 +364,19 @@ class Runner final : public EventHandler {
   std::vector<StreamState> streams_;
   std::vector<HostState> hosts_;
   bool sampling_ = false;
+  Time sample_interval_;  ///< grows as long runs thin their samples
+
+  /// Halves every link's samples, keeping the latest and every other one before it, and doubles
+  /// the interval: the kept samples stay evenly spaced and the next one falls on the new grid.
+  void thin_samples() {
+    for (auto& samples : result_.link_bytes) {
+      const std::size_t keep = (samples.size() - 1) % 2;
+      std::size_t out = 0;
+      for (std::size_t i = keep; i < samples.size(); i += 2) samples[out++] = samples[i];
+      samples.resize(out);
+    }
+    sample_interval_ = sample_interval_ + sample_interval_;
+  }
   ExecutionResult result_;
 };
 

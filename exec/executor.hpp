@@ -22,9 +22,13 @@ struct ExecutorOptions {
   /// of its speed. 0 (no slowdown) until a measured default lands with the compute model.
   double comm_compute_slowdown = 0.0;
   /// Links whose carried bytes are sampled every `sample_interval` (for utilization counters in
-  /// timelines); none when empty or the interval is zero.
+  /// timelines); none when empty or the interval is zero. A link keeps at most
+  /// kMaxLinkSamples samples: when a run outlasts that many intervals, every other sample is
+  /// dropped and the interval doubles (the samples are bytes carried so far, so the coarser
+  /// series is exact over its wider intervals), so a long run costs bounded memory and events.
   std::vector<LinkId> sample_links;
   Time sample_interval;
+  static constexpr std::size_t kMaxLinkSamples = std::size_t{1} << 15;
   /// A collective or transfer that starts alone on its links takes its closed-form time alone
   /// instead of running flow by flow, and continues flow by flow from where it stands if another
   /// later needs its links (collectives/comm_jobs.hpp): the same answer, with far fewer events. Off

@@ -327,3 +327,51 @@ TEST_CASE("graph runs are deterministic", "[collectives]") {
   REQUIRE(a.end == b.end);
   REQUIRE(a.makespan > 20_us);
 }
+
+TEST_CASE("link samples stay bounded on a long run: thinned, evenly spaced, and exact", "[sampling]") {
+  // A 64 MB all-reduce at the start, then 1000 s of compute: at one sample per 10 us that would be
+  // 10^8 samples per link (issue 25: a 1000 s step overhead grew a trace to 8.9 GB).
+  auto g = ranks(2);
+  const auto comm = g.add_communicator({0, 1});
+  g.add(collective(0, comm, 64e6));
+  g.add(collective(1, comm, 64e6));
+  g.add(compute(0, sim::Time::from_seconds(1000.0)));
+  std::vector<sim::LinkId> links;
+  for (std::size_t l = 0; l < dgx().link_count(); ++l) links.push_back(static_cast<sim::LinkId>(l));
+  const auto sampled = [&](sim::Time interval) {
+    sim::ExecutorOptions o;
+    o.sample_links = links;
+    o.sample_interval = interval;
+    return run(g, o);
+  };
+  const auto fine = sampled(10_us);
+  const auto coarse = sampled(sim::Time::from_seconds(1.0));  // 1001 samples: never thinned
+  constexpr std::size_t cap = sim::ExecutorOptions::kMaxLinkSamples;
+  REQUIRE(fine.makespan == sim::Time::from_seconds(1000.0));
+  REQUIRE(coarse.link_bytes.front().size() == 1001);
+  // The interval doubled k times: the first that lets cap samples cover 1000 s (thinning happens
+  // when a series reaches cap).
+  int doublings = 0;
+  while (10e-6 * std::ldexp(1.0, doublings) * cap < 1000.0) ++doublings;
+  double carried = 0.0;
+  for (std::size_t i = 0; i < links.size(); ++i) {
+    const auto& s = fine.link_bytes[i];
+    INFO("link " << i);
+    REQUIRE(s.size() <= cap);
+    REQUIRE(s.size() > cap / 2);
+    REQUIRE(s.back().first >= fine.makespan);
+    // Evenly spaced at 10 us x 2^doublings.
+    const sim::Time step = 10_us * (std::int64_t{1} << doublings);
+    std::size_t uneven = 1;
+    while (uneven < s.size() && s[uneven].first - s[uneven - 1].first == step) ++uneven;
+    INFO("gap before sample " << uneven << " of " << s.size() << ", step " << step.ps() << " ps");
+    REQUIRE(uneven == s.size());
+    // The same bytes in the end as the coarse series: thinning drops samples, never bytes.
+    REQUIRE(s.back().second == coarse.link_bytes[i].back().second);
+    carried += s.back().second;
+  }
+  REQUIRE(carried > 64e6);  // the all-reduce crossed the sampled links
+  // Events: the graph's few, plus cap samples and cap/2 after each doubling.
+  REQUIRE(fine.events < coarse.events + cap + (doublings + 1) * (cap / 2));
+  REQUIRE(fine.events > cap);
+}
