@@ -1,11 +1,14 @@
-// Stored golden fingerprints: a change of event order, event count or iteration time in any of a
-// few scenarios (every strategy family, both network models) fails here, so a refactoring that
-// claims "no change of any answer" is checked against recorded runs, not only against itself.
+// Stored golden fingerprints: a change of event order, event count or iteration time in any example
+// scenario or a few more (every strategy family, both network models) fails here, so a
+// refactoring that claims "no change of any answer" is checked against recorded runs, not only
+// against itself, and every rerun must be bit-identical to the recorded one (issue 25).
 #include <catch2/catch.hpp>
 
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <fstream>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "run/calibration.hpp"
@@ -33,4 +36,20 @@ TEST_CASE("stored scenarios keep their fingerprint, event count and iteration ti
     // The JSON report prints the shortest text that reads back as the same double: exact.
     CHECK(out.report.iteration_time_s == c.at("iteration_time_s").get<double>());
   }
+}
+
+TEST_CASE("every example scenario has a stored fingerprint", "[golden]") {
+  std::ifstream in(test::data_path("golden/fingerprints.json"));
+  const json golden = json::parse(in);
+  std::set<std::string> stored;
+  for (const json& c : golden.at("cases")) stored.insert(c.at("scenario").get<std::string>());
+  std::size_t examples = 0;
+  for (const auto& e : std::filesystem::directory_iterator(test::source_path("examples"))) {
+    if (e.path().extension() != ".json") continue;
+    ++examples;
+    const std::string relative = "examples/" + e.path().filename().string();
+    INFO(relative << ": add it to tests/data/golden/fingerprints.json");
+    CHECK(stored.count(relative) == 1);
+  }
+  CHECK(examples >= 10);
 }
