@@ -82,6 +82,24 @@ class Attrs {
     return chakra_integer(*a, origin_, n_.id);
   }
   std::int64_t integer_or(std::string_view name, std::int64_t fallback) { return integer(name).value_or(fallback); }
+  /// An integer attribute that must lie in [lo, hi] (`fallback` when absent).
+  std::int64_t bounded(std::string_view name, std::int64_t fallback, std::int64_t lo, std::int64_t hi) {
+    const std::int64_t v = integer_or(name, fallback);
+    if (v < lo || v > hi) {
+      throw TraceError(fmt::format("{}: node {} (\"{}\"): attribute \"{}\": expected {} to {}, found {}", origin_, n_.id,
+                                   n_.name, name, lo, hi, v));
+    }
+    return v;
+  }
+  /// A real attribute that must be finite and at least 0 (`fallback` when absent).
+  double non_negative(std::string_view name, double fallback) {
+    const double v = real(name, fallback);
+    if (!(v >= 0.0) || !std::isfinite(v)) {
+      throw TraceError(fmt::format("{}: node {} (\"{}\"): attribute \"{}\": expected a finite number >= 0, found {}",
+                                   origin_, n_.id, n_.name, name, v));
+    }
+    return v;
+  }
   std::int64_t required(std::string_view name, std::string_view why) {
     const auto v = integer(name);
     if (!v) throw TraceError(fmt::format("{}: node {} (\"{}\"): expected attribute {} ({}), found none", origin_, n_.id, n_.name, name, why));
@@ -196,7 +214,12 @@ void record_schedule(const ChakraTrace& t, bool every_node, std::optional<double
   }
 }
 
-sim::Time time_ps(Attrs& a, std::string_view name) { return sim::Time::from_ps(a.integer_or(name, 0)); }
+/// The longest op a Foresight ET may hold: 10^6 s, so that sums of many stay within sim::Time.
+constexpr std::int64_t kMaxOpPs = 1'000'000'000'000'000'000;
+constexpr std::int64_t kMaxU32 = std::numeric_limits<std::uint32_t>::max();
+constexpr std::int64_t kMaxInt = std::numeric_limits<int>::max();
+
+sim::Time time_ps(Attrs& a, std::string_view name) { return sim::Time::from_ps(a.bounded(name, 0, 0, kMaxOpPs)); }
 
 /// A Foresight ET back into its graph: every node where it stood, with every field.
 void import_foresight(const std::vector<ChakraTrace>& ranks, const ChakraImportOptions& options, ChakraGraph& out) {
@@ -297,15 +320,15 @@ void import_foresight(const std::vector<ChakraTrace>& ranks, const ChakraImportO
     Node n;
     n.rank = static_cast<sim::RankId>(p.rank);
     n.kind = parse_enum(a.text("foresight.kind"), kKinds, fmt::format("{}: node {}: foresight.kind", t.path, c.id));
-    n.stream = static_cast<sim::StreamId>(a.integer_or("foresight.stream", 1));
+    n.stream = static_cast<sim::StreamId>(a.bounded("foresight.stream", 1, 0, kMaxU32));
     n.duration = time_ps(a, "foresight.duration_ps");
     n.dispatch = time_ps(a, "foresight.dispatch_ps");
     n.gil = time_ps(a, "foresight.gil_ps");
-    n.bytes = a.real("foresight.bytes", 0.0);
+    n.bytes = a.non_negative("foresight.bytes", 0.0);
     n.phase = parse_enum(a.text("foresight.phase").empty() ? std::string("none") : a.text("foresight.phase"), kPhases,
                          fmt::format("{}: node {}: foresight.phase", t.path, c.id));
-    n.layer = static_cast<int>(a.integer_or("foresight.layer", -1));
-    n.micro_batch = static_cast<int>(a.integer_or("foresight.micro_batch", -1));
+    n.layer = static_cast<int>(a.bounded("foresight.layer", -1, -1, kMaxInt));
+    n.micro_batch = static_cast<int>(a.bounded("foresight.micro_batch", -1, -1, kMaxInt));
     if (const std::string alg = a.text("foresight.algorithm"); !alg.empty()) {
       n.algorithm = parse_enum(alg, kAlgorithms, fmt::format("{}: node {}: foresight.algorithm", t.path, c.id));
     }
@@ -320,12 +343,14 @@ void import_foresight(const std::vector<ChakraTrace>& ranks, const ChakraImportO
       if (!op) throw TraceError(fmt::format("{}: node {}: comm_type names no collective Foresight models", t.path, c.id));
       n.op = *op;
       a.integer("comm_size");
-      n.root = static_cast<int>(a.integer_or("foresight.root", 0));
-      n.matrix = static_cast<std::uint32_t>(a.integer_or("foresight.matrix", sim::kNoMatrix));
+      n.root = static_cast<int>(a.bounded("foresight.root", 0, 0, kMaxInt));
+      n.matrix = static_cast<std::uint32_t>(a.bounded("foresight.matrix", sim::kNoMatrix, 0, kMaxU32));
     } else if (n.kind == OpKind::send || n.kind == OpKind::recv) {
-      n.peer = static_cast<sim::RankId>(a.required(n.kind == OpKind::send ? "comm_dst" : "comm_src", "the peer"));
+      a.required(n.kind == OpKind::send ? "comm_dst" : "comm_src", "the peer");
+      n.peer = static_cast<sim::RankId>(a.bounded(n.kind == OpKind::send ? "comm_dst" : "comm_src", 0, 0,
+                                                  static_cast<std::int64_t>(ranks.size()) - 1));
       a.integer(n.kind == OpKind::send ? "comm_src" : "comm_dst");
-      n.tag = static_cast<std::uint32_t>(a.integer_or("comm_tag", 0));
+      n.tag = static_cast<std::uint32_t>(a.bounded("comm_tag", 0, 0, kMaxU32));
       a.integer("comm_size");
     }
     for (const std::uint64_t d : c.data_deps) {
@@ -457,7 +482,7 @@ void import_generic(const std::vector<ChakraTrace>& ranks, const ChakraImportOpt
                                          t.path, c.id, c.name, r, n_ranks - 1, send ? self : peer, send ? peer : self));
           }
           n.peer = static_cast<sim::RankId>(peer);
-          n.tag = static_cast<std::uint32_t>(a.integer_or("comm_tag", 0));
+          n.tag = static_cast<std::uint32_t>(a.bounded("comm_tag", 0, 0, kMaxU32));
           const std::int64_t size = a.required("comm_size", "its bytes");
           if (size < 0) throw TraceError(fmt::format("{}: node {}: comm_size: expected at least 0, found {}", t.path, c.id, size));
           n.bytes = static_cast<double>(size);

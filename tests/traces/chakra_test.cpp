@@ -3,6 +3,8 @@
 // graph they came from.
 #include <catch2/catch.hpp>
 
+#include <limits>
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -199,6 +201,26 @@ TEST_CASE("numbers a Foresight ET names things by are checked, not passed to sto
   bad = t;
   bad.metadata.push_back({"foresight.send_matrix.99999999999", std::vector<double>{1.0}});
   REQUIRE_THROWS_WITH(trace::chakra_graph({bad}), Catch::Contains("foresight.send_matrix.99999999999") && Catch::Contains("below 1"));
+  // Node attributes out of range: a negative time, a time past 10^6 s, bytes below 0 or not
+  // finite, a stream, tag or layer that does not fit its field (issue 25: they were cast as found).
+  struct BadAttr {
+    const char* name;
+    trace::ChakraValue value;
+    const char* says;
+  };
+  for (const BadAttr& b : {BadAttr{"foresight.duration_ps", std::int64_t{-5}, "expected 0 to 1000000000000000000, found -5"},
+                           BadAttr{"foresight.dispatch_ps", std::int64_t{2'000'000'000'000'000'000}, "found 2000000000000000000"},
+                           BadAttr{"foresight.gil_ps", std::int64_t{-1}, "found -1"},
+                           BadAttr{"foresight.bytes", -1.0, "expected a finite number >= 0, found -1"},
+                           BadAttr{"foresight.bytes", std::numeric_limits<double>::infinity(), "found inf"},
+                           BadAttr{"foresight.stream", std::int64_t{1} << 40, "expected 0 to 4294967295"},
+                           BadAttr{"foresight.layer", std::int64_t{-2}, "expected -1 to 2147483647, found -2"}}) {
+    CAPTURE(b.name, b.says);
+    bad = t;
+    bad.nodes[0].attrs.push_back({b.name, b.value});
+    REQUIRE_THROWS_WITH(trace::chakra_graph({bad}), Catch::Contains(std::string("attribute \"") + b.name + "\"") &&
+                                                        Catch::Contains(b.says) && Catch::Contains("node 1"));
+  }
   // A kernel of another producer longer than sim::Time holds: Time::from_seconds threw InternalError.
   REQUIRE_THROWS_AS(trace::chakra_graph({rank_trace(0, {comp(1, std::uint64_t{1} << 63)})}), sim::TraceError);
   REQUIRE_THROWS_WITH(trace::chakra_graph({rank_trace(0, {comp(1, std::uint64_t{1} << 63)})}), Catch::Contains("sim::Time's range"));
