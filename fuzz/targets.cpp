@@ -35,6 +35,11 @@ constexpr double kMemoryBandwidth = 1555e9;
 /// Steps whose GPU ops the Kineto target collects: a bound on its work per input.
 constexpr std::size_t kMaxKinetoSteps = 4;
 
+/// The most text the archive target decompresses (the CLI allows 4 GiB; a fuzzer's gzip bomb
+/// must stay within libFuzzer's memory limit) and the most members it parses.
+constexpr std::size_t kMaxArchiveText = std::size_t{64} << 20;
+constexpr std::size_t kMaxArchiveMembers = 8;
+
 /// sim::Time's range in seconds (9.2e18 ps, common/units.cpp).
 constexpr double kMaxSeconds = 9.2e6;
 
@@ -92,6 +97,23 @@ void fuzz_kineto(std::string_view input) {
   if (!t.steps.empty()) t.step_at(-1);
 }
 
+void fuzz_kineto_archive(std::string_view input) {
+  // gzip data (by its magic bytes) is decompressed first, as .gz, .tar.gz and .tgz files are;
+  // then, as load_kineto_files does for archives, its tar members are read, or its text is
+  // one trace. Input without the gzip magic is taken as an uncompressed tar, so that the tar
+  // reader is reached without a valid gzip wrapper around every mutation.
+  const bool gz = input.size() >= 2 && static_cast<unsigned char>(input[0]) == 0x1f &&
+                  static_cast<unsigned char>(input[1]) == 0x8b;
+  const std::string text = gz ? trace::gunzip(input, "fuzz-input.tar.gz", kMaxArchiveText) : std::string(input);
+  const bool tar = text.size() >= 512 && std::string_view(text).substr(257, 5) == "ustar";
+  if (gz && !tar) {
+    fuzz_kineto(text);
+    return;
+  }
+  const auto members = trace::tar_json_members(text, gz ? "fuzz-input.tar.gz" : "fuzz-input.tar");
+  for (std::size_t i = 0; i < std::min(members.size(), kMaxArchiveMembers); ++i) fuzz_kineto(members[i].second);
+}
+
 void fuzz_chakra(std::string_view input) {
   std::vector<std::string_view> sections;
   for (std::size_t at = 0;;) {
@@ -127,11 +149,12 @@ void fuzz_chakra(std::string_view input) {
 }
 
 std::span<const FuzzTarget> fuzz_targets() {
-  static constexpr std::array<FuzzTarget, 5> kTargets{{
+  static constexpr std::array<FuzzTarget, 6> kTargets{{
       {"scenario", fuzz_scenario},
       {"topology", fuzz_topology},
       {"profile_db", fuzz_profile_db},
       {"kineto", fuzz_kineto},
+      {"kineto_archive", fuzz_kineto_archive},
       {"chakra", fuzz_chakra},
   }};
   return kTargets;

@@ -23,6 +23,9 @@ void fuzz_topology(std::string_view input);
 void fuzz_profile_db(std::string_view input);
 /// A Kineto trace's JSON text (traces/kineto.hpp), then the GPU ops of its steps.
 void fuzz_kineto(std::string_view input);
+/// A compressed or archived Kineto trace: gzip data (.json.gz, .tar.gz) decompressed, then
+/// its tar members or its text read as traces; input that is not gzip is read as a tar archive.
+void fuzz_kineto_archive(std::string_view input);
 /// Chakra ETs (traces/chakra_et.hpp) turned into a graph (traces/chakra_graph.hpp) and checked
 /// as replay checks it before running it (exec/graph_check.hpp, on a DGX A100). The input is
 /// a comm-group JSON document and up to kMaxChakraRanks per-rank ETs, each section preceded by

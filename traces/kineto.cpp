@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -32,38 +33,12 @@ bool ends_with(const std::string& s, std::string_view suffix) {
 /// as /dev/zero, or a gzip bomb, would otherwise be read until memory runs out.
 constexpr std::size_t kMaxTraceBytes = std::size_t{4} << 30;
 
-/// The whole decompressed text of a gzip file; TraceError when it is truncated or corrupt.
-std::string read_gzip(const std::string& path) {
-  std::unique_ptr<gzFile_s, int (*)(gzFile)> f(gzopen(path.c_str(), "rb"), gzclose);
-  if (!f) fail(path, "cannot be opened");
-  std::string out;
-  char buffer[1 << 16];
-  while (true) {
-    const int n = gzread(f.get(), buffer, sizeof buffer);
-    if (n < 0) {
-      int code = 0;
-      const char* msg = gzerror(f.get(), &code);
-      fail(path, fmt::format("corrupt gzip stream after {} bytes: {}", out.size(), msg));
-    }
-    if (n == 0) break;
-    out.append(buffer, static_cast<std::size_t>(n));
-    if (out.size() > kMaxTraceBytes) {
-      fail(path, fmt::format("expected at most {} bytes of trace text, found more", kMaxTraceBytes));
-    }
-  }
-  // gzread reports a stream cut short only as end of input: check the trailer was seen.
-  int code = 0;
-  gzerror(f.get(), &code);
-  if (code == Z_BUF_ERROR) fail(path, fmt::format("truncated gzip stream after {} bytes of text", out.size()));
-  return out;
-}
-
-std::string read_text(const std::string& path) {
+/// The bytes of a regular file of at most kMaxTraceBytes.
+std::string read_bytes(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec)) {
     fail(path, "expected a regular file, found a device, folder or other special file");
   }
-  if (ends_with(path, ".gz")) return read_gzip(path);
   if (const auto size = std::filesystem::file_size(path, ec); !ec && size > kMaxTraceBytes) {
     fail(path, fmt::format("expected at most {} bytes of trace text, found {}", kMaxTraceBytes, size));
   }
@@ -72,6 +47,12 @@ std::string read_text(const std::string& path) {
   std::ostringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+std::string read_gzip(const std::string& path) { return gunzip(read_bytes(path), path, kMaxTraceBytes); }
+
+std::string read_text(const std::string& path) {
+  return ends_with(path, ".gz") ? read_gzip(path) : read_bytes(path);
 }
 
 /// `obj[key]` when it is a string, else `fallback` (json::value would throw nlohmann's
@@ -258,8 +239,48 @@ KinetoTrace parse_kineto(const std::string& text, const std::string& origin) {
 
 KinetoTrace load_kineto(const std::string& path) { return parse_kineto(read_text(path), path); }
 
-std::vector<std::pair<std::string, std::string>> read_tar_gz_json(const std::string& path) {
-  const std::string tar = read_gzip(path);
+std::string gunzip(std::string_view bytes, const std::string& origin, std::size_t max_bytes) {
+  z_stream z{};
+  if (inflateInit2(&z, 15 + 16) != Z_OK) fail(origin, "cannot start the gzip decoder");
+  const std::unique_ptr<z_stream, int (*)(z_streamp)> owner(&z, inflateEnd);
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data()));
+  z.avail_in = static_cast<uInt>(std::min<std::size_t>(bytes.size(), std::numeric_limits<uInt>::max()));
+  std::size_t fed = z.avail_in;
+  std::string out;
+  char buffer[1 << 16];
+  while (true) {
+    if (z.avail_in == 0 && fed < bytes.size()) {
+      z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data() + fed));
+      z.avail_in = static_cast<uInt>(std::min<std::size_t>(bytes.size() - fed, std::numeric_limits<uInt>::max()));
+      fed += z.avail_in;
+    }
+    z.next_out = reinterpret_cast<Bytef*>(buffer);
+    z.avail_out = sizeof buffer;
+    const int code = inflate(&z, Z_NO_FLUSH);
+    out.append(buffer, sizeof buffer - z.avail_out);
+    if (out.size() > max_bytes) fail(origin, fmt::format("expected at most {} bytes of trace text, found more", max_bytes));
+    if (code == Z_STREAM_END) {
+      // Another gzip member may follow (concatenated files read as one, as gzip -d does);
+      // anything else after the last member (tar's zero padding) is ignored, as gzip does.
+      const std::size_t pos = fed - z.avail_in;
+      if (pos + 1 >= bytes.size() || static_cast<unsigned char>(bytes[pos]) != 0x1f ||
+          static_cast<unsigned char>(bytes[pos + 1]) != 0x8b) {
+        break;
+      }
+      if (inflateReset(&z) != Z_OK) fail(origin, "cannot restart the gzip decoder");
+      continue;
+    }
+    if (code == Z_BUF_ERROR && z.avail_in == 0 && fed == bytes.size()) {
+      fail(origin, fmt::format("truncated gzip stream after {} bytes of text", out.size()));
+    }
+    if (code != Z_OK && code != Z_BUF_ERROR) {
+      fail(origin, fmt::format("corrupt gzip stream after {} bytes: {}", out.size(), z.msg != nullptr ? z.msg : "bad data"));
+    }
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> tar_json_members(std::string_view tar, const std::string& origin) {
   std::vector<std::pair<std::string, std::string>> out;
   // POSIX ustar: 512-byte headers (name at 0, size in octal at 124, type at 156), then the data
   // padded to 512 bytes; two zero blocks end the archive.
@@ -274,14 +295,18 @@ std::vector<std::pair<std::string, std::string>> read_tar_gz_json(const std::str
     for (int i = 124; i < 136 && h[i] >= '0' && h[i] <= '7'; ++i) size = size * 8 + static_cast<std::size_t>(h[i] - '0');
     const char type = h[156];
     at += 512;
-    if (at + size > tar.size()) fail(path, fmt::format("truncated tar archive: member {} needs {} bytes", name, size));
+    if (size > tar.size() - at) fail(origin, fmt::format("truncated tar archive: member {} needs {} bytes", name, size));
     const std::string base = name.substr(name.find_last_of('/') + 1);
     if ((type == '0' || type == '\0') && ends_with(name, ".json") && base.rfind("._", 0) != 0) {
-      out.emplace_back(name, tar.substr(at, size));
+      out.emplace_back(name, std::string(tar.substr(at, size)));
     }
     at += (size + 511) / 512 * 512;
   }
   return out;
+}
+
+std::vector<std::pair<std::string, std::string>> read_tar_gz_json(const std::string& path) {
+  return tar_json_members(read_gzip(path), path);
 }
 
 std::vector<KinetoTrace> load_kineto_files(const std::string& path) {

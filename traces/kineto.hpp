@@ -12,8 +12,10 @@
 /// truncated gzip stream one naming the file; events missing what their category needs are
 /// TraceErrors naming the event's index.
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -89,6 +91,12 @@ struct KinetoTrace {
 
 /// Reads `path` (.json or .json.gz); TraceError as described above.
 KinetoTrace load_kineto(const std::string& path);
+/// The decompressed bytes of gzip data (one member or several concatenated); TraceError naming
+/// `origin` when it is corrupt or truncated, or past `max_bytes` (a gzip bomb).
+std::string gunzip(std::string_view bytes, const std::string& origin, std::size_t max_bytes);
+/// The .json files of an (uncompressed) tar archive, as (member name, text), in archive order;
+/// TraceError naming `origin` for a member cut short.
+std::vector<std::pair<std::string, std::string>> tar_json_members(std::string_view tar, const std::string& origin);
 /// The .json files of a gzip-compressed tar archive (.tar.gz, .tgz: several ranks' traces),
 /// as (member name, text), in archive order; TraceError for a truncated or malformed archive.
 std::vector<std::pair<std::string, std::string>> read_tar_gz_json(const std::string& path);

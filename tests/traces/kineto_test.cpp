@@ -1,12 +1,15 @@
 // Kineto (PyTorch profiler) trace import: GPU activities, runtime calls, CPU ops and steps from
 // plain and gzip traces; clear errors with the position; the shared measured traces.
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <set>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "common/error.hpp"
 #include "tests/test_paths.hpp"
@@ -72,6 +75,69 @@ TEST_CASE("malformed, truncated and incomplete traces are TraceErrors with the p
   std::ofstream(cut, std::ios::binary) << bytes.substr(0, bytes.size() / 2);
   REQUIRE_THROWS_WITH(trace::load_kineto(cut.string()), Contains(cut.string()) && Contains("truncated gzip stream"));
   std::filesystem::remove(cut);
+}
+
+namespace {
+
+/// `text` as one gzip member (zlib's deflate with a gzip wrapper).
+std::string gzip(const std::string& text) {
+  z_stream z{};
+  REQUIRE(deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) == Z_OK);
+  std::string out(deflateBound(&z, text.size()) + 64, '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
+  z.avail_in = static_cast<uInt>(text.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  REQUIRE(deflate(&z, Z_FINISH) == Z_STREAM_END);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  return out;
+}
+
+/// A ustar member header for `name` of `size` bytes, type '0', then the data padded to 512.
+std::string tar_member(const std::string& name, const std::string& data) {
+  std::string h(512, '\0');
+  std::copy(name.begin(), name.end(), h.begin());
+  const std::string size = fmt::format("{:011o}", data.size());
+  std::copy(size.begin(), size.end(), h.begin() + 124);
+  h[156] = '0';
+  std::copy_n("ustar", 5, h.begin() + 257);
+  return h + data + std::string((512 - data.size() % 512) % 512, '\0');
+}
+
+}  // namespace
+
+TEST_CASE("gzip and tar bytes: members, padding, corruption, bombs and cut archives are handled", "[traces]") {
+  const std::string a = R"({"traceEvents": []})";
+  const std::string b = R"({"traceEvents": [{"ph": "X"}]})";
+  // One member, two concatenated members (read as one text, as gzip -d does), and trailing zeros
+  // after the last member (ignored, as gzip does).
+  CHECK(trace::gunzip(gzip(a), "a.gz", 1 << 20) == a);
+  CHECK(trace::gunzip(gzip(a) + gzip(b), "ab.gz", 1 << 20) == a + b);
+  CHECK(trace::gunzip(gzip(a) + std::string(1024, '\0'), "padded.gz", 1 << 20) == a);
+  // Not gzip at all, a flipped byte in the deflate data, cut short, and past the bound.
+  CHECK_THROWS_WITH(trace::gunzip(a, "plain.gz", 1 << 20), Contains("plain.gz: corrupt gzip stream after 0 bytes"));
+  std::string flipped = gzip(std::string(4096, 'x') + a);
+  flipped[flipped.size() / 2] = static_cast<char>(flipped[flipped.size() / 2] ^ 0x55);
+  CHECK_THROWS_AS(trace::gunzip(flipped, "flipped.gz", 1 << 20), sim::TraceError);
+  const std::string whole = gzip(std::string(100'000, 'y'));
+  CHECK_THROWS_WITH(trace::gunzip(whole.substr(0, whole.size() - 12), "cut.gz", 1 << 20), Contains("cut.gz: truncated gzip stream"));
+  CHECK_THROWS_WITH(trace::gunzip(gzip(std::string(2'000'000, 'z')), "bomb.gz", 1'000'000),
+                    Contains("bomb.gz: expected at most 1000000 bytes of trace text, found more"));
+  CHECK_THROWS_WITH(trace::gunzip("", "empty.gz", 1 << 20), Contains("empty.gz: truncated gzip stream after 0 bytes"));
+  // A tar archive: .json members in order, others and macOS's "._" files skipped, the end blocks.
+  const std::string tar = tar_member("rank0.json", a) + tar_member("notes.txt", "hello") +
+                          tar_member("dir/rank1.json", b) + tar_member("dir/._rank1.json", "junk") + std::string(1024, '\0');
+  const auto members = trace::tar_json_members(tar, "t.tar");
+  REQUIRE(members.size() == 2);
+  CHECK(members[0] == std::make_pair(std::string("rank0.json"), a));
+  CHECK(members[1] == std::make_pair(std::string("dir/rank1.json"), b));
+  // A member whose size runs past the archive, even by a size near 2^36.
+  CHECK_THROWS_WITH(trace::tar_json_members(tar.substr(0, 512 + 10), "cut.tar"),
+                    Contains("cut.tar: truncated tar archive: member rank0.json needs 19 bytes"));
+  std::string huge = tar_member("big.json", a);
+  std::copy_n("77777777777", 11, huge.begin() + 124);
+  CHECK_THROWS_WITH(trace::tar_json_members(huge, "huge.tar"), Contains("needs 8589934591 bytes"));
 }
 
 TEST_CASE("a kernel's launch configuration: grid and block sizes, registers, shared memory", "[traces]") {
