@@ -12,6 +12,7 @@
 
 #include "collectives/collective_types.hpp"
 #include "net/fabric.hpp"
+#include "common/chunked_vector.hpp"
 #include "common/large_vector.hpp"
 #include "exec/op_signature.hpp"
 #include "common/units.hpp"
@@ -123,7 +124,7 @@ struct ExecutionGraph {
   std::map<StreamId, std::string> stream_names{{kHostStream, "host"}};
   /// Distinct kernels of compute nodes, referenced by Node::signature.
   std::vector<OpSignature> signatures;
-  LargeVector<Node> nodes;  ///< program order: a rank's nodes in the order they appear
+  ChunkedVector<Node> nodes;  ///< program order: a rank's nodes in the order they appear
   std::vector<std::string> names{""};
   std::map<std::string, std::uint32_t, std::less<>> name_index{{"", 0}};
 
