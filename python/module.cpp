@@ -1,6 +1,6 @@
-// The `foresight` Python module: the CLI's simulate, sweep, plan, replay and validate as
-// functions taking Python values and returning plain dicts and lists (the CLI's --json objects,
-// the sweep's CSV rows). Foresight's errors become foresight.Error subclasses carrying the
+// The `foresight` Python module: the CLI's simulate, sweep, plan, replay, validate, topology,
+// collective and params as functions taking Python values and returning plain dicts and lists
+// (the CLI's --json objects, the sweep's CSV rows). Foresight's errors become foresight.Error subclasses carrying the
 // messages the CLI prints. The simulations run without the GIL.
 #include <pybind11/pybind11.h>
 
@@ -16,8 +16,12 @@
 #include "python/json_bridge.hpp"
 #include "python/scenario_args.hpp"
 #include "run/calibration.hpp"
+#include "run/collective_sweep.hpp"
+#include "run/params.hpp"
 #include "run/plan_json.hpp"
 #include "run/sweep.hpp"
+#include "topologies/cluster_builders.hpp"
+#include "topologies/topology_report.hpp"
 #include "validate/simulation_timeline.hpp"
 #include "validate/suite_report.hpp"
 #include "validate/trace_replay.hpp"
@@ -314,6 +318,42 @@ py::object py_replay(py::handle traces, py::handle step, py::handle cluster, py:
   return to_python(out);
 }
 
+py::object py_topology(py::handle cluster, int gpus) {
+  if (gpus < 0) throw sim::ConfigError(fmt::format("gpus: expected an integer >= 0, found {}", gpus));
+  const std::string spec = optional_path(cluster, "cluster");
+  nlohmann::json report;
+  {
+    const py::gil_scoped_release unlocked;
+    // As cli/topology_command.cpp's run_topology.
+    report = topo::to_json(topo::make_topology_report(topo::resolve_cluster(spec, gpus)));
+  }
+  return to_python(report);
+}
+
+py::object py_collective(py::handle cluster, int gpus, const std::string& op, const std::string& sizes, double factor,
+                         py::handle algorithm, py::handle protocol, int root, const std::string& network,
+                         const std::string& timing, py::handle calibration) {
+  if (gpus < 0) throw sim::ConfigError(fmt::format("gpus: expected an integer >= 0, found {}", gpus));
+  run::CollectiveSweepOptions o;
+  o.cluster = optional_path(cluster, "cluster");
+  o.gpus = gpus;
+  o.op = op;
+  o.sizes = sizes;
+  o.factor = factor;
+  if (!algorithm.is_none()) o.algorithm = algorithm.cast<std::string>();
+  if (!protocol.is_none()) o.protocol = protocol.cast<std::string>();
+  o.root = root;
+  o.network = network;
+  o.timing = timing;
+  if (!calibration.is_none()) o.calibration = optional_path(calibration, "calibration");
+  nlohmann::json rows;
+  {
+    const py::gil_scoped_release unlocked;
+    rows = run::collective_sweep(o).rows;
+  }
+  return to_python(rows);
+}
+
 py::object py_validate(py::handle suite, py::handle calibration, py::handle traces, const std::string& network,
                           py::handle datasets) {
   const std::string suite_path = suite.is_none() ? validate::default_suite_path() : optional_path(suite, "suite");
@@ -433,4 +473,22 @@ PYBIND11_MODULE(foresight, m) {
         "not raise when a dataset fails its threshold: check \"passed\". suite, calibration: the manifest and\n"
         "calibration files (default: the stored ones); traces: the folder of measured traces (None: the\n"
         "default; False: none, as --no-traces); datasets: the names to run (default: all, and the trace cases).");
+  m.def("topology", &fp::py_topology, arg("cluster"), py::kw_only(), arg("gpus") = 0,
+        "topology(cluster, *, gpus=0) -> dict\n\n"
+        "Builds a cluster (a preset name, or a topology file's path) and returns the dict\n"
+        "`foresight topology --json` prints: its GPUs, nodes, links by class and bisection bandwidth.\n"
+        "gpus: size a preset to this many GPUs (0: the preset's default).");
+  m.def("collective", &fp::py_collective, arg("cluster"), py::kw_only(), arg("gpus") = 0, arg("op") = "all_reduce",
+        arg("sizes") = "1K:8G", arg("factor") = 2.0, arg("algorithm") = none, arg("protocol") = none, arg("root") = 0,
+        arg("network") = "flow", arg("timing") = "nccl", arg("calibration") = none,
+        "collective(cluster, *, gpus=0, op=\"all_reduce\", sizes=\"1K:8G\", factor=2.0, algorithm=None,\n"
+        "           protocol=None, root=0, network=\"flow\", timing=\"nccl\", calibration=None) -> list[dict]\n\n"
+        "Sweeps one collective over message sizes on the cluster's first `gpus` GPUs (0: all), as\n"
+        "nccl-tests does, and returns the list `foresight collective --json` prints: one dict per size with\n"
+        "size_bytes, time_s, algbw_GBps, busbw_GBps, algorithm, protocol, channels, nccl_model_time_s.\n"
+        "sizes: \"MIN:MAX\" stepping by factor, or \"1M,64M,1G\"; the other options as the CLI's.");
+  m.def("params", []() -> py::object { return fp::to_python(foresight::strategy::params_json()); },
+        "params() -> list\n\n"
+        "Every key a scenario file takes, with its type, unit, default, range and meaning: what\n"
+        "`foresight params --json` prints.");
 }
