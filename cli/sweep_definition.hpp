@@ -13,17 +13,7 @@
 
 namespace foresight::cli {
 
-/// One shard of a sweep cut into `count`: the configurations whose index i has
-/// i % count == index (round-robin, so that every shard gets its share of the large GPU counts,
-/// which come last along the --gpus axis). `index` counts from 0, as SLURM_ARRAY_TASK_ID does with
-/// --array=0-(count-1).
-struct Shard {
-  std::size_t index = 0;
-  std::size_t count = 1;
-
-  bool owns(std::size_t config) const { return config % count == index; }
-  bool operator==(const Shard&) const = default;
-};
+using Shard = strategy::SweepShard;
 
 /// "I/N" with 0 <= I < N; ConfigError saying what was expected otherwise (N/N is taken for a
 /// 1-based index and named as such).

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -143,8 +144,28 @@ void add_dimension(std::vector<strategy::SweepDimension>& dims, std::vector<std:
 }
 
 py::list py_sweep(py::handle scenario, py::handle vary, py::handle gpus, py::handle micro_batch, py::handle base_dir,
-               py::handle overrides, py::handle calibration, py::handle profile, py::handle prices, py::handle jobs) {
+               py::handle overrides, py::handle calibration, py::handle profile, py::handle prices, py::handle jobs,
+               py::handle shard) {
   const strategy::ScenarioSource source = scenario_source(scenario, base_dir);
+  std::optional<strategy::SweepShard> part;
+  if (!shard.is_none()) {
+    // (index, count), 0 <= index < count, as `foresight sweep --shard I/N`.
+    const bool pair = py::isinstance<py::tuple>(shard) && py::len(shard) == 2;
+    const auto bad = [&] {
+      return sim::ConfigError(fmt::format("shard: expected (index, count) with 0 <= index < count, found {}",
+                                          py::repr(shard).cast<std::string>()));
+    };
+    if (!pair) throw bad();
+    const py::tuple t = py::reinterpret_borrow<py::tuple>(shard);
+    if (!py::isinstance<py::int_>(t[0]) || !py::isinstance<py::int_>(t[1]) || py::isinstance<py::bool_>(t[0]) ||
+        py::isinstance<py::bool_>(t[1])) {
+      throw bad();
+    }
+    const long long index = t[0].cast<long long>();
+    const long long count = t[1].cast<long long>();
+    if (index < 0 || count < 1 || index >= count) throw bad();
+    part = strategy::SweepShard{static_cast<std::size_t>(index), static_cast<std::size_t>(count)};
+  }
   std::vector<strategy::SweepDimension> dims;
   std::vector<std::vector<py::object>> kept;
   // The CLI's order: --gpus, --micro-batch, then each --vary.
@@ -168,6 +189,7 @@ py::list py_sweep(py::handle scenario, py::handle vary, py::handle gpus, py::han
   const int threads = optional_count(jobs, "jobs", 0);
   strategy::SweepDefinition def;
   std::vector<strategy::ConfigResult> results;
+  std::vector<std::size_t> owned;  ///< the configurations run: all, or the shard's
   {
     const py::gil_scoped_release unlocked;
     // As cli/sweep_command.cpp's sweep on threads, without its files.
@@ -177,19 +199,24 @@ py::list py_sweep(py::handle scenario, py::handle vary, py::handle gpus, py::han
       if (d.values.empty()) throw sim::ConfigError(fmt::format("sweep: {}: expected at least one value", d.column));
     }
     def = strategy::make_sweep(source, sets, dims);
+    for (std::size_t i = 0; i < def.configs.size(); ++i) {
+      if (!part || part->owns(i)) owned.push_back(i);
+    }
+    // Every configuration is checked, a shard's or not, as the CLI does.
     std::vector<std::size_t> all(def.configs.size());
     for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
     strategy::check_configurations(def, all);
     results.resize(all.size());
     // Each thread writes its own configurations' slots.
-    strategy::run_on_threads(def, all, files.inputs(), threads,
+    strategy::run_on_threads(def, owned, files.inputs(), threads,
                              [&results](std::size_t i, const strategy::ConfigResult& r) { results[i] = r; });
   }
   // The CSV's fields as values: numbers as float, oom as bool, empty fields as None.
   const auto& columns = strategy::sweep_result_columns();
   py::list out;
-  for (std::size_t i = 0; i < results.size(); ++i) {
+  for (const std::size_t i : owned) {
     py::dict d;
+    if (part) d["config"] = py::int_(i);  // its place in the whole sweep, as a shard CSV's first column
     const std::vector<std::size_t> picks = def.value_indices(i);
     for (std::size_t k = 0; k < dims.size(); ++k) d[py::str(dims[k].column)] = kept[k][picks[k]];
     for (std::size_t c = 0; c < columns.size(); ++c) {
@@ -433,16 +460,18 @@ PYBIND11_MODULE(foresight, m) {
         "Raises ConfigError (a ValueError), TopologyError, ModelError, ... with the CLI's messages.");
   m.def("sweep", &fp::py_sweep, arg("scenario"), arg("vary") = none, py::kw_only(), arg("gpus") = none,
         arg("micro_batch") = none, arg("base_dir") = none, arg("overrides") = none, arg("calibration") = none,
-        arg("profile") = none, arg("prices") = none, arg("jobs") = 0,
+        arg("profile") = none, arg("prices") = none, arg("jobs") = 0, arg("shard") = none,
         "sweep(scenario, vary=None, *, gpus=None, micro_batch=None, base_dir=None, overrides=None,\n"
-        "      calibration=None, profile=None, prices=None, jobs=0) -> list[dict]\n\n"
+        "      calibration=None, profile=None, prices=None, jobs=0, shard=None) -> list[dict]\n\n"
         "Simulates every combination of gpus (cluster.gpus), micro_batch (plan.micro_batch) and vary\n"
         "({\"plan.precision\": [\"fp32\", \"amp_fp16\"]}) on `jobs` threads (0: all cores), as `foresight sweep`.\n"
         "Returns one dict per configuration, the first dimension varying slowest: the dimensions' columns\n"
         "(\"gpus\", \"micro_batch\", each vary path) with the values given, then the CSV's result columns:\n"
         "numbers as float (as the CSV rounds them, 9 significant digits), oom as bool, empty fields as None;\n"
         "a configuration that failed when simulated has its message in \"error\". pandas.DataFrame(rows) takes\n"
-        "the list. Every configuration is checked before any runs: ConfigError \"sweep configuration ...\".");
+        "the list. Every configuration is checked before any runs: ConfigError \"sweep configuration ...\".\n"
+        "shard=(I, N): run only configurations i with i % N == I (as `foresight sweep --shard I/N`); each row\n"
+        "then starts with \"config\", i, so that the shards' rows sorted by it are the whole sweep's.");
   m.def("plan", &fp::py_plan, arg("scenario"), py::kw_only(), arg("base_dir") = none, arg("overrides") = none,
         arg("tp") = none, arg("pp") = none, arg("virtual_stages") = none, arg("micro_batches") = none,
         arg("recompute") = none, arg("zero") = none, arg("sequence_parallel") = none, arg("memory_margin") = 0.1,

@@ -15,6 +15,18 @@
 
 namespace foresight::strategy {
 
+/// One shard of a sweep cut into `count`: the configurations whose index i has
+/// i % count == index (round-robin, so that every shard gets its share of the large GPU counts,
+/// which come last along the --gpus axis). `index` counts from 0, as SLURM_ARRAY_TASK_ID does with
+/// --array=0-(count-1). `foresight sweep --shard I/N` and foresight.sweep(shard=(I, N)) use it.
+struct SweepShard {
+  std::size_t index = 0;
+  std::size_t count = 1;
+
+  bool owns(std::size_t config) const { return config % count == index; }
+  bool operator==(const SweepShard&) const = default;
+};
+
 /// The result columns after the dimensions' columns, in CSV order; "error" is always last.
 const std::vector<std::string>& sweep_result_columns();
 

@@ -99,3 +99,27 @@ def test_numpy_values_sweep_as_python_ones(test_data):
     by_list = foresight.sweep(scenario, gpus=[2, 4], micro_batch=[16, 32])
     assert by_numpy == by_list  # numpy.int64(2) == 2: the same rows, the given values kept
     assert isinstance(by_numpy[0]["gpus"], numpy.integer)
+
+
+def test_shards_join_into_the_whole_sweep_and_match_the_cli_shard(cli, test_data, tmp_path):
+    scenario = test_data / "scenarios" / "small_ddp.json"
+    whole = foresight.sweep(scenario, gpus=[1, 2, 4], micro_batch=[16, 32], jobs=1)
+    shards = [foresight.sweep(scenario, gpus=[1, 2, 4], micro_batch=[16, 32], jobs=1, shard=(i, 4)) for i in range(4)]
+    # Round robin: shard i holds configurations i, i + 4, ...; each row says which.
+    assert [[row["config"] for row in s] for s in shards] == [[0, 4], [1, 5], [2], [3]]
+    joined = sorted((row for s in shards for row in s), key=lambda row: row["config"])
+    assert [{k: v for k, v in row.items() if k != "config"} for row in joined] == whole
+    # The CLI's shard 1/4 CSV: its "config" column and rows are this shard's.
+    out = tmp_path / "shard.csv"
+    r = cli.run("sweep", scenario, "--gpus", "1,2,4", "--micro-batch", "16,32", "--shard", "1/4", "--csv", out)
+    assert r.returncode == 0, r.stderr
+    with open(out, newline="") as f:
+        lines = f.read().splitlines()
+    expected = list(csv.DictReader(lines[1:]))  # after the shard's stamp line
+    assert [{k: _as_csv_field(k, v) for k, v in row.items()} for row in shards[1]] == expected
+
+
+@pytest.mark.parametrize("shard", [(4, 4), (-1, 4), (0, 0), (1,), "1/4", (True, 2), (0.5, 2)])
+def test_a_bad_shard_is_a_config_error(test_data, shard):
+    with pytest.raises(foresight.ConfigError, match="shard: expected \\(index, count\\) with 0 <= index < count"):
+        foresight.sweep(test_data / "scenarios" / "small_ddp.json", gpus=[1, 2], shard=shard)
