@@ -20,32 +20,18 @@
 #include <vector>
 
 #include "tests/cli/cli_run.hpp"
+#include "tests/test_files.hpp"
 #include "tests/test_paths.hpp"
 
 namespace fs = std::filesystem;
+using foresight::test::fresh_dir;
+using foresight::test::listing;
 using foresight::test::run_foresight;
+using foresight::test::slurp;
 
 extern char** environ;
 
 namespace {
-
-fs::path fresh_dir(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / "foresight-cli-test" / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
-std::set<std::string> listing(const fs::path& dir) {
-  std::set<std::string> names;
-  for (const auto& e : fs::directory_iterator(dir)) names.insert(e.path().filename().string());
-  return names;
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
 
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> out;

@@ -14,31 +14,16 @@
 
 #include "common/atomic_file.hpp"
 #include "common/error.hpp"
+#include "tests/test_files.hpp"
 
 namespace fs = std::filesystem;
 using foresight::sim::ConfigError;
 using foresight::sim::PendingFile;
 using foresight::sim::write_file_atomically;
+using foresight::test::listing;
+using foresight::test::slurp;
 
 namespace {
-
-fs::path fresh_dir(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("foresight-atomic-" + name + "-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
-std::set<std::string> listing(const fs::path& dir) {
-  std::set<std::string> names;
-  for (const auto& e : fs::directory_iterator(dir)) names.insert(e.path().filename().string());
-  return names;
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
 
 /// A writer that writes `bytes` bytes of 'x' in pieces of 1000.
 auto writes(std::size_t bytes) {
@@ -51,7 +36,7 @@ auto writes(std::size_t bytes) {
 }  // namespace
 
 TEST_CASE("write_file_atomically: the whole text, nothing else left in the folder", "[atomic_file]") {
-  const fs::path dir = fresh_dir("whole");
+  const fs::path dir = foresight::test::fresh_dir("atomic-whole");
   const std::string target = (dir / "out.txt").string();
   write_file_atomically(target, "first\n");
   CHECK(slurp(target) == "first\n");
@@ -66,7 +51,7 @@ TEST_CASE("write_file_atomically: the whole text, nothing else left in the folde
 }
 
 TEST_CASE("write_file_atomically: a writer that throws leaves the old file and no other", "[atomic_file]") {
-  const fs::path dir = fresh_dir("throws");
+  const fs::path dir = foresight::test::fresh_dir("atomic-throws");
   const std::string target = (dir / "out.txt").string();
   write_file_atomically(target, "old\n");
   CHECK_THROWS_WITH(write_file_atomically(target,
@@ -81,7 +66,7 @@ TEST_CASE("write_file_atomically: a writer that throws leaves the old file and n
 }
 
 TEST_CASE("PendingFile: nothing under its name until committed; discarded when dropped", "[atomic_file]") {
-  const fs::path dir = fresh_dir("pending");
+  const fs::path dir = foresight::test::fresh_dir("atomic-pending");
   const std::string a = (dir / "a.txt").string();
   const std::string b = (dir / "b.txt").string();
   {
@@ -102,7 +87,7 @@ TEST_CASE("PendingFile: nothing under its name until committed; discarded when d
 }
 
 TEST_CASE("write_file_atomically: a folder that does not exist is named in the error", "[atomic_file]") {
-  const fs::path dir = fresh_dir("missing");
+  const fs::path dir = foresight::test::fresh_dir("atomic-missing");
   const std::string target = (dir / "no-such-folder" / "out.txt").string();
   CHECK_THROWS_AS(write_file_atomically(target, "x"), ConfigError);
   try {
@@ -120,7 +105,7 @@ TEST_CASE("write_file_atomically: a device is written, not replaced", "[atomic_f
 }
 
 TEST_CASE("write_file_atomically: a process killed half way leaves the folder as it was", "[atomic_file]") {
-  const fs::path dir = fresh_dir("killed");
+  const fs::path dir = foresight::test::fresh_dir("atomic-killed");
   const std::string target = (dir / "out.txt").string();
   write_file_atomically(target, "old\n");
   for (const int sig : {SIGKILL, SIGINT, SIGTERM}) {
