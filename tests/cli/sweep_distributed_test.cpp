@@ -15,12 +15,14 @@
 #include <vector>
 
 #include "tests/cli/cli_run.hpp"
+#include "tests/test_files.hpp"
 #include "tests/test_paths.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
 using foresight::test::Run;
+using foresight::test::slurp;
 
 /// A fresh, empty scratch folder for one test case (the cli suite's parts run in parallel).
 fs::path fresh_dir(const std::string& name) {
@@ -30,22 +32,7 @@ fs::path fresh_dir(const std::string& name) {
   return dir;
 }
 
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-/// Runs a shell command line in `dir`, stdout and stderr together.
-Run shell(const fs::path& dir, const std::string& command) {
-  Run r;
-  FILE* p = popen(("cd " + dir.string() + " && " + command + " 2>&1").c_str(), "r");
-  REQUIRE(p != nullptr);
-  std::array<char, 4096> buf{};
-  while (std::fgets(buf.data(), buf.size(), p) != nullptr) r.out += buf.data();
-  const int raw = pclose(p);
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  return r;
-}
+Run shell(const fs::path& dir, const std::string& command) { return foresight::test::shell_in(dir.string(), command); }
 
 std::string exe() {
   const char* e = std::getenv("FORESIGHT_EXE");
