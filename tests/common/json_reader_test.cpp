@@ -29,6 +29,16 @@ TEST_CASE("JSON nested past the limit is an error, not a stack overflow", "[comm
   REQUIRE_THROWS_WITH(r.parse(objects), Contains("levels deep"));
 }
 
+TEST_CASE("brackets inside strings do not count as nesting; escaped quotes do not end a string", "[common]") {
+  const topo::JsonReader r("strings.json", sim::ErrorKind::config);
+  const std::string brackets(200, '[');
+  REQUIRE(r.parse("{\"name\": \"" + brackets + "\"}")["name"].get<std::string>() == brackets);
+  // An escaped quote keeps the string open, so the brackets after it are still text; an escaped
+  // backslash closes it, so the brackets after it nest.
+  REQUIRE(r.parse("[\"\\\"" + brackets + "\"]")[0].get<std::string>() == "\"" + brackets);
+  REQUIRE_THROWS_WITH(r.parse("[\"\\\\\", " + brackets + std::string(200, ']') + "]"), Contains("levels deep"));
+}
+
 TEST_CASE("a number beyond a double's range is the caller's error, not nlohmann's out_of_range", "[common]") {
   // Found by fuzz_profile_db (fuzz/corpus/profile_db/number-overflow.ConfigError): "6.688e8388608"
   // escaped JsonReader::parse as nlohmann's out_of_range.406, for every JSON input.
