@@ -167,23 +167,28 @@ const FuzzTarget& fuzz_target(std::string_view name) {
   throw sim::InternalError(fmt::format("no fuzz target named \"{}\"", name));
 }
 
-std::string fuzz_outcome(const FuzzTarget& target, std::string_view input) {
+std::string fuzz_outcome(const FuzzTarget& target, std::string_view input, std::string* message) {
+  const auto outcome = [&](const sim::Error& e, const char* kind) {
+    if (message != nullptr) *message = e.what();
+    return std::string(kind);
+  };
+  if (message != nullptr) message->clear();
   try {
     target.run(input);
   } catch (const sim::InternalError&) {
     throw;
-  } catch (const sim::ConfigError&) {
-    return "ConfigError";
-  } catch (const sim::TopologyError&) {
-    return "TopologyError";
-  } catch (const sim::ModelError&) {
-    return "ModelError";
-  } catch (const sim::TraceError&) {
-    return "TraceError";
-  } catch (const sim::GraphError&) {
-    return "GraphError";
-  } catch (const sim::Error&) {
-    return "Error";
+  } catch (const sim::ConfigError& e) {
+    return outcome(e, "ConfigError");
+  } catch (const sim::TopologyError& e) {
+    return outcome(e, "TopologyError");
+  } catch (const sim::ModelError& e) {
+    return outcome(e, "ModelError");
+  } catch (const sim::TraceError& e) {
+    return outcome(e, "TraceError");
+  } catch (const sim::GraphError& e) {
+    return outcome(e, "GraphError");
+  } catch (const sim::Error& e) {
+    return outcome(e, "Error");
   }
   return "";
 }

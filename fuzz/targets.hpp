@@ -47,8 +47,9 @@ const FuzzTarget& fuzz_target(std::string_view name);
 
 /// Runs `target` on `input`: the class name of the sim::Error it threw ("ConfigError",
 /// "TopologyError", "ModelError", "TraceError", "GraphError", "Error"), or "" when it read the
-/// input. sim::InternalError and every other exception propagate.
-std::string fuzz_outcome(const FuzzTarget& target, std::string_view input);
+/// input; `message`, when given, receives the error's text ("" when it read the input).
+/// sim::InternalError and every other exception propagate.
+std::string fuzz_outcome(const FuzzTarget& target, std::string_view input, std::string* message = nullptr);
 
 /// libFuzzer's entry: runs target `name` on the bytes; always 0 (findings escape as exceptions,
 /// which end the process).
