@@ -8,23 +8,17 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <string>
 #include <vector>
 
 #include "common/error.hpp"
 #include "fuzz/targets.hpp"
+#include "tests/test_files.hpp"
 #include "tests/test_paths.hpp"
 
 using namespace foresight;
 
 namespace {
-
-std::string read_bytes(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  REQUIRE(in);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
 
 /// The outcome a file's name asks for: an error class, "" for NAME.ok, "any" for a seed.
 std::string expected_outcome(const std::filesystem::path& p) {
@@ -52,7 +46,7 @@ TEST_CASE("every fuzz corpus file ends in a result or a user-facing error, the o
     CHECK_FALSE(inputs.empty());
     for (const auto& p : inputs) {
       INFO(p.string());
-      const std::string input = read_bytes(p);
+      const std::string input = test::slurp(p);
       std::string outcome;
       REQUIRE_NOTHROW(outcome = fuzz::fuzz_outcome(target, input));
       const std::string expected = expected_outcome(p);

@@ -15,7 +15,6 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <iterator>
 #include <set>
 #include <string>
 #include <vector>
@@ -23,6 +22,7 @@
 #include "common/error.hpp"
 #include "fuzz/mutator.hpp"
 #include "fuzz/targets.hpp"
+#include "tests/test_files.hpp"
 #include "tests/test_paths.hpp"
 
 using namespace foresight;
@@ -31,12 +31,6 @@ namespace {
 
 constexpr std::size_t kDefaultRuns = 1000;
 constexpr std::uint64_t kSeed = 0x5eedf00d;
-
-std::string read_bytes(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  REQUIRE(in);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
 
 std::size_t env_count(const char* name, std::size_t fallback) {
   const char* v = std::getenv(name);
@@ -59,10 +53,10 @@ fuzz::Mutator mutator_for(const fuzz::FuzzTarget& target, std::size_t index) {
     if (e.is_regular_file()) files.push_back(e.path());
   }
   std::sort(files.begin(), files.end());  // the directory's order is the file system's: fix it
-  for (const auto& f : files) corpus.push_back(read_bytes(f));
+  for (const auto& f : files) corpus.push_back(test::slurp(f));
   REQUIRE_FALSE(corpus.empty());
   const std::string dict_path = test::source_path("fuzz/" + std::string(target.name) + ".dict");
-  std::vector<std::string> dict = fuzz::parse_dictionary(read_bytes(dict_path), dict_path);
+  std::vector<std::string> dict = fuzz::parse_dictionary(test::slurp(dict_path), dict_path);
   REQUIRE_FALSE(dict.empty());
   return fuzz::Mutator(kSeed + index, std::move(corpus), std::move(dict), max_size(target.name));
 }
@@ -137,6 +131,6 @@ TEST_CASE("dictionaries are read as libFuzzer writes them, and a bad line names 
   // Every dictionary the project ships reads.
   for (const fuzz::FuzzTarget& t : fuzz::fuzz_targets()) {
     const std::string p = test::source_path("fuzz/" + std::string(t.name) + ".dict");
-    CHECK_FALSE(fuzz::parse_dictionary(read_bytes(p), p).empty());
+    CHECK_FALSE(fuzz::parse_dictionary(test::slurp(p), p).empty());
   }
 }
