@@ -1,5 +1,5 @@
 // foresight collective: an nccl-tests-style sweep of one collective on a cluster.
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <memory>
 #include <nlohmann/json.hpp>

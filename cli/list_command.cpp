@@ -1,6 +1,6 @@
 // foresight --list: every registry, with descriptions, units and defaults; foresight params: every
 // scenario key, from run/params.hpp's table.
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <cstdio>
 #include <memory>

@@ -1,6 +1,6 @@
 #include "cli/replay_chakra.hpp"
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <algorithm>
 #include <filesystem>

@@ -1,6 +1,6 @@
 // foresight simulate SCENARIO: one scenario, its report (text or JSON) and optionally its
 // Perfetto timeline.
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <filesystem>
 #include <fstream>

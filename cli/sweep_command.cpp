@@ -7,7 +7,7 @@
 // a shard file that `foresight sweep-merge` joins (cli/sweep_merge_command.cpp); --mpi spreads the
 // configurations over the ranks of an MPI job (cli/sweep_mpi.cpp). Both write what the threaded
 // sweep writes, byte for byte.
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <cstdlib>
 #include <memory>

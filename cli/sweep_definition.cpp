@@ -1,6 +1,6 @@
 #include "cli/sweep_definition.hpp"
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <cstdint>
 #include <filesystem>

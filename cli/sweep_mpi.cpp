@@ -10,7 +10,7 @@
 #define MPICH_SKIP_MPICXX 1
 #include "cli/sweep_mpi.hpp"
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 #include <mpi.h>
 
 #include <chrono>

@@ -1,6 +1,6 @@
 #include "cli/sweep_table.hpp"
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <algorithm>
 #include <filesystem>

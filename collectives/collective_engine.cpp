@@ -1,6 +1,6 @@
 #include "collectives/collective_engine.hpp"
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include "common/error.hpp"
 

@@ -1,6 +1,6 @@
 #include "collectives/collective_plan.hpp"
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <algorithm>
 #include <cmath>

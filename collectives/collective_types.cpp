@@ -1,6 +1,6 @@
 #include "collectives/collective_types.hpp"
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <array>
 

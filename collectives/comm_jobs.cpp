@@ -1,6 +1,6 @@
 #include "collectives/comm_jobs.hpp"
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <algorithm>
 #include <iterator>

@@ -1,6 +1,6 @@
 #include "collectives/nccl_tuner.hpp"
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <algorithm>
 #include <array>

@@ -1,6 +1,6 @@
 #include "common/json_reader.hpp"
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <cmath>
 #include <filesystem>

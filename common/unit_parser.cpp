@@ -1,6 +1,6 @@
 #include "common/unit_parser.hpp"
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <array>
 #include <charconv>

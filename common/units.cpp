@@ -1,6 +1,6 @@
 #include "common/units.hpp"
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <cmath>
 

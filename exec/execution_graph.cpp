@@ -1,6 +1,6 @@
 #include "exec/execution_graph.hpp"
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include "common/error.hpp"
 

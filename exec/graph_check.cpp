@@ -1,6 +1,6 @@
 #include "exec/graph_check.hpp"
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <algorithm>
 #include <cmath>

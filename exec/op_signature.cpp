@@ -1,6 +1,6 @@
 #include "exec/op_signature.hpp"
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <array>
 

@@ -1,6 +1,6 @@
 #include "exec/profile_db.hpp"
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <algorithm>
 #include <cmath>

@@ -1,6 +1,6 @@
 #include "fuzz/mutator.hpp"
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <algorithm>
 #include <array>

@@ -1,6 +1,6 @@
 #include "models/compute_model.hpp"
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <algorithm>
 #include <array>

@@ -3,7 +3,7 @@
 // Mistral, Qwen2 and similar configs that share its keys). The file belongs to another tool:
 // keys this import does not need are ignored, but every key it reads is type-checked.
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <algorithm>
 #include <climits>

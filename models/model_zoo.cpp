@@ -1,6 +1,6 @@
 #include "models/model_zoo.hpp"
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <array>
 #include <optional>

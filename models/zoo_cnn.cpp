@@ -1,7 +1,7 @@
 // The CNN families of the zoo: ResNet (ImageNet and CIFAR variants), VGG-19 and MobileNetV2.
 // Layer names follow torchvision's module names where a layer has a module of its own.
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <array>
 #include <string>

@@ -2,7 +2,7 @@
 // positions), BERT (post-LN, token types, pooler) and Llama-style decoders (RMSNorm, RoPE,
 // SwiGLU, grouped-query attention), built layer by layer from their shapes.
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <string>
 #include <vector>

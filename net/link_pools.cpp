@@ -1,6 +1,6 @@
 #include "net/link_pools.hpp"
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <algorithm>
 #include <map>

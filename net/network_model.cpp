@@ -1,6 +1,6 @@
 #include "net/network_model.hpp"
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <algorithm>
 #include <cmath>

@@ -1,6 +1,6 @@
 #include "plots/svg_plot.hpp"
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <algorithm>
 #include <cmath>

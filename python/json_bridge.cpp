@@ -1,6 +1,6 @@
 #include "python/json_bridge.hpp"
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <algorithm>
 #include <cmath>

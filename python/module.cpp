@@ -4,7 +4,7 @@
 // messages the CLI prints. The simulations run without the GIL.
 #include <pybind11/pybind11.h>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <algorithm>
 #include <cmath>

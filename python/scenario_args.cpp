@@ -1,6 +1,6 @@
 #include "python/scenario_args.hpp"
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <filesystem>
 

@@ -1,6 +1,6 @@
 #include "run/calibration.hpp"
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <cstdlib>
 

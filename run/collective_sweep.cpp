@@ -1,6 +1,6 @@
 #include "run/collective_sweep.hpp"
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <cmath>
 

@@ -1,6 +1,6 @@
 #include "run/compare.hpp"
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include "common/error.hpp"
 #include "run/prices.hpp"

@@ -1,6 +1,6 @@
 #include "run/planner.hpp"
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <algorithm>
 #include <atomic>

@@ -1,6 +1,6 @@
 #include "run/prices.hpp"
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <cmath>
 #include <cstdlib>

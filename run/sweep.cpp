@@ -1,6 +1,6 @@
 #include "run/sweep.hpp"
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <algorithm>
 #include <atomic>

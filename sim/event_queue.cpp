@@ -1,6 +1,6 @@
 #include "sim/event_queue.hpp"
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <bit>
 

@@ -1,6 +1,6 @@
 #include "sim/simulator.hpp"
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include "common/error.hpp"
 

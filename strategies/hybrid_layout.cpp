@@ -1,6 +1,6 @@
 #include "strategies/hybrid_layout.hpp"
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <algorithm>
 #include <string_view>

@@ -1,6 +1,6 @@
 // Cutting a model into pipeline chunks: the units that may be cut between, the modelled time
 // of each layer, and the partitions by time, parameters, blocks or an explicit list.
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <algorithm>
 #include <limits>

@@ -1,6 +1,6 @@
 #include "strategies/rank_emitter.hpp"
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 namespace foresight::strategy {
 namespace {

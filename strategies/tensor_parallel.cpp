@@ -1,6 +1,6 @@
 #include "strategies/tensor_parallel.hpp"
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include "common/error.hpp"
 

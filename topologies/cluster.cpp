@@ -1,6 +1,6 @@
 #include "topologies/cluster.hpp"
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <utility>
 

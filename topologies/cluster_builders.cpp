@@ -1,6 +1,6 @@
 #include "topologies/cluster_builders.hpp"
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <algorithm>
 

@@ -1,6 +1,6 @@
 #include "topologies/gpu_spec.hpp"
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <array>
 #include <utility>

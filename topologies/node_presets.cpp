@@ -1,6 +1,6 @@
 #include "topologies/node_presets.hpp"
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <array>
 #include <string>

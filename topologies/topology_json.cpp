@@ -1,6 +1,6 @@
 #include "topologies/topology_json.hpp"
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <filesystem>
 #include <fstream>

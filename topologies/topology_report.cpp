@@ -1,6 +1,6 @@
 #include "topologies/topology_report.hpp"
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <algorithm>
 #include <boost/graph/adjacency_list.hpp>

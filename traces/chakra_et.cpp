@@ -1,6 +1,6 @@
 #include "traces/chakra_et.hpp"
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <algorithm>
 #include <filesystem>

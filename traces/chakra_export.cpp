@@ -1,5 +1,5 @@
 // Execution graphs to Chakra ETs (traces/chakra_graph.hpp, "Export").
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <map>
 #include <nlohmann/json.hpp>

@@ -1,6 +1,6 @@
 #include "traces/counter_series.hpp"
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <cmath>
 

@@ -1,6 +1,6 @@
 #include "traces/gpu_retime.hpp"
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <algorithm>
 #include <utility>

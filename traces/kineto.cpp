@@ -1,6 +1,6 @@
 #include "traces/kineto.hpp"
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 #include <zlib.h>
 
 #include <algorithm>

@@ -1,6 +1,6 @@
 #include "traces/profile_db_json.hpp"
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <fstream>
 #include <nlohmann/json.hpp>

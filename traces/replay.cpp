@@ -1,6 +1,6 @@
 #include "traces/replay.hpp"
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <algorithm>
 #include <functional>

@@ -1,6 +1,6 @@
 #include "validate/calibration.hpp"
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <cmath>
 

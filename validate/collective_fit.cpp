@@ -1,6 +1,6 @@
 #include "validate/collective_fit.hpp"
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <Eigen/Dense>
 #include <cmath>

@@ -1,6 +1,6 @@
 #include "validate/gemm_dataset.hpp"
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include "common/error.hpp"
 #include "models/compute_model.hpp"

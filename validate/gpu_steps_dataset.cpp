@@ -1,6 +1,6 @@
 #include "validate/gpu_steps_dataset.hpp"
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <filesystem>
 #include <nlohmann/json.hpp>

@@ -1,6 +1,6 @@
 #include "validate/megatron_dataset.hpp"
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <cmath>
 #include <filesystem>

@@ -1,6 +1,6 @@
 #include "validate/nccl_dataset.hpp"
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <cstdlib>
 #include <set>

@@ -1,6 +1,6 @@
 #include "validate/simulation_timeline.hpp"
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <vector>
 

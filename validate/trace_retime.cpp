@@ -1,6 +1,6 @@
 #include "validate/trace_retime.hpp"
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <algorithm>
 #include <filesystem>

@@ -1,6 +1,6 @@
 #include "collectives/detail/collective_layout.hpp"
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <algorithm>
 #include <limits>

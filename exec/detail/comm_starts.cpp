@@ -1,6 +1,6 @@
 #include "exec/detail/comm_starts.hpp"
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include "collectives/collective_plan.hpp"
 #include "common/error.hpp"

@@ -1,6 +1,6 @@
 // ClusterBuilder::build(): whole-cluster validation, derived facts and routing tables.
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <algorithm>
 #include <boost/graph/breadth_first_search.hpp>

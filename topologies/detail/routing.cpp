@@ -1,6 +1,6 @@
 // Route tables and the route walk of topo::Cluster (see cluster.hpp for the routing rules).
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <algorithm>
 #include <cmath>
