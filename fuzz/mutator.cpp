@@ -12,7 +12,7 @@ namespace foresight::fuzz {
 namespace {
 
 /// Numbers that find overflow, range and parsing mistakes: zero and signs, the edges of 32- and
-/// 64-bit integers, beyond a double's range and below its smallest subnormal, not-a-number.
+/// 64-bit integers and one past them, beyond a double's range and below its smallest subnormal.
 constexpr std::array<std::string_view, 16> kEdgeNumbers{
     "0",          "-0",         "-1",         "1",
     "2147483647", "2147483648", "4294967296", "-2147483649",
