@@ -85,6 +85,7 @@ int replay_chakra(const ChakraReplayOptions& o) {
   const std::string network = !o.network.empty() ? o.network : !g.network.empty() ? g.network : "flow";
   sim::ExecutorOptions options;
   options.comm_compute_slowdown = g.comm_compute_slowdown;
+  options.comm_compute_slowdown_by_type = g.comm_compute_slowdown_by_type;
   const sim::ExecutionResult result =
       sim::execute(g.graph, cluster, ScenarioFlags{}.simulation_inputs().collectives, sim::parse_network_kind(network, "--network"), options);
   Outputs out;

@@ -98,6 +98,7 @@ int run_simulate(const SimulateOptions& o) {
     info.producer = fmt::format("simulate {}", o.scenario);
     info.network = std::string(sim::to_string(scenario.plan.network));
     info.comm_compute_slowdown = scenario.plan.comm_compute_slowdown;
+    info.comm_compute_slowdown_by_type = strategy::plan_comm_slowdowns(scenario.plan, out.cluster->gpu_model(0));
     info.cluster = scenario.cluster.spec;
     info.cluster_gpus = scenario.cluster.gpus;
     write_chakra_dir(outputs, o.chakra_out, std::filesystem::path(o.scenario).stem().string(),

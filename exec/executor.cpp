@@ -37,7 +37,7 @@ class Runner final : public EventHandler {
         jobs_(sim_, network, fabric, config.links,
               options.closed_form && !(!options.sample_links.empty() && options.sample_interval > Time::zero())),
         comms_(g, index, fabric, config, sim_, jobs_),
-        rates_(g.ranks(), options.comm_compute_slowdown),
+        rates_(g.ranks()),
         locks_(process_count(g, index), index.host_count) {
     const std::size_t n = g.nodes.size();
     deps_left_.resize(n);
@@ -262,7 +262,7 @@ class Runner final : public EventHandler {
     if (!is_comm(node.kind)) result_.start[n] = sim_.now();
     switch (node.kind) {
       case OpKind::compute:
-        schedule_end(n, rates_.start(n, node.rank, node.duration, sim_.now()));
+        schedule_end(n, rates_.start(n, node.rank, node.duration, comm_slowdown(node), sim_.now()));
         break;
       case OpKind::sync:
         work_.push_back({Work::complete, n});
@@ -290,6 +290,13 @@ class Runner final : public EventHandler {
   }
 
   /// The rank starts or stops communicating: its running compute ops change speed.
+  /// How much compute op `node` slows while its rank communicates: the uniform factor where set,
+  /// else its kernel family's.
+  double comm_slowdown(const Node& node) const {
+    if (options_.comm_compute_slowdown > 0.0 || node.signature == kNoSignature) return options_.comm_compute_slowdown;
+    return options_.comm_compute_slowdown_by_type[static_cast<std::size_t>(g_.signatures[node.signature].type)];
+  }
+
   void comm_changed(RankId r, int delta) {
     rates_.comm_changed(r, delta, sim_.now(), [&](NodeId n, detail::ComputeRates::End end) { schedule_end(n, end); });
   }
@@ -384,9 +391,15 @@ class Runner final : public EventHandler {
 
 ExecutionResult execute(const ExecutionGraph& graph, const Fabric& fabric, const CollectiveConfig& config,
                         NetworkKind network, const ExecutorOptions& options) {
-  if (!(options.comm_compute_slowdown >= 0.0) || !std::isfinite(options.comm_compute_slowdown)) {
-    throw ConfigError(fmt::format("comm_compute_slowdown: expected a factor >= 0, found {}",
-                                  options.comm_compute_slowdown));
+  const auto check = [](double factor, std::string_view what) {
+    if (!(factor >= 0.0) || !std::isfinite(factor)) {
+      throw ConfigError(fmt::format("{}: expected a factor >= 0, found {}", what, factor));
+    }
+  };
+  check(options.comm_compute_slowdown, "comm_compute_slowdown");
+  for (std::size_t t = 0; t < options.comm_compute_slowdown_by_type.size(); ++t) {
+    check(options.comm_compute_slowdown_by_type[t],
+          fmt::format("comm_compute_slowdown of {} kernels", to_string(static_cast<OpType>(t))));
   }
   const GraphIndex index = check_graph(graph, fabric);
   Runner runner(graph, index, fabric, config, network, options);

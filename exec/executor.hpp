@@ -5,22 +5,28 @@
 /// engine; sends and receives match by (source, destination, tag) in order and move as one
 /// point-to-point transfer once both sides are ready.
 ///
-/// A compute op slows down while its rank communicates, by a configurable factor: NCCL kernels
-/// occupy SMs (one CTA per channel) and memory bandwidth.
+/// A compute op slows down while its rank communicates, by a factor per kernel family: NCCL
+/// kernels occupy SMs (one CTA per channel) and memory bandwidth.
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
 #include "collectives/collective_config.hpp"
 #include "exec/execution_graph.hpp"
+#include "exec/op_signature.hpp"
 #include "net/network_model.hpp"
 
 namespace foresight::sim {
 
 struct ExecutorOptions {
   /// While its rank runs a collective or transfer, a compute op progresses at 1 / (1 + factor)
-  /// of its speed. 0 (no slowdown) until a measured default lands with the compute model.
+  /// of its speed. Where this uniform factor is above 0 it applies to every compute op; otherwise
+  /// an op with a kernel signature takes its family's factor from comm_compute_slowdown_by_type
+  /// (the compute model's measured values, strategy::comm_slowdown_by_type) and an op without
+  /// one (trace replay: its measured duration already includes any contention) none.
   double comm_compute_slowdown = 0.0;
+  std::array<double, kOpTypeCount> comm_compute_slowdown_by_type{};
   /// Links whose carried bytes are sampled every `sample_interval` (for utilization counters in
   /// timelines); none when empty or the interval is zero. A link keeps at most
   /// kMaxLinkSamples samples: when a run outlasts that many intervals, every other sample is

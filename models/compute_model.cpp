@@ -43,12 +43,25 @@ ComputeConstants compute_constants(const topo::GpuSpec& gpu) {
     c.gemm_cap = 1382.2 / 1979.0;
     c.hbm_fraction = 2.90 / 3.35;
     c.attention_cap = 327.9 / 989.4;
+    if (gpu.compute_capability == 90) {  // measured on H100 (H200: the same SMs); not on Blackwell
+      c.comm_slowdown_matrix = kHopperCommSlowdownMatrix;
+      c.comm_slowdown_memory = kHopperCommSlowdownMemory;
+    }
   } else {
     c.gemm_cap = 256.5 / 312.0;
     c.hbm_fraction = 1.61 / 2.039;
     c.attention_cap = 179.5 / 312.0;
   }
   return c;
+}
+
+std::array<double, sim::kOpTypeCount> comm_slowdown_by_type(const ComputeConstants& c) {
+  std::array<double, sim::kOpTypeCount> out{};
+  for (int t = 0; t < sim::kOpTypeCount; ++t) {
+    out[static_cast<std::size_t>(t)] =
+        static_cast<sim::OpType>(t) == sim::OpType::memory ? c.comm_slowdown_memory : c.comm_slowdown_matrix;
+  }
+  return out;
 }
 
 sim::Bandwidth achievable_hbm_bandwidth(const topo::GpuSpec& gpu) {

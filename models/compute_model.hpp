@@ -10,6 +10,7 @@
 /// - Every kernel adds a GPU-side launch gap.
 /// The time is the larger of the compute and the memory estimate, plus the launch gap.
 
+#include <array>
 #include <optional>
 #include <span>
 
@@ -41,7 +42,24 @@ struct ComputeConstants {
   /// Short-K penalty K / (K + k0): a GEMM's main loop has a prologue and epilogue of about one
   /// 32-deep k-tile (assumption).
   double k0 = 32.0;
+  /// While a collective's kernel runs on the same GPU, a matrix kernel (GEMM; convolutions and
+  /// fused attention taken alike, unmeasured) progresses at 1 / (1 + comm_slowdown_matrix) and a
+  /// memory-bound one at 1 / (1 + comm_slowdown_memory): NCCL's CTAs hold SMs (a resident CTA
+  /// stalls cuBLAS's tile schedule) and share HBM. Measured on an H100 beside an emulated NCCL
+  /// kernel (validate/data/comm_compute_overlap): the median over NCCL's two DGX H100 operating
+  /// points, 0.413 and 0.251 (docs/models.md). 0 elsewhere: not measured.
+  double comm_slowdown_matrix = 0.0;
+  double comm_slowdown_memory = 0.0;
 };
+
+/// The H100 values of ComputeConstants::comm_slowdown_matrix and comm_slowdown_memory;
+/// tests/models/comm_contention_test.cpp derives them again from the measured file.
+inline constexpr double kHopperCommSlowdownMatrix = 0.413;
+inline constexpr double kHopperCommSlowdownMemory = 0.251;
+
+/// The slowdown per kernel family (sim::OpType) while a collective runs: the executor's
+/// ExecutorOptions::comm_compute_slowdown_by_type.
+std::array<double, sim::kOpTypeCount> comm_slowdown_by_type(const ComputeConstants& c);
 
 /// The constants for `gpu`'s architecture.
 ComputeConstants compute_constants(const topo::GpuSpec& gpu);

@@ -32,6 +32,7 @@ constexpr std::array<std::string_view, 2> kDrivers{"per_stage", "single_process"
 constexpr std::array<std::string_view, 4> kRecomputes{"none", "full", "except_last", "selective"};
 constexpr std::array<std::string_view, 2> kScaleAxes{"dp", "pp"};
 constexpr std::array<std::string_view, 2> kNetworks{"analytical", "flow"};
+constexpr std::array<std::string_view, 2> kCommContention{"off", "measured"};
 constexpr std::array<std::string_view, 3> kDistributions{"balanced", "zipf", "histogram"};
 constexpr std::array<std::string_view, 2> kRoles{"calibration", "prediction"};
 
@@ -239,8 +240,12 @@ std::vector<Param> make_table() {
   t.push_back(choice("plan", "network", kNetworks, "flow",
                      "network model: analytical (bandwidth-latency) or flow (max-min fair sharing)",
                      store<P, &Plan::network>, echo<P, &Plan::network, &kNetworks>));
+  t.push_back(choice("plan", "comm_contention", kCommContention, "measured",
+                     "compute slowed while a collective runs on its GPU: measured (H100/H200: matrix kernels "
+                     "41.3% slower, memory-bound 25.1%; none where unmeasured) or off",
+                     store<P, &Plan::comm_contention>, echo<P, &Plan::comm_contention, &kCommContention>));
   t.push_back(number("plan", "comm_compute_slowdown", "factor", "0", 0.0, false, kInf,
-                     "compute slowdown while a collective runs on the same GPU (SM and memory contention)",
+                     "above 0: every kernel's slowdown while a collective runs on its GPU, instead of comm_contention",
                      store<P, &Plan::comm_compute_slowdown>, echo<P, &Plan::comm_compute_slowdown>));
   t.push_back(number("plan", "gemm_efficiency", "factor", "1", 0.0, true, 2.0,
                      "the framework's matrix kernels relative to the cuBLASLt benchmark rate (fitted)",

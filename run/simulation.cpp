@@ -383,6 +383,11 @@ void compile_plan(SimulationOutput& out, const Plan& plan, const std::string& pa
 
 }  // namespace
 
+std::array<double, sim::kOpTypeCount> plan_comm_slowdowns(const Plan& plan, const topo::GpuSpec& gpu) {
+  if (plan.comm_contention == CommContention::off) return {};
+  return comm_slowdown_by_type(compute_constants(gpu));
+}
+
 SimulationOutput compile_scenario(const Scenario& scenario, const SimulationInputs& inputs) {
   SimulationOutput out;
   out.model = plan_model(scenario, scenario.plan);
@@ -405,6 +410,7 @@ SimulationOutput simulate_compiled(SimulationOutput out, const Scenario& scenari
   const ComputeModel compute(gpu, inputs.profiles);
   sim::ExecutorOptions options;
   options.comm_compute_slowdown = plan.comm_compute_slowdown;
+  options.comm_compute_slowdown_by_type = plan_comm_slowdowns(plan, gpu);
   options.closed_form = inputs.closed_form;
   if (inputs.link_sample_interval > sim::Time::zero()) {
     out.sampled_links = links_to_sample(cluster, ranks);

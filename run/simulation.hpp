@@ -3,6 +3,7 @@
 /// the plan compiled into an execution graph, the graph run, and the report made. The same path
 /// serves `foresight simulate`, `sweep` and validation, on any thread (no shared mutable state).
 
+#include <array>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <vector>
@@ -45,6 +46,11 @@ struct SimulationOutput {
 
 /// Builds the scenario's model (zoo name or Hugging Face config).
 Model scenario_model(const Scenario& s);
+
+/// The slowdown per kernel family while a rank communicates that `plan` simulates on `gpu`:
+/// the compute model's measured values with comm_contention measured, none with off
+/// (sim::ExecutorOptions::comm_compute_slowdown_by_type).
+std::array<double, sim::kOpTypeCount> plan_comm_slowdowns(const Plan& plan, const topo::GpuSpec& gpu);
 
 /// Builds the model, the cluster and the execution graph of `scenario` without simulating it,
 /// with each simulated rank's peak memory in report.memory (a lower bound for MoE models, whose

@@ -43,6 +43,10 @@ std::string_view to_string(PartitionMode m);
 
 /// Who drives the pipeline's stages: one process per stage (Megatron, DeepSpeed) or one process
 /// driving every stage (torchgpipe), whose dispatch is then serialized on one host.
+/// Whether compute slows while its rank communicates by the compute model's measured values
+/// (ComputeConstants::comm_slowdown_*): `measured`, or not at all: `off`.
+enum class CommContention : std::uint8_t { off, measured };
+
 enum class PipelineDriver : std::uint8_t { per_stage, single_process };
 std::string_view to_string(PipelineDriver d);
 
@@ -101,8 +105,10 @@ struct Plan {
   /// The host waits for the GPU at the end of every step (loss.item() in the training loop).
   bool sync_each_step = true;
 
-  /// See sim::ExecutorOptions::comm_compute_slowdown.
+  /// Above 0: every compute op slows by this factor while its rank communicates, instead of
+  /// comm_contention's values (sim::ExecutorOptions::comm_compute_slowdown).
   double comm_compute_slowdown = 0.0;
+  CommContention comm_contention = CommContention::measured;
   sim::NetworkKind network = sim::NetworkKind::flow;
   /// Training steps simulated; the iteration time is the mean of all but the first (pipelines:
   /// the mean of the last half).

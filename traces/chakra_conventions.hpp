@@ -6,10 +6,12 @@
 #include <cmath>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "collectives/collective_types.hpp"
 #include "common/units.hpp"
+#include "exec/op_signature.hpp"
 #include "traces/chakra_et.hpp"
 
 namespace foresight::trace::chakra_detail {
@@ -17,6 +19,11 @@ namespace foresight::trace::chakra_detail {
 using sim::CollectiveOp;
 
 constexpr std::string_view kProducer = "foresight";
+
+/// The metadata key of a kernel family's slowdown while its rank communicates.
+inline std::string comm_slowdown_key(sim::OpType t) {
+  return "foresight.comm_compute_slowdown." + std::string(sim::to_string(t));
+}
 
 inline std::optional<ChakraCollective> to_chakra_op(CollectiveOp op) {
   switch (op) {

@@ -49,6 +49,11 @@ ChakraExport to_chakra(const sim::ExecutionGraph& g, const sim::ExecutionResult&
                   {"foresight.cluster_gpus", static_cast<std::int64_t>(info.cluster_gpus)},
                   {"foresight.stream_names", stream_names}};
     if (!g.host_process.empty()) t.metadata.push_back({"foresight.process", static_cast<std::int64_t>(g.host_process[g.rank_host[r]])});
+    for (int k = 0; k < sim::kOpTypeCount; ++k) {
+      if (const double f = info.comm_compute_slowdown_by_type[static_cast<std::size_t>(k)]; f > 0.0) {
+        t.metadata.push_back({comm_slowdown_key(static_cast<sim::OpType>(k)), f});
+      }
+    }
   }
   for (std::size_t k = 0; k < g.communicators.size(); ++k) {
     std::vector<int> members;
@@ -59,6 +64,9 @@ ChakraExport to_chakra(const sim::ExecutionGraph& g, const sim::ExecutionResult&
   std::vector<std::uint64_t> count(n_ranks, 0);
   std::map<std::pair<sim::RankId, sim::StreamId>, std::uint64_t> last_on_stream;
   std::vector<std::set<std::uint32_t>> matrices_used(n_ranks);
+  // Compute nodes name their kernel family where a family's slowdown is recorded.
+  const bool by_family = std::any_of(info.comm_compute_slowdown_by_type.begin(), info.comm_compute_slowdown_by_type.end(),
+                                     [](double f) { return f > 0.0; });
   for (std::size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
     local[i] = count[n.rank]++;
@@ -124,6 +132,9 @@ ChakraExport to_chakra(const sim::ExecutionGraph& g, const sim::ExecutionResult&
     if (n.layer >= 0) at.push_back({"foresight.layer", static_cast<std::int64_t>(n.layer)});
     if (n.micro_batch >= 0) at.push_back({"foresight.micro_batch", static_cast<std::int64_t>(n.micro_batch)});
     if (n.algorithm) at.push_back({"foresight.algorithm", std::string(sim::to_string(*n.algorithm))});
+    if (by_family && n.kind == OpKind::compute && n.signature != sim::kNoSignature) {
+      at.push_back({"foresight.kernel_family", std::string(sim::to_string(g.signatures[n.signature].type))});
+    }
     if (!remote.empty()) at.push_back({"foresight.remote_deps", remote});
     out.ranks[n.rank].nodes.push_back(std::move(c));
   }

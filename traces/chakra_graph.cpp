@@ -235,6 +235,16 @@ void import_foresight(const std::vector<ChakraTrace>& ranks, const ChakraImportO
   if (const ChakraAttr* s = first.metadata_attr("foresight.comm_compute_slowdown")) {
     if (const auto* d = std::get_if<double>(&s->value)) out.comm_compute_slowdown = *d;
   }
+  for (int k = 0; k < sim::kOpTypeCount; ++k) {
+    const std::string key = comm_slowdown_key(static_cast<sim::OpType>(k));
+    if (const ChakraAttr* s = first.metadata_attr(key)) {
+      const auto* d = std::get_if<double>(&s->value);
+      if (d == nullptr || !(*d >= 0.0) || !std::isfinite(*d)) {
+        throw TraceError(fmt::format("{}: metadata {}: expected a factor >= 0", first.path, key));
+      }
+      out.comm_compute_slowdown_by_type[static_cast<std::size_t>(k)] = *d;
+    }
+  }
   // Where each (rank, id) lands: nodes are placed by their recorded global order.
   struct Placed {
     std::int64_t order;
@@ -333,6 +343,13 @@ void import_foresight(const std::vector<ChakraTrace>& ranks, const ChakraImportO
       n.algorithm = parse_enum(alg, kAlgorithms, fmt::format("{}: node {}: foresight.algorithm", t.path, c.id));
     }
     n.name = g.intern(c.name);
+    if (const std::string family = a.text("foresight.kernel_family"); !family.empty()) {
+      // The family alone: what the executor needs to slow the kernel while its rank communicates.
+      sim::OpSignature sig;
+      sig.type = sim::parse_op_type(family, fmt::format("{}: node {}: foresight.kernel_family", t.path, c.id));
+      sig.kernel = family;  // the interning key: one signature per family
+      n.signature = g.add_signature(sig);
+    }
     a.find("is_cpu_op");
     if (n.kind == OpKind::collective) {
       const std::string pg = a.text("pg_name");

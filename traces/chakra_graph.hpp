@@ -23,6 +23,7 @@
 /// A collective's members are its pg_name's group in the comm-group file, or every rank without
 /// pg_name. METADATA_NODEs become zero-length host markers; memory nodes are not supported.
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -32,6 +33,7 @@
 
 #include "exec/execution_graph.hpp"
 #include "exec/executor.hpp"
+#include "exec/op_signature.hpp"
 #include "traces/chakra_et.hpp"
 
 namespace foresight::trace {
@@ -51,6 +53,8 @@ struct ChakraExportInfo {
   std::string producer;  ///< e.g. "foresight 0.1.0 simulate examples/x.json"
   std::string network;   ///< the network model the schedule came from ("analytical", "flow")
   double comm_compute_slowdown = 0.0;
+  /// Per kernel family (sim::ExecutorOptions): recorded with each compute node's family.
+  std::array<double, sim::kOpTypeCount> comm_compute_slowdown_by_type{};
   std::string cluster;   ///< the cluster it ran on: a preset name or a topology file
   int cluster_gpus = 0;  ///< the size the cluster was resolved with
 };
@@ -78,6 +82,8 @@ struct ChakraGraph {
   std::string producer;       ///< the producer's metadata, when recorded
   std::string network;        ///< the network model of the recorded schedule, when recorded
   double comm_compute_slowdown = 0.0;
+  /// Per kernel family, where recorded; the compute nodes carry signatures of their family alone.
+  std::array<double, sim::kOpTypeCount> comm_compute_slowdown_by_type{};
   std::string cluster;        ///< the recorded cluster, when recorded
   int cluster_gpus = 0;
   /// The recorded schedule's length: the latest start + duration over the ranks, minus the

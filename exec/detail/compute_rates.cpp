@@ -5,11 +5,12 @@
 
 namespace foresight::sim::detail {
 
-ComputeRates::End ComputeRates::start(NodeId n, RankId r, Time duration, Time now) {
+ComputeRates::End ComputeRates::start(NodeId n, RankId r, Time duration, double slowdown, Time now) {
   Op& op = ops_[n];
   op.generation = next_generation_++;
   op.remaining_ps = static_cast<double>(duration.ps());
-  op.rate = comm_active_[r] > 0 ? 1.0 / (1.0 + slowdown_) : 1.0;
+  op.slowdown = slowdown;
+  op.rate = comm_active_[r] > 0 ? 1.0 / (1.0 + slowdown) : 1.0;
   op.updated = now;
   running_[r].push_back(n);
   return next_end(op);

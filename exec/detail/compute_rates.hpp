@@ -1,7 +1,7 @@
 #pragma once
 /// The executor's running compute ops and their speed. A compute op runs at full speed, or at
-/// 1 / (1 + slowdown) while its rank communicates (ExecutorOptions::comm_compute_slowdown: SMs
-/// and memory shared with NCCL's kernels). When a rank starts or stops communicating, its running
+/// 1 / (1 + its slowdown) while its rank communicates (ExecutorOptions::comm_compute_slowdown and
+/// comm_compute_slowdown_by_type: SMs and memory shared with NCCL's kernels). When a rank starts or stops communicating, its running
 /// ops keep the work done so far and get a new end; each end carries a generation so that the
 /// executor ignores the event of an end that moved.
 
@@ -16,7 +16,7 @@ namespace foresight::sim::detail {
 
 class ComputeRates {
  public:
-  ComputeRates(std::size_t ranks, double slowdown) : slowdown_(slowdown), comm_active_(ranks, 0), running_(ranks) {}
+  explicit ComputeRates(std::size_t ranks) : comm_active_(ranks, 0), running_(ranks) {}
 
   /// When an op ends, counted from now, and the generation its end event carries.
   struct End {
@@ -24,8 +24,9 @@ class ComputeRates {
     std::uint32_t generation = 0;
   };
 
-  /// Compute op `n` of rank `r` starts now with `duration` of work.
-  End start(NodeId n, RankId r, Time duration, Time now);
+  /// Compute op `n` of rank `r` starts now with `duration` of work, slowed by `slowdown` while
+  /// its rank communicates.
+  End start(NodeId n, RankId r, Time duration, double slowdown, Time now);
   /// Whether an end event of op `n` with `generation` is its current end.
   bool current(NodeId n, std::uint32_t generation) const;
   /// Op `n` of rank `r` has ended.
@@ -38,21 +39,25 @@ class ComputeRates {
     const bool was = comm_active_[r] > 0;
     comm_active_[r] += delta;
     const bool is = comm_active_[r] > 0;
-    if (was == is || slowdown_ == 0.0) return;
-    for (const NodeId n : running_[r]) reschedule(n, respeed(n, now, is ? 1.0 / (1.0 + slowdown_) : 1.0));
+    if (was == is) return;
+    for (const NodeId n : running_[r]) {
+      const Op& op = ops_.at(n);
+      if (op.slowdown == 0.0) continue;
+      reschedule(n, respeed(n, now, is ? 1.0 / (1.0 + op.slowdown) : 1.0));
+    }
   }
 
  private:
   struct Op {
     double remaining_ps = 0.0;
     double rate = 1.0;
+    double slowdown = 0.0;
     Time updated;
     std::uint32_t generation = 0;
   };
   End respeed(NodeId n, Time now, double rate);
   End next_end(Op& op);
 
-  double slowdown_;
   std::vector<int> comm_active_;
   std::vector<std::vector<NodeId>> running_;  ///< per rank, in start order
   std::unordered_map<NodeId, Op> ops_;        ///< compute ops running now

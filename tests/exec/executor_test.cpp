@@ -256,6 +256,46 @@ TEST_CASE("compute slows down while its rank communicates", "[collectives]") {
   REQUIRE(run(g).end[k] == 400_us);  // no slowdown by default
 }
 
+TEST_CASE("each kernel family slows by its own factor; a uniform factor replaces them", "[collectives]") {
+  // Rank 0 runs a 400 us GEMM on stream 1 and a 400 us memory-bound kernel on stream 3 beside a
+  // collective of duration T: with factor s a kernel does T / (1 + s) of work during T and ends
+  // at T + 400 - T / (1 + s) = 400 + T s / (1 + s): factors 0.5 and 0.25 give T / 3 and T / 5.
+  auto g = ranks(2);
+  const auto comm = g.add_communicator({0, 1});
+  sim::OpSignature gemm;
+  gemm.type = sim::OpType::gemm;
+  gemm.kernel = "linear_fwd";
+  gemm.shape = {1024, 1024, 1024, 1};
+  sim::OpSignature copy;
+  copy.kernel = "add";
+  copy.shape = {1 << 20};
+  Node a = compute(0, 400_us);
+  a.signature = g.add_signature(gemm);
+  Node b = compute(0, 400_us, 3);
+  b.signature = g.add_signature(copy);
+  const auto ka = g.add(a);
+  const auto kb = g.add(b);
+  const auto untyped = g.add(compute(0, 400_us, 4));
+  g.add(collective(0, comm, 32e6));
+  g.add(collective(1, comm, 32e6));
+  const sim::Time t = alone(sim::CollectiveOp::all_reduce, 32e6);
+  REQUIRE(t < 400_us);
+  sim::ExecutorOptions o;
+  o.comm_compute_slowdown_by_type[static_cast<std::size_t>(sim::OpType::gemm)] = 0.5;
+  o.comm_compute_slowdown_by_type[static_cast<std::size_t>(sim::OpType::memory)] = 0.25;
+  const auto r = run(g, o);
+  REQUIRE(std::abs((r.end[ka] - (400_us + t / 3)).ps()) <= 2);
+  REQUIRE(std::abs((r.end[kb] - (400_us + t / 5)).ps()) <= 2);
+  REQUIRE(r.end[untyped] == 400_us);  // no signature (a replayed kernel): no family, no slowdown
+  // A uniform factor applies to every op, typed or not.
+  o.comm_compute_slowdown = 1.0;
+  const auto u = run(g, o);
+  for (const auto n : {ka, kb, untyped}) REQUIRE(std::abs((u.end[n] - (400_us + t / 2)).ps()) <= 2);
+  // A bad family factor is a clear error.
+  o.comm_compute_slowdown_by_type[static_cast<std::size_t>(sim::OpType::memory)] = -1.0;
+  REQUIRE_THROWS_WITH(run(g, o), Catch::Matchers::Contains("comm_compute_slowdown of memory kernels"));
+}
+
 TEST_CASE("malformed graphs are clear errors", "[collectives]") {
   using Catch::Matchers::Contains;
   auto g = ranks(2);

@@ -301,6 +301,7 @@ void round_trip(const nlohmann::json& doc, int gpus) {
   trace::ChakraExportInfo info;
   info.producer = "test";
   info.network = std::string(sim::to_string(s.plan.network));
+  info.comm_compute_slowdown_by_type = strategy::plan_comm_slowdowns(s.plan, out.cluster->gpu_model(0));
   const trace::ChakraExport x = trace::to_chakra(out.compiled.graph, out.result, info);
   REQUIRE(x.ranks.size() == static_cast<std::size_t>(gpus));
   std::vector<ChakraTrace> back;
@@ -335,10 +336,14 @@ void round_trip(const nlohmann::json& doc, int gpus) {
   const topo::Cluster cluster = topo::resolve_cluster(s.cluster.spec, s.cluster.gpus);
   sim::ExecutorOptions options;
   options.comm_compute_slowdown = g.comm_compute_slowdown;
+  options.comm_compute_slowdown_by_type = g.comm_compute_slowdown_by_type;
+  REQUIRE(g.comm_compute_slowdown_by_type == info.comm_compute_slowdown_by_type);
   const sim::ExecutionResult r = sim::execute(b, cluster, sim::CollectiveConfig{}, s.plan.network, options);
   const sim::ExecutionResult r0 = sim::execute(a, cluster, sim::CollectiveConfig{}, s.plan.network, options);
   REQUIRE(r.makespan == r0.makespan);
   REQUIRE(r.fingerprint == r0.fingerprint);
+  // The replay is the simulation it was exported from, contention included.
+  REQUIRE(r.makespan == out.result.makespan);
   // The ETs' schedule is the simulated one, in whole microseconds.
   REQUIRE(g.recorded_s.has_value());
   REQUIRE(*g.recorded_s == Approx(trace::replayed_span(g, out.result)).margin(1e-12));
@@ -353,6 +358,20 @@ TEST_CASE("Foresight's ETs read back into the graph they came from: a 3D-paralle
                         {"optimizer", "adam"}, {"zero", 1}, {"network", "flow"}, {"steps", 1}}},
               {"workload", {{"steps", 1}}}},
              16);
+}
+
+TEST_CASE("Foresight's ETs read back into the graph they came from: H100 data parallel, with measured contention",
+          "[chakra]") {
+  // The kernels slow by their family's measured factor while the all-reduces run: the ETs carry
+  // the factors and each kernel's family, so the replay slows the same kernels by as much.
+  const nlohmann::json doc = {{"model", {{"name", "gpt3-125m"}, {"seq_len", 256}}},
+                              {"cluster", {{"preset", "dgx-h100"}, {"gpus", 4}}},
+                              {"plan", {{"dp", 4}, {"micro_batch", 2}, {"precision", "amp_bf16"}, {"optimizer", "adam"},
+                                        {"network", "flow"}, {"steps", 1}}},
+                              {"workload", {{"steps", 1}}}};
+  REQUIRE(strategy::plan_comm_slowdowns(strategy::parse_scenario(doc, "h100.json").plan,
+                                        topo::find_gpu_spec("H100-SXM5-80GB"))[0] > 0.0);
+  round_trip(doc, 4);
 }
 
 TEST_CASE("Foresight's ETs read back into the graph they came from: GPipe, one process driving 4 GPUs", "[chakra]") {
