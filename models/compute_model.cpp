@@ -44,7 +44,9 @@ ComputeConstants compute_constants(const topo::GpuSpec& gpu) {
     c.hbm_fraction = 2.90 / 3.35;
     c.attention_cap = 327.9 / 989.4;
     if (gpu.compute_capability == 90) {  // measured on H100 (H200: the same SMs); not on Blackwell
-      c.comm_slowdown_matrix = kHopperCommSlowdownMatrix;
+      c.comm_slowdown_gemm = kHopperCommSlowdownGemm;
+      c.comm_slowdown_conv = kHopperCommSlowdownConv;
+      c.comm_slowdown_attention = kHopperCommSlowdownAttention;
       c.comm_slowdown_memory = kHopperCommSlowdownMemory;
     }
   } else {
@@ -57,10 +59,13 @@ ComputeConstants compute_constants(const topo::GpuSpec& gpu) {
 
 std::array<double, sim::kOpTypeCount> comm_slowdown_by_type(const ComputeConstants& c) {
   std::array<double, sim::kOpTypeCount> out{};
-  for (int t = 0; t < sim::kOpTypeCount; ++t) {
-    out[static_cast<std::size_t>(t)] =
-        static_cast<sim::OpType>(t) == sim::OpType::memory ? c.comm_slowdown_memory : c.comm_slowdown_matrix;
-  }
+  const auto set = [&](sim::OpType t, double f) { out[static_cast<std::size_t>(t)] = f; };
+  set(sim::OpType::gemm, c.comm_slowdown_gemm);
+  set(sim::OpType::conv_fprop, c.comm_slowdown_conv);
+  set(sim::OpType::conv_dgrad, c.comm_slowdown_conv);
+  set(sim::OpType::conv_wgrad, c.comm_slowdown_conv);
+  set(sim::OpType::attention, c.comm_slowdown_attention);
+  set(sim::OpType::memory, c.comm_slowdown_memory);
   return out;
 }
 

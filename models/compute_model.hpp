@@ -42,20 +42,23 @@ struct ComputeConstants {
   /// Short-K penalty K / (K + k0): a GEMM's main loop has a prologue and epilogue of about one
   /// 32-deep k-tile (assumption).
   double k0 = 32.0;
-  /// While a collective's kernel runs on the same GPU, a matrix kernel (GEMM; convolutions and
-  /// fused attention taken alike, unmeasured) progresses at 1 / (1 + comm_slowdown_matrix) and a
-  /// memory-bound one at 1 / (1 + comm_slowdown_memory): NCCL's CTAs hold SMs (a resident CTA
-  /// stalls cuBLAS's tile schedule) and share HBM. Measured on an H100 beside an emulated NCCL
-  /// kernel (validate/data/comm_compute_overlap): the median over NCCL's two DGX H100 operating
-  /// points, 0.413 and 0.251 (docs/models.md). 0 elsewhere: not measured.
-  double comm_slowdown_matrix = 0.0;
+  /// While a collective's kernel runs on the same GPU, a kernel progresses at 1 / (1 + its
+  /// family's slowdown): NCCL's CTAs hold SMs (a resident CTA stalls a tile schedule sized to
+  /// every SM) and share HBM. Measured on an H100 beside an emulated NCCL kernel
+  /// (validate/data/comm_compute_overlap): the median over NCCL's two DGX H100 operating points
+  /// (docs/models.md). 0 elsewhere: not measured.
+  double comm_slowdown_gemm = 0.0;
+  double comm_slowdown_conv = 0.0;  ///< forward, input and weight gradients alike
+  double comm_slowdown_attention = 0.0;
   double comm_slowdown_memory = 0.0;
 };
 
-/// The H100 values of ComputeConstants::comm_slowdown_matrix and comm_slowdown_memory;
-/// tests/models/comm_contention_test.cpp derives them again from the measured file.
-inline constexpr double kHopperCommSlowdownMatrix = 0.413;
-inline constexpr double kHopperCommSlowdownMemory = 0.251;
+/// The H100 values of ComputeConstants::comm_slowdown_*; tests/run/comm_contention_test.cpp
+/// derives them again from the measured files.
+inline constexpr double kHopperCommSlowdownGemm = 0.413;       // 12 rows: cuBLAS and torch matmul
+inline constexpr double kHopperCommSlowdownConv = 0.253;       // 8 rows: cuDNN, channels-last bf16
+inline constexpr double kHopperCommSlowdownAttention = 0.164;  // 4 rows: FlashAttention fwd and bwd
+inline constexpr double kHopperCommSlowdownMemory = 0.262;     // 4 rows: axpy and LayerNorm
 
 /// The slowdown per kernel family (sim::OpType) while a collective runs: the executor's
 /// ExecutorOptions::comm_compute_slowdown_by_type.

@@ -1,4 +1,4 @@
-// Compute under communication: the slowdown per kernel family comes from the measured H100 file
+// Compute under communication: the slowdown per kernel family comes from the measured H100 files
 // by the rule docs/models.md states, and the simulation applies it where measured only.
 #include <catch2/catch.hpp>
 
@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -27,16 +28,18 @@ double median(std::vector<double> v) {
   return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
 }
 
-std::vector<json> measured_rows() {
+std::vector<json> measured_rows(const std::string& file) {
   const char* root = std::getenv("FORESIGHT_SOURCE_ROOT");
   REQUIRE(root != nullptr);
-  const auto path = std::filesystem::path(root) / "validate/data/comm_compute_overlap/h100-emulated-nccl.jsonl";
-  std::ifstream in(path);
+  std::ifstream in(std::filesystem::path(root) / "validate/data/comm_compute_overlap" / file);
   REQUIRE(in.good());
   std::vector<json> rows;
   for (std::string line; std::getline(in, line);) {
     if (!line.empty()) rows.push_back(json::parse(line));
   }
+  REQUIRE(rows.size() > 10);
+  REQUIRE(rows.front().at("device").get<std::string>().find("H100") != std::string::npos);
+  REQUIRE(rows.front().at("sms").get<int>() == 132);
   return rows;
 }
 
@@ -57,37 +60,44 @@ strategy::SimulationOutput simulate(const std::string& preset, const json& plan_
 
 TEST_CASE("the H100 slowdowns are the measured medians at NCCL's two DGX H100 operating points", "[contention]") {
   // One node's ring: 24 channels, as fast as the CTAs go; multi-node: 16 channels at 100 GB/s.
-  const auto rows = measured_rows();
-  const auto device = rows.front();
-  REQUIRE(device.at("device").get<std::string>().find("H100") != std::string::npos);
-  REQUIRE(device.at("sms").get<int>() == 132);
-  std::vector<double> matrix, memory;
-  for (const json& r : rows) {
-    if (r.value("kind", "") != "victim_with_comm") continue;
+  const auto at_point = [](const json& r) {
+    if (r.value("kind", "") != "victim_with_comm") return false;
     const int ctas = r.at("ctas").get<int>();
     const double rate = r.at("target_gbps").get<double>();
-    if (!((ctas == 24 && rate == 0.0) || (ctas == 16 && rate == 100.0))) continue;
-    const auto victim = r.at("victim").get<std::string>();
-    (victim.rfind("axpy", 0) == 0 ? memory : matrix).push_back(r.at("slowdown").get<double>());
+    return (ctas == 24 && rate == 0.0) || (ctas == 16 && rate == 100.0);
+  };
+  std::map<std::string, std::vector<double>> family;
+  for (const json& r : measured_rows("h100-emulated-nccl.jsonl")) {  // cuBLAS GEMMs and an axpy
+    if (!at_point(r)) continue;
+    family[r.at("victim").get<std::string>().rfind("axpy", 0) == 0 ? "memory" : "gemm"].push_back(r.at("slowdown").get<double>());
   }
-  REQUIRE(matrix.size() == 10);  // five GEMM shapes at two points
-  REQUIRE(memory.size() == 2);
-  CHECK(median(matrix) == Approx(strategy::kHopperCommSlowdownMatrix).margin(5e-4));
-  CHECK(median(memory) == Approx(strategy::kHopperCommSlowdownMemory).margin(5e-4));
+  for (const json& r : measured_rows("h100-emulated-nccl-torch.jsonl")) {  // PyTorch's kernels, by family
+    if (at_point(r)) family[r.at("family").get<std::string>()].push_back(r.at("slowdown").get<double>());
+  }
+  REQUIRE(family.size() == 4);
+  REQUIRE(family["gemm"].size() == 12);  // five cuBLAS shapes and a torch matmul at two points
+  REQUIRE(family["conv"].size() == 8);
+  REQUIRE(family["attention"].size() == 4);
+  REQUIRE(family["memory"].size() == 4);
+  CHECK(median(family["gemm"]) == Approx(strategy::kHopperCommSlowdownGemm).margin(5e-4));
+  CHECK(median(family["conv"]) == Approx(strategy::kHopperCommSlowdownConv).margin(5e-4));
+  CHECK(median(family["attention"]) == Approx(strategy::kHopperCommSlowdownAttention).margin(5e-4));
+  CHECK(median(family["memory"]) == Approx(strategy::kHopperCommSlowdownMemory).margin(5e-4));
 
-  const auto c = strategy::compute_constants(topo::find_gpu_spec("H100-SXM5-80GB"));
-  REQUIRE(c.comm_slowdown_matrix == strategy::kHopperCommSlowdownMatrix);
-  REQUIRE(c.comm_slowdown_memory == strategy::kHopperCommSlowdownMemory);
-  const auto by_type = strategy::comm_slowdown_by_type(c);
-  REQUIRE(by_type[static_cast<std::size_t>(sim::OpType::gemm)] == strategy::kHopperCommSlowdownMatrix);
-  REQUIRE(by_type[static_cast<std::size_t>(sim::OpType::attention)] == strategy::kHopperCommSlowdownMatrix);
-  REQUIRE(by_type[static_cast<std::size_t>(sim::OpType::memory)] == strategy::kHopperCommSlowdownMemory);
+  const auto by_type = strategy::comm_slowdown_by_type(strategy::compute_constants(topo::find_gpu_spec("H100-SXM5-80GB")));
+  const auto of = [&](sim::OpType t) { return by_type[static_cast<std::size_t>(t)]; };
+  REQUIRE(of(sim::OpType::gemm) == strategy::kHopperCommSlowdownGemm);
+  for (const auto t : {sim::OpType::conv_fprop, sim::OpType::conv_dgrad, sim::OpType::conv_wgrad}) {
+    REQUIRE(of(t) == strategy::kHopperCommSlowdownConv);
+  }
+  REQUIRE(of(sim::OpType::attention) == strategy::kHopperCommSlowdownAttention);
+  REQUIRE(of(sim::OpType::memory) == strategy::kHopperCommSlowdownMemory);
+  REQUIRE(strategy::comm_slowdown_by_type(strategy::compute_constants(topo::find_gpu_spec("H200-SXM-141GB"))) == by_type);
   // Unmeasured architectures slow nothing.
   for (const char* name : {"A100-SXM4-80GB", "V100-SXM2-32GB", "B200-SXM-180GB"}) {
     INFO(name);
-    const auto other = strategy::compute_constants(topo::find_gpu_spec(name));
-    REQUIRE(other.comm_slowdown_matrix == 0.0);
-    REQUIRE(other.comm_slowdown_memory == 0.0);
+    const auto other = strategy::comm_slowdown_by_type(strategy::compute_constants(topo::find_gpu_spec(name)));
+    REQUIRE(std::all_of(other.begin(), other.end(), [](double f) { return f == 0.0; }));
   }
 }
 
@@ -95,18 +105,18 @@ TEST_CASE("measured contention slows overlapped H100 compute, by at most the mat
           "[contention]") {
   const auto off = simulate("dgx-h100", json{{"comm_contention", "off"}});
   const auto on = simulate("dgx-h100", json::object());
-  const auto uniform = simulate("dgx-h100", json{{"comm_compute_slowdown", strategy::kHopperCommSlowdownMatrix}});
+  const auto uniform = simulate("dgx-h100", json{{"comm_compute_slowdown", strategy::kHopperCommSlowdownGemm}});
   const double t_off = off.report.iteration_time_s;
   const double t_on = on.report.iteration_time_s;
   REQUIRE(t_on > t_off);
   // A kernel slowed by s while communication runs loses at most s / (1 + s) of each overlapped
-  // second, and a step overlaps at most its communication time.
+  // second, and a step overlaps at most its communication time; s is at most the GEMMs' factor.
   double comm_s = 0.0;
   for (const auto& r : on.report.per_rank) comm_s = std::max(comm_s, r.comm_s);
   REQUIRE(comm_s > 0.0);
-  const double s = strategy::kHopperCommSlowdownMatrix;
+  const double s = strategy::kHopperCommSlowdownGemm;
   REQUIRE(t_on - t_off <= comm_s * s / (1.0 + s) * (1.0 + 1e-9));
-  // Every kernel at the matrix factor is at least as slow as memory kernels at their own.
+  // Every kernel at the GEMMs' factor, the largest, is at least as slow as each at its own.
   REQUIRE(uniform.report.iteration_time_s >= t_on);
 }
 
