@@ -14,7 +14,7 @@
 // Build (the project's machines have CUDA 13 at /usr/local/cuda):
 //   nvcc -O3 -std=c++17 -arch=sm_90 -o build-gpu/overlap_bench scripts/gpu/overlap_bench.cu \
 //        -lcublas -Xlinker -rpath=/usr/local/cuda/lib64
-// Run: build-gpu/overlap_bench [--quick] > rows.jsonl   (one JSON object per line)
+// Run: build-gpu/overlap_bench [--quick | --launch-wait] > rows.jsonl   (one JSON object per line)
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -174,8 +174,49 @@ double median(std::vector<double> v) {
 
 }  // namespace
 
+// How long a collective launched while GEMMs hold every SM waits for its CTAs: `reps` GEMMs
+// are queued, the emulator is launched `delay_us` after the first starts, and the host polls the
+// CTAs' start flags. Prints the wait and where the GEMM batch stood.
+void launch_wait(Gpu& g, const Victim& v, int reps, int ctas, int delay_us) {
+  const double one_us = time_victim(g, v, 3);
+  CK(cudaMemset(g.stop, 0, sizeof(int)));
+  std::memset(g.started_host, 0, sizeof(int) * 1024);
+  CK(cudaDeviceSynchronize());
+  run_victim(g, v, reps);
+  const auto t0 = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(std::chrono::microseconds(delay_us));
+  const size_t vec_per_cta = g.emu_bytes / 16 / ctas / (kThreads * kVecPerThread) * (kThreads * kVecPerThread);
+  const auto launched = std::chrono::steady_clock::now();
+  comm_emulator<<<ctas, kThreads, 0, g.comm_stream>>>(g.ea, g.eb, g.eo, vec_per_cta, -1.0, g.stop, g.started_dev,
+                                                       g.chunks, 20'000'000'000ull);
+  CK(cudaGetLastError());
+  double first_us = -1, all_us = -1;
+  for (;;) {
+    int n = 0;
+    for (int i = 0; i < ctas; ++i) n += reinterpret_cast<volatile int*>(g.started_host)[i];
+    const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - launched).count();
+    if (n > 0 && first_us < 0) first_us = us;
+    if (n == ctas) {
+      all_us = us;
+      break;
+    }
+    if (us > 5e6) break;
+  }
+  const bool victims_left = cudaStreamQuery(g.victim_stream) == cudaErrorNotReady;
+  const int one = 1;
+  CK(cudaMemcpyAsync(g.stop, &one, sizeof(int), cudaMemcpyHostToDevice, g.victim_stream));
+  CK(cudaDeviceSynchronize());
+  std::printf("{\"kind\": \"launch_wait\", \"victim\": \"%s\", \"victim_us\": %.3f, \"queued\": %d, \"ctas\": %d, "
+              "\"launched_after_us\": %.1f, \"first_cta_us\": %.1f, \"all_ctas_us\": %.1f, \"victims_still_queued\": %s}\n",
+              v.name.c_str(), one_us, reps, ctas,
+              std::chrono::duration<double, std::micro>(launched - t0).count(), first_us, all_us,
+              victims_left ? "true" : "false");
+  std::fflush(stdout);
+}
+
 int main(int argc, char** argv) {
   const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  const bool wait_only = argc > 1 && std::strcmp(argv[1], "--launch-wait") == 0;
   Gpu g;
   cudaDeviceProp prop{};
   CK(cudaGetDeviceProperties(&prop, 0));
@@ -223,6 +264,18 @@ int main(int argc, char** argv) {
       {"h12288 tp8 proj", 12288, 4096, 1536},
       {"axpy 2 x 512 MiB", 0, 0, 0, axpy_bytes},
   };
+  if (wait_only) {
+    // Queued GEMMs (about 25 ms of work), the collective launched 5 ms in; the axpy likewise.
+    for (const Victim& v : victims) {
+      for (int c : {1, 16, 24}) {
+        for (int t = 0; t < 3; ++t) {
+          const double one = time_victim(g, v, 3);
+          launch_wait(g, v, std::max(5, int(25'000.0 / std::max(one, 1.0))), c, 5000);
+        }
+      }
+    }
+    return 0;
+  }
   std::vector<int> ctas = {1, 4, 8, 16, 24, 32};
   std::vector<double> rates = {-1.0, 100.0, 200.0, 0.0};  // GB/s per buffer; -1 spin, 0 unpaced
   const int trials = quick ? 1 : 3;
