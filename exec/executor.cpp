@@ -38,6 +38,8 @@ class Runner final : public EventHandler {
               options.closed_form && !(!options.sample_links.empty() && options.sample_interval > Time::zero())),
         comms_(g, index, fabric, config, sim_, jobs_),
         rates_(g.ranks()),
+        held_(g.ranks()),
+        waits_(std::any_of(options.comm_waits_for.begin(), options.comm_waits_for.end(), [](bool w) { return w; })),
         locks_(process_count(g, index), index.host_count) {
     const std::size_t n = g.nodes.size();
     deps_left_.resize(n);
@@ -270,17 +272,11 @@ class Runner final : public EventHandler {
       case OpKind::host:  // a CPU worker thread's op (data loading): runs for its duration
         sim_.schedule_after(node.duration, self_, kDone, n);
         break;
-      case OpKind::collective: {
-        const std::uint32_t c = index_.collective_of[n];
-        if (comms_.arrive_collective(c)) start_collective(c);
-        break;
-      }
+      case OpKind::collective:
       case OpKind::send:
-      case OpKind::recv: {
-        const std::uint32_t t = index_.transfer_of[n];
-        if (comms_.arrive_transfer(t)) start_transfer(t);
+      case OpKind::recv:
+        arrive_when_sms_free(n, node.rank);
         break;
-      }
     }
   }
 
@@ -289,7 +285,6 @@ class Runner final : public EventHandler {
     sim_.schedule_after(end.after, self_, kDone, (static_cast<std::uint64_t>(end.generation) << 32) | n);
   }
 
-  /// The rank starts or stops communicating: its running compute ops change speed.
   /// How much compute op `node` slows while its rank communicates: the uniform factor where set,
   /// else its kernel family's.
   double comm_slowdown(const Node& node) const {
@@ -297,6 +292,57 @@ class Runner final : public EventHandler {
     return options_.comm_compute_slowdown_by_type[static_cast<std::size_t>(g_.signatures[node.signature].type)];
   }
 
+  /// Whether compute op `node` holds its GPU's SMs until it ends (ExecutorOptions::comm_waits_for).
+  bool holds_sms(const Node& node) const {
+    return node.signature != kNoSignature &&
+           options_.comm_waits_for[static_cast<std::size_t>(g_.signatures[node.signature].type)];
+  }
+
+  /// Communication op `n` has reached its turn: its kernel is resident and waits for its peers.
+  void arrive(NodeId n) {
+    if (g_.nodes[n].kind == OpKind::collective) {
+      const std::uint32_t c = index_.collective_of[n];
+      if (comms_.arrive_collective(c)) start_collective(c);
+    } else {
+      const std::uint32_t t = index_.transfer_of[n];
+      if (comms_.arrive_transfer(t)) start_transfer(t);
+    }
+  }
+
+  /// Communication op `n` of rank `r` is ready: it arrives now, or, while kernels that hold
+  /// every SM run on its GPU, when the last of those ends.
+  void arrive_when_sms_free(NodeId n, RankId r) {
+    std::vector<NodeId> holding;
+    if (waits_) {
+      for (const NodeId k : rates_.running(r)) {
+        if (holds_sms(g_.nodes[k])) holding.push_back(k);
+      }
+    }
+    if (holding.empty()) {
+      arrive(n);
+    } else {
+      held_[r].push_back({n, std::move(holding)});
+    }
+  }
+
+  /// Compute op `k` of rank `r` has ended: communication ops waiting for it alone arrive, in the
+  /// order they became ready.
+  void release_held(NodeId k, RankId r) {
+    auto& held = held_[r];
+    for (std::size_t i = 0; i < held.size();) {
+      auto& w = held[i].waiting_for;
+      w.erase(std::remove(w.begin(), w.end(), k), w.end());
+      if (!w.empty()) {
+        ++i;
+        continue;
+      }
+      const NodeId n = held[i].node;
+      held.erase(held.begin() + static_cast<std::ptrdiff_t>(i));
+      arrive(n);
+    }
+  }
+
+  /// The rank starts or stops communicating: its running compute ops change speed.
   void comm_changed(RankId r, int delta) {
     rates_.comm_changed(r, delta, sim_.now(), [&](NodeId n, detail::ComputeRates::End end) { schedule_end(n, end); });
   }
@@ -327,6 +373,7 @@ class Runner final : public EventHandler {
     if (node.kind == OpKind::compute) {
       rates_.finish(n, node.rank);
       result_.ranks[node.rank].compute += ran;
+      if (!held_[node.rank].empty()) release_held(n, node.rank);
     }
     if (is_comm(node.kind)) {
       result_.ranks[node.rank].comm += ran;
@@ -363,6 +410,14 @@ class Runner final : public EventHandler {
   CommJobs jobs_;
   detail::CommStarts comms_;
   detail::ComputeRates rates_;
+  /// Per rank, communication ops ready while kernels that hold every SM ran, with the kernels
+  /// each still waits for (ExecutorOptions::comm_waits_for).
+  struct HeldArrival {
+    NodeId node;
+    std::vector<NodeId> waiting_for;
+  };
+  std::vector<std::vector<HeldArrival>> held_;
+  bool waits_;
   detail::InterpreterLocks locks_;
   std::deque<Work> work_;
   LargeVector<std::uint32_t> deps_left_;

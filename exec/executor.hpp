@@ -27,6 +27,10 @@ struct ExecutorOptions {
   /// one (trace replay: its measured duration already includes any contention) none.
   double comm_compute_slowdown = 0.0;
   std::array<double, kOpTypeCount> comm_compute_slowdown_by_type{};
+  /// Kernel families (by sim::OpType) whose kernels hold every SM until they end: a collective or
+  /// transfer that becomes ready while such kernels run on its rank arrives (its kernel becomes
+  /// resident) only when the last of them ends. Kernels without a signature never hold.
+  std::array<bool, kOpTypeCount> comm_waits_for{};
   /// Links whose carried bytes are sampled every `sample_interval` (for utilization counters in
   /// timelines); none when empty or the interval is zero. A link keeps at most
   /// kMaxLinkSamples samples: when a run outlasts that many intervals, every other sample is

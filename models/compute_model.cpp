@@ -48,6 +48,7 @@ ComputeConstants compute_constants(const topo::GpuSpec& gpu) {
       c.comm_slowdown_conv = kHopperCommSlowdownConv;
       c.comm_slowdown_attention = kHopperCommSlowdownAttention;
       c.comm_slowdown_memory = kHopperCommSlowdownMemory;
+      c.comm_waits_for_gemm = true;
     }
   } else {
     c.gemm_cap = 256.5 / 312.0;
@@ -66,6 +67,12 @@ std::array<double, sim::kOpTypeCount> comm_slowdown_by_type(const ComputeConstan
   set(sim::OpType::conv_wgrad, c.comm_slowdown_conv);
   set(sim::OpType::attention, c.comm_slowdown_attention);
   set(sim::OpType::memory, c.comm_slowdown_memory);
+  return out;
+}
+
+std::array<bool, sim::kOpTypeCount> comm_waits_by_type(const ComputeConstants& c) {
+  std::array<bool, sim::kOpTypeCount> out{};
+  out[static_cast<std::size_t>(sim::OpType::gemm)] = c.comm_waits_for_gemm;
   return out;
 }
 

@@ -51,6 +51,11 @@ struct ComputeConstants {
   double comm_slowdown_conv = 0.0;  ///< forward, input and weight gradients alike
   double comm_slowdown_attention = 0.0;
   double comm_slowdown_memory = 0.0;
+  /// A GEMM holds every SM until it ends: a collective launched meanwhile becomes resident when
+  /// the running GEMM ends (H100: at most 0.65-0.86 of one GEMM's duration, never behind the
+  /// GEMMs queued after it; validate/data/comm_compute_overlap/h100-launch-wait.jsonl). False
+  /// elsewhere: not measured.
+  bool comm_waits_for_gemm = false;
 };
 
 /// The H100 values of ComputeConstants::comm_slowdown_*; tests/run/comm_contention_test.cpp
@@ -63,6 +68,8 @@ inline constexpr double kHopperCommSlowdownMemory = 0.262;     // 4 rows: axpy a
 /// The slowdown per kernel family (sim::OpType) while a collective runs: the executor's
 /// ExecutorOptions::comm_compute_slowdown_by_type.
 std::array<double, sim::kOpTypeCount> comm_slowdown_by_type(const ComputeConstants& c);
+/// The families whose running kernels a collective waits for: ExecutorOptions::comm_waits_for.
+std::array<bool, sim::kOpTypeCount> comm_waits_by_type(const ComputeConstants& c);
 
 /// The constants for `gpu`'s architecture.
 ComputeConstants compute_constants(const topo::GpuSpec& gpu);

@@ -242,7 +242,8 @@ std::vector<Param> make_table() {
                      store<P, &Plan::network>, echo<P, &Plan::network, &kNetworks>));
   t.push_back(choice("plan", "comm_contention", kCommContention, "measured",
                      "compute slowed while a collective runs on its GPU: measured (H100/H200: GEMMs 41.3% slower, "
-                     "convolutions 25.3%, fused attention 16.4%, memory-bound 26.2%; none where unmeasured) or off",
+                     "convolutions 25.3%, fused attention 16.4%, memory-bound 26.2%, and collectives wait for a running GEMM's SMs; "
+                     "none where unmeasured) or off",
                      store<P, &Plan::comm_contention>, echo<P, &Plan::comm_contention, &kCommContention>));
   t.push_back(number("plan", "comm_compute_slowdown", "factor", "0", 0.0, false, kInf,
                      "above 0: every kernel's slowdown while a collective runs on its GPU, instead of comm_contention",

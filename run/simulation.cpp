@@ -388,6 +388,11 @@ std::array<double, sim::kOpTypeCount> plan_comm_slowdowns(const Plan& plan, cons
   return comm_slowdown_by_type(compute_constants(gpu));
 }
 
+std::array<bool, sim::kOpTypeCount> plan_comm_waits(const Plan& plan, const topo::GpuSpec& gpu) {
+  if (plan.comm_contention == CommContention::off) return {};
+  return comm_waits_by_type(compute_constants(gpu));
+}
+
 SimulationOutput compile_scenario(const Scenario& scenario, const SimulationInputs& inputs) {
   SimulationOutput out;
   out.model = plan_model(scenario, scenario.plan);
@@ -411,6 +416,7 @@ SimulationOutput simulate_compiled(SimulationOutput out, const Scenario& scenari
   sim::ExecutorOptions options;
   options.comm_compute_slowdown = plan.comm_compute_slowdown;
   options.comm_compute_slowdown_by_type = plan_comm_slowdowns(plan, gpu);
+  options.comm_waits_for = plan_comm_waits(plan, gpu);
   options.closed_form = inputs.closed_form;
   if (inputs.link_sample_interval > sim::Time::zero()) {
     out.sampled_links = links_to_sample(cluster, ranks);

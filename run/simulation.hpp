@@ -51,6 +51,9 @@ Model scenario_model(const Scenario& s);
 /// the compute model's measured values with comm_contention measured, none with off
 /// (sim::ExecutorOptions::comm_compute_slowdown_by_type).
 std::array<double, sim::kOpTypeCount> plan_comm_slowdowns(const Plan& plan, const topo::GpuSpec& gpu);
+/// The kernel families whose running kernels a collective waits for on `gpu` under `plan`
+/// (sim::ExecutorOptions::comm_waits_for): measured ones with comm_contention measured.
+std::array<bool, sim::kOpTypeCount> plan_comm_waits(const Plan& plan, const topo::GpuSpec& gpu);
 
 /// Builds the model, the cluster and the execution graph of `scenario` without simulating it,
 /// with each simulated rank's peak memory in report.memory (a lower bound for MoE models, whose

@@ -24,6 +24,8 @@ constexpr std::string_view kProducer = "foresight";
 inline std::string comm_slowdown_key(sim::OpType t) {
   return "foresight.comm_compute_slowdown." + std::string(sim::to_string(t));
 }
+/// The metadata key marking a kernel family whose running kernels a collective waits for.
+inline std::string comm_waits_key(sim::OpType t) { return "foresight.comm_waits_for." + std::string(sim::to_string(t)); }
 
 inline std::optional<ChakraCollective> to_chakra_op(CollectiveOp op) {
   switch (op) {

@@ -53,6 +53,9 @@ ChakraExport to_chakra(const sim::ExecutionGraph& g, const sim::ExecutionResult&
       if (const double f = info.comm_compute_slowdown_by_type[static_cast<std::size_t>(k)]; f > 0.0) {
         t.metadata.push_back({comm_slowdown_key(static_cast<sim::OpType>(k)), f});
       }
+      if (info.comm_waits_for[static_cast<std::size_t>(k)]) {
+        t.metadata.push_back({comm_waits_key(static_cast<sim::OpType>(k)), true});
+      }
     }
   }
   for (std::size_t k = 0; k < g.communicators.size(); ++k) {
@@ -66,7 +69,8 @@ ChakraExport to_chakra(const sim::ExecutionGraph& g, const sim::ExecutionResult&
   std::vector<std::set<std::uint32_t>> matrices_used(n_ranks);
   // Compute nodes name their kernel family where a family's slowdown is recorded.
   const bool by_family = std::any_of(info.comm_compute_slowdown_by_type.begin(), info.comm_compute_slowdown_by_type.end(),
-                                     [](double f) { return f > 0.0; });
+                                     [](double f) { return f > 0.0; }) ||
+                         std::any_of(info.comm_waits_for.begin(), info.comm_waits_for.end(), [](bool w) { return w; });
   for (std::size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
     local[i] = count[n.rank]++;

@@ -244,6 +244,12 @@ void import_foresight(const std::vector<ChakraTrace>& ranks, const ChakraImportO
       }
       out.comm_compute_slowdown_by_type[static_cast<std::size_t>(k)] = *d;
     }
+    const std::string waits = comm_waits_key(static_cast<sim::OpType>(k));
+    if (const ChakraAttr* w = first.metadata_attr(waits)) {
+      const auto* b = std::get_if<bool>(&w->value);
+      if (b == nullptr) throw TraceError(fmt::format("{}: metadata {}: expected a boolean", first.path, waits));
+      out.comm_waits_for[static_cast<std::size_t>(k)] = *b;
+    }
   }
   // Where each (rank, id) lands: nodes are placed by their recorded global order.
   struct Placed {

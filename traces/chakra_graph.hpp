@@ -55,6 +55,7 @@ struct ChakraExportInfo {
   double comm_compute_slowdown = 0.0;
   /// Per kernel family (sim::ExecutorOptions): recorded with each compute node's family.
   std::array<double, sim::kOpTypeCount> comm_compute_slowdown_by_type{};
+  std::array<bool, sim::kOpTypeCount> comm_waits_for{};
   std::string cluster;   ///< the cluster it ran on: a preset name or a topology file
   int cluster_gpus = 0;  ///< the size the cluster was resolved with
 };
@@ -84,6 +85,7 @@ struct ChakraGraph {
   double comm_compute_slowdown = 0.0;
   /// Per kernel family, where recorded; the compute nodes carry signatures of their family alone.
   std::array<double, sim::kOpTypeCount> comm_compute_slowdown_by_type{};
+  std::array<bool, sim::kOpTypeCount> comm_waits_for{};
   std::string cluster;        ///< the recorded cluster, when recorded
   int cluster_gpus = 0;
   /// The recorded schedule's length: the latest start + duration over the ranks, minus the

@@ -31,6 +31,8 @@ class ComputeRates {
   bool current(NodeId n, std::uint32_t generation) const;
   /// Op `n` of rank `r` has ended.
   void finish(NodeId n, RankId r);
+  /// Rank `r`'s running ops, in the order they started.
+  const std::vector<NodeId>& running(RankId r) const { return running_[r]; }
 
   /// Rank `r` starts (+1) or stops (-1) a communication now. Where that changes the rank's
   /// speed, `reschedule(n, end)` is called for each of its running ops, in the order they started.

@@ -296,6 +296,48 @@ TEST_CASE("each kernel family slows by its own factor; a uniform factor replaces
   REQUIRE_THROWS_WITH(run(g, o), Catch::Matchers::Contains("comm_compute_slowdown of memory kernels"));
 }
 
+TEST_CASE("a collective waits for the running kernels that hold every SM, not for those queued after", "[collectives]") {
+  // Rank 0 runs two 400 us GEMMs back to back on stream 1 and a 300 us memory-bound kernel on
+  // stream 3; its all-reduce is ready at 100 us on stream 2 (after a 100 us kernel of no family
+  // there), rank 1's at 0. With GEMMs holding every SM, rank 0's collective arrives when the first
+  // GEMM ends (400 us), before the second starts.
+  auto g = ranks(2);
+  const auto comm = g.add_communicator({0, 1});
+  sim::OpSignature gemm;
+  gemm.type = sim::OpType::gemm;
+  gemm.kernel = "linear_fwd";
+  gemm.shape = {1024, 1024, 1024, 1};
+  sim::OpSignature copy;
+  copy.kernel = "add";
+  copy.shape = {1 << 20};
+  Node a = compute(0, 400_us);
+  a.signature = g.add_signature(gemm);
+  const auto g1 = g.add(a);
+  const auto g2 = g.add(a);
+  g.add(compute(0, 100_us, 2));
+  Node m = compute(0, 300_us, 3);
+  m.signature = g.add_signature(copy);
+  g.add(m);
+  const auto c0 = g.add(collective(0, comm, 32e6));
+  const auto c1 = g.add(collective(1, comm, 32e6));
+  const sim::Time t = alone(sim::CollectiveOp::all_reduce, 32e6);
+  sim::ExecutorOptions o;
+  o.comm_waits_for[static_cast<std::size_t>(sim::OpType::gemm)] = true;
+  const auto r = run(g, o);
+  REQUIRE(r.ready[c0] == 100_us);
+  REQUIRE(r.start[c0] == 400_us);  // the first GEMM's end
+  REQUIRE(r.start[c1] == 400_us);
+  REQUIRE(r.end[c0] == 400_us + t);
+  REQUIRE(r.end[g1] == 400_us);
+  REQUIRE(r.end[g2] == 800_us);  // no slowdown set: the second GEMM runs beside it at full speed
+  // Without the wait, the collective starts when both members are ready.
+  REQUIRE(run(g).start[c0] == 100_us);
+  // The wait is per family: with only memory-bound kernels holding, it ends with that kernel.
+  sim::ExecutorOptions mem;
+  mem.comm_waits_for[static_cast<std::size_t>(sim::OpType::memory)] = true;
+  REQUIRE(run(g, mem).start[c0] == 300_us);
+}
+
 TEST_CASE("malformed graphs are clear errors", "[collectives]") {
   using Catch::Matchers::Contains;
   auto g = ranks(2);

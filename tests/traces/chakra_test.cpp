@@ -302,6 +302,7 @@ void round_trip(const nlohmann::json& doc, int gpus) {
   info.producer = "test";
   info.network = std::string(sim::to_string(s.plan.network));
   info.comm_compute_slowdown_by_type = strategy::plan_comm_slowdowns(s.plan, out.cluster->gpu_model(0));
+  info.comm_waits_for = strategy::plan_comm_waits(s.plan, out.cluster->gpu_model(0));
   const trace::ChakraExport x = trace::to_chakra(out.compiled.graph, out.result, info);
   REQUIRE(x.ranks.size() == static_cast<std::size_t>(gpus));
   std::vector<ChakraTrace> back;
@@ -337,7 +338,9 @@ void round_trip(const nlohmann::json& doc, int gpus) {
   sim::ExecutorOptions options;
   options.comm_compute_slowdown = g.comm_compute_slowdown;
   options.comm_compute_slowdown_by_type = g.comm_compute_slowdown_by_type;
+  options.comm_waits_for = g.comm_waits_for;
   REQUIRE(g.comm_compute_slowdown_by_type == info.comm_compute_slowdown_by_type);
+  REQUIRE(g.comm_waits_for == info.comm_waits_for);
   const sim::ExecutionResult r = sim::execute(b, cluster, sim::CollectiveConfig{}, s.plan.network, options);
   const sim::ExecutionResult r0 = sim::execute(a, cluster, sim::CollectiveConfig{}, s.plan.network, options);
   REQUIRE(r.makespan == r0.makespan);
