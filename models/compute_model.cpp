@@ -43,7 +43,7 @@ ComputeConstants compute_constants(const topo::GpuSpec& gpu) {
     c.gemm_cap = 1382.2 / 1979.0;
     c.hbm_fraction = 2.90 / 3.35;
     c.attention_cap = 327.9 / 989.4;
-    if (gpu.compute_capability == 90) {  // measured on H100 (H200: the same SMs); not on Blackwell
+    if (gpu.compute_capability == 90) {  // measured on H100 and H200; not on Blackwell
       c.comm_slowdown_gemm = kHopperCommSlowdownGemm;
       c.comm_slowdown_conv = kHopperCommSlowdownConv;
       c.comm_slowdown_attention = kHopperCommSlowdownAttention;

@@ -44,26 +44,26 @@ struct ComputeConstants {
   double k0 = 32.0;
   /// While a collective's kernel runs on the same GPU, a kernel progresses at 1 / (1 + its
   /// family's slowdown): NCCL's CTAs hold SMs (a resident CTA stalls a tile schedule sized to
-  /// every SM) and share HBM. Measured on an H100 beside an emulated NCCL kernel
-  /// (validate/data/comm_compute_overlap): the median over NCCL's two DGX H100 operating points
-  /// (docs/models.md). 0 elsewhere: not measured.
+  /// every SM) and share HBM. Measured on an H100 and an H200 beside an emulated NCCL kernel
+  /// (validate/data/comm_compute_overlap): the median over both GPUs' rows at NCCL's two DGX
+  /// H100 operating points (docs/models.md). 0 elsewhere: not measured.
   double comm_slowdown_gemm = 0.0;
   double comm_slowdown_conv = 0.0;  ///< forward, input and weight gradients alike
   double comm_slowdown_attention = 0.0;
   double comm_slowdown_memory = 0.0;
   /// A GEMM holds every SM until it ends: a collective launched meanwhile becomes resident when
-  /// the running GEMM ends (H100: at most 0.65-0.86 of one GEMM's duration, never behind the
-  /// GEMMs queued after it; validate/data/comm_compute_overlap/h100-launch-wait.jsonl). False
+  /// the running GEMM ends (H100 and H200: within one GEMM's duration, never behind the GEMMs
+  /// queued after it; validate/data/comm_compute_overlap/h1?0-launch-wait.jsonl). False
   /// elsewhere: not measured.
   bool comm_waits_for_gemm = false;
 };
 
-/// The H100 values of ComputeConstants::comm_slowdown_*; tests/run/comm_contention_test.cpp
-/// derives them again from the measured files.
-inline constexpr double kHopperCommSlowdownGemm = 0.413;       // 12 rows: cuBLAS and torch matmul
-inline constexpr double kHopperCommSlowdownConv = 0.253;       // 8 rows: cuDNN, channels-last bf16
-inline constexpr double kHopperCommSlowdownAttention = 0.164;  // 4 rows: FlashAttention fwd and bwd
-inline constexpr double kHopperCommSlowdownMemory = 0.262;     // 4 rows: axpy and LayerNorm
+/// The Hopper (H100 and H200) values of ComputeConstants::comm_slowdown_*;
+/// tests/run/comm_contention_test.cpp derives them again from the measured files.
+inline constexpr double kHopperCommSlowdownGemm = 0.358;       // 24 rows: cuBLAS and torch matmul
+inline constexpr double kHopperCommSlowdownConv = 0.357;       // 16 rows: cuDNN, channels-last bf16
+inline constexpr double kHopperCommSlowdownAttention = 0.162;  // 8 rows: FlashAttention fwd and bwd
+inline constexpr double kHopperCommSlowdownMemory = 0.244;     // 8 rows: axpy and LayerNorm
 
 /// The slowdown per kernel family (sim::OpType) while a collective runs: the executor's
 /// ExecutorOptions::comm_compute_slowdown_by_type.

@@ -241,8 +241,8 @@ std::vector<Param> make_table() {
                      "network model: analytical (bandwidth-latency) or flow (max-min fair sharing)",
                      store<P, &Plan::network>, echo<P, &Plan::network, &kNetworks>));
   t.push_back(choice("plan", "comm_contention", kCommContention, "measured",
-                     "compute slowed while a collective runs on its GPU: measured (H100/H200: GEMMs 41.3% slower, "
-                     "convolutions 25.3%, fused attention 16.4%, memory-bound 26.2%, and collectives wait for a running GEMM's SMs; "
+                     "compute slowed while a collective runs on its GPU: measured (H100/H200: GEMMs 35.8% slower, "
+                     "convolutions 35.7%, fused attention 16.2%, memory-bound 24.4%, and collectives wait for a running GEMM's SMs; "
                      "none where unmeasured) or off",
                      store<P, &Plan::comm_contention>, echo<P, &Plan::comm_contention, &kCommContention>));
   t.push_back(number("plan", "comm_compute_slowdown", "factor", "0", 0.0, false, kInf,
