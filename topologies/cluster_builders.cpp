@@ -265,7 +265,7 @@ Cluster build_selene(int nodes) {
 }
 
 std::span<const ClusterPresetInfo> known_cluster_presets() {
-  static constexpr std::array<ClusterPresetInfo, 9> kInfo{{
+  static constexpr std::array<ClusterPresetInfo, 10> kInfo{{
       {"thetagpu",
        "ALCF ThetaGPU: 24 DGX A100 (22 x 40 GB, 2 x 80 GB GPUs), 8 HDR per node, non-blocking "
        "fat tree of 40-port switches; --gpus keeps the first ceil(gpus/8) nodes (max 192 GPUs)"},
@@ -284,6 +284,8 @@ std::span<const ClusterPresetInfo> known_cluster_presets() {
        "on a fat tree"},
       {"pcie-8gpu",
        "one PCIe server (8x A100-PCIE-40GB, no NVLink, 4x HDR); more GPUs: a fat tree"},
+      {"pcie-h100",
+       "one PCIe server (8x H100-PCIE-80GB, PCIe Gen5, no NVLink bridges, 4x NDR); more GPUs: a fat tree"},
   }};
   return kInfo;
 }

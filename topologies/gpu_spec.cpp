@@ -45,7 +45,7 @@ constexpr Bandwidth kNvlinkLane = Bandwidth::gigabytes_per_second(25.0);
 constexpr Bandwidth kNvlink5Lane = Bandwidth::gigabytes_per_second(50.0);
 
 // Each entry's numbers come from the document named in its `source` field.
-const std::array<GpuSpec, 8> kCatalog{{
+const std::array<GpuSpec, 9> kCatalog{{
     {
         .name = "V100-SXM2-32GB",
         .architecture = "Volta",
@@ -155,6 +155,30 @@ const std::array<GpuSpec, 8> kCatalog{{
                   "BF16/FP16 989.4, FP8 1979 TFLOP/s dense (half the with-sparsity figures), 80 GB "
                   "HBM3 at 3.35 TB/s, NVLink 900 GB/s; H100 Tensor Core GPU Architecture "
                   "whitepaper (2022): 132 SMs, 18 NVLink4 links",
+    },
+    {
+        .name = "H100-PCIE-80GB",
+        .architecture = "Hopper",
+        .compute_capability = 90,
+        .sm_count = 114,
+        .memory = Bytes(80 * kGiB),
+        .memory_bandwidth = Bandwidth::gigabytes_per_second(2000.0),
+        .fp32 = FlopRate::tera(51.0),
+        .tf32 = FlopRate::tera(378.0),
+        .fp16 = FlopRate::tera(756.5),
+        .bf16 = FlopRate::tera(756.5),
+        .fp8 = FlopRate::tera(1513.0),
+        .nvlink_generation = 4,
+        .nvlink_lanes = 12,
+        .nvlink_lane = kNvlinkLane,
+        .pcie_generation = 5,
+        .pcie_lanes = 16,
+        .pcie = pcie_rate(5, 16),
+        .source = "NVIDIA H100 Tensor Core GPU datasheet (2022), PCIe column: FP32 51, TF32 378, "
+                  "BF16/FP16 756.5, FP8 1513 TFLOP/s dense (half the with-sparsity 756, 1513 and "
+                  "3026), 80 GB HBM2e at 2 TB/s, NVLink bridge 600 GB/s (12 links; the pcie-h100 "
+                  "preset has no bridges), PCIe Gen5 x16; H100 PCIe product brief PB-11133-001 "
+                  "(350 W); NVIDIA LaunchPad H100 MIG guide: 114 SMs, 5 HBM2e stacks",
     },
     {
         .name = "H200-SXM-141GB",
@@ -277,10 +301,11 @@ const GpuSpec* find_gpu_by_device_name(std::string_view device_name) noexcept {
   for (const auto& spec : kCatalog) {
     if (contains(spec.name)) return &spec;
   }
-  static constexpr std::array<std::pair<std::string_view, std::string_view>, 6> kBoards{{
+  static constexpr std::array<std::pair<std::string_view, std::string_view>, 7> kBoards{{
       {"V100-SXM2-16GB", "V100-SXM2-32GB"},
       {"A100-PG509-200", "A100-SXM4-40GB"},
       {"H100 80GB HBM3", "H100-SXM5-80GB"},
+      {"H100 PCIe", "H100-PCIE-80GB"},
       {"H200", "H200-SXM-141GB"},
       {"GB200", "GB200-NVL-186GB"},
       {"B200", "B200-SXM-180GB"},

@@ -15,7 +15,7 @@ using sim::LinkClass;
 
 constexpr std::array kPresets{NodePreset::dgx_a100, NodePreset::dgx_a100_80gb, NodePreset::dgx_h100,
                               NodePreset::dgx_h200,  NodePreset::dgx_b200,      NodePreset::gb200_nvl72,
-                              NodePreset::pcie_8gpu};
+                              NodePreset::pcie_8gpu, NodePreset::pcie_h100};
 
 /// GB200 NVL72 (GB200 NVL72 datasheet): 18 compute trays of 2 GB200 superchips (a Grace CPU and
 /// 2 Blackwell GPUs each) = 72 GPUs and 36 CPUs, all GPUs on one NVLink domain through 9 NVLink
@@ -112,6 +112,8 @@ std::string_view to_string(NodePreset preset) {
       return "gb200-nvl72";
     case NodePreset::pcie_8gpu:
       return "pcie-8gpu";
+    case NodePreset::pcie_h100:
+      return "pcie-h100";
   }
   return "unknown";
 }
@@ -146,6 +148,9 @@ std::string_view describe(NodePreset preset) {
     case NodePreset::pcie_8gpu:
       return "one PCIe server: 8x A100-PCIE-40GB without NVLink, 2 PCIe Gen4 switches per "
              "socket, 4x HDR 200 Gb/s NICs, 2x Intel Xeon";
+    case NodePreset::pcie_h100:
+      return "one PCIe server: 8x H100-PCIE-80GB without NVLink bridges, 2 PCIe Gen5 switches per "
+             "socket, 4x NDR 400 Gb/s NICs, 2x Intel Xeon (Sapphire Rapids)";
   }
   return "";
 }
@@ -167,7 +172,13 @@ NodeHandles add_node(ClusterBuilder& builder, NodePreset preset, int node) {
     case NodePreset::gb200_nvl72:
       return add_gb200_nvl72(builder, node);
     case NodePreset::pcie_8gpu:
-      return add_pcie_8gpu(builder, node);
+      return add_pcie_server(builder, node,
+                             {.gpu = find_gpu_spec("A100-PCIE-40GB"), .generation = 4, .nic_port = kHdrPort,
+                              .cpu_interconnect = kUpiIceLake});
+    case NodePreset::pcie_h100:
+      return add_pcie_server(builder, node,
+                             {.gpu = find_gpu_spec("H100-PCIE-80GB"), .generation = 5, .nic_port = kNdrPort,
+                              .cpu_interconnect = kUpiSapphireRapids});
   }
   throw sim::InternalError("add_node: unknown preset");
 }
@@ -246,24 +257,23 @@ NodeHandles add_gb200_nvl72(ClusterBuilder& b, int node) {
   return h;
 }
 
-NodeHandles add_pcie_8gpu(ClusterBuilder& b, int node) {
-  const GpuSpec& gpu = find_gpu_spec("A100-PCIE-40GB");
-  const Bandwidth gen4 = pcie_line_rate(4, 16);
+NodeHandles add_pcie_server(ClusterBuilder& b, int node, const PcieServer& server) {
+  const Bandwidth line = pcie_line_rate(server.generation, 16);
   NodeHandles h;
-  h.nic_rate = kHdrPort;
+  h.nic_rate = server.nic_port;
   const DeviceId cpu0 = b.add_cpu(dev(node, "cpu0"), node, sim::CpuVendor::intel);
   const DeviceId cpu1 = b.add_cpu(dev(node, "cpu1"), node, sim::CpuVendor::intel);
-  b.add_duplex(cpu0, cpu1, cpu_link(kUpiIceLake));
+  b.add_duplex(cpu0, cpu1, cpu_link(server.cpu_interconnect));
   for (int k = 0; k < 4; ++k) {
     const DeviceId sw = b.add_pcie_switch(dev(node, fmt::format("pcie{}", k)), node);
-    b.add_duplex(sw, k < 2 ? cpu0 : cpu1, pcie(gen4));
+    b.add_duplex(sw, k < 2 ? cpu0 : cpu1, pcie(line));
     for (int i = 2 * k; i < 2 * k + 2; ++i) {
-      const DeviceId g = b.add_gpu(dev(node, fmt::format("gpu{}", i)), node, i, gpu);
-      b.add_duplex(g, sw, pcie(gen4));
+      const DeviceId g = b.add_gpu(dev(node, fmt::format("gpu{}", i)), node, i, server.gpu);
+      b.add_duplex(g, sw, pcie(line));
       h.gpus.push_back(g);
     }
-    const DeviceId nic = b.add_nic(dev(node, fmt::format("nic{}", k)), node, k, kHdrPort);
-    b.add_duplex(nic, sw, nic_pcie(gen4));
+    const DeviceId nic = b.add_nic(dev(node, fmt::format("nic{}", k)), node, k, server.nic_port);
+    b.add_duplex(nic, sw, nic_pcie(line));
     h.nics.push_back(nic);
   }
   return h;

@@ -21,6 +21,8 @@
 ///   over a PCIe Gen5 switch holding 2 GPUs and their 2 NDR NICs (72 rails).
 /// - pcie-8gpu: 8 A100-PCIE-40GB without NVLink; 2 Intel Xeon (Ice Lake) CPUs, each with 2 PCIe
 ///   Gen4 switches, each switch holding 2 GPUs and 1 HDR NIC (4 NICs, rails 0-3).
+/// - pcie-h100: as pcie-8gpu with 8 H100-PCIE-80GB (H100 datasheet, PCIe column), PCIe Gen5,
+///   NDR 400 Gb/s NICs and Sapphire Rapids CPUs joined by UPI; no NVLink bridges.
 ///
 /// Device names: "n<node>.gpu<i>", "n<node>.nvswitch", "n<node>.pcie<k>", "n<node>.nic<rail>",
 /// "n<node>.cpu<socket>".
@@ -63,7 +65,16 @@ struct NodeHandles {
 };
 
 /// The server presets.
-enum class NodePreset : std::uint8_t { dgx_a100, dgx_a100_80gb, dgx_h100, dgx_h200, dgx_b200, gb200_nvl72, pcie_8gpu };
+enum class NodePreset : std::uint8_t {
+  dgx_a100,
+  dgx_a100_80gb,
+  dgx_h100,
+  dgx_h200,
+  dgx_b200,
+  gb200_nvl72,
+  pcie_8gpu,
+  pcie_h100
+};
 
 /// "dgx-a100", "dgx-a100-80gb", "dgx-h100", "dgx-h200", "dgx-b200", "gb200-nvl72", "pcie-8gpu".
 std::string_view to_string(NodePreset preset);
@@ -84,6 +95,14 @@ NodeHandles add_dgx_a100(ClusterBuilder& builder, int node, const GpuSpec& gpu);
 NodeHandles add_dgx_h100(ClusterBuilder& builder, int node, const GpuSpec& gpu);
 NodeHandles add_dgx_b200(ClusterBuilder& builder, int node);
 NodeHandles add_gb200_nvl72(ClusterBuilder& builder, int node);
-NodeHandles add_pcie_8gpu(ClusterBuilder& builder, int node);
+/// A PCIe server: 2 Intel CPUs, each with 2 PCIe switches of `generation` x16, each switch
+/// holding 2 GPUs and 1 NIC of `nic_port`; no NVLink.
+struct PcieServer {
+  const GpuSpec& gpu;
+  int generation = 4;
+  sim::Bandwidth nic_port;
+  sim::Bandwidth cpu_interconnect;
+};
+NodeHandles add_pcie_server(ClusterBuilder& builder, int node, const PcieServer& server);
 
 }  // namespace foresight::topo

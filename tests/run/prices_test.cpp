@@ -32,7 +32,10 @@ strategy::SimulationOutput simulate(const json& cluster, const strategy::PriceTa
 
 TEST_CASE("the stored price table names catalog GPUs, each with its source and basis", "[prices]") {
   const auto table = strategy::load_prices(strategy::default_prices_path());
-  REQUIRE(table.gpus.size() == topo::gpu_catalog().size() - 1);  // every model but the PCIe A100
+  // Every model but the PCIe boards (A100, H100), whose servers have no citable system power.
+  REQUIRE(table.gpus.size() == topo::gpu_catalog().size() - 2);
+  REQUIRE(table.find("A100-PCIE-40GB") == nullptr);
+  REQUIRE(table.find("H100-PCIE-80GB") == nullptr);
   for (const auto& g : table.gpus) {
     INFO(g.gpu);
     REQUIRE(g.gpu_watts > 0.0);

@@ -166,7 +166,7 @@ TEST_CASE("resolve_cluster sizes presets by GPU count", "[topologies]") {
 
 TEST_CASE("every listed cluster preset resolves", "[topologies]") {
   const auto presets = topo::known_cluster_presets();
-  REQUIRE(presets.size() == 9);
+  REQUIRE(presets.size() == 10);
   for (const auto& p : presets) {
     INFO(p.name);
     REQUIRE_FALSE(p.description.empty());

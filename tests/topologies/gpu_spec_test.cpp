@@ -7,11 +7,11 @@
 using namespace foresight;
 using topo::find_gpu_spec;
 
-TEST_CASE("the GPU catalog holds the eight datasheet models", "[topologies]") {
+TEST_CASE("the GPU catalog holds the nine datasheet models", "[topologies]") {
   const auto catalog = topo::gpu_catalog();
-  REQUIRE(catalog.size() == 8);
-  for (const char* name : {"V100-SXM2-32GB", "A100-SXM4-40GB", "A100-SXM4-80GB", "A100-PCIE-40GB",
-                           "H100-SXM5-80GB", "H200-SXM-141GB", "B200-SXM-180GB", "GB200-NVL-186GB"}) {
+  REQUIRE(catalog.size() == 9);
+  for (const char* name : {"V100-SXM2-32GB", "A100-SXM4-40GB", "A100-SXM4-80GB", "A100-PCIE-40GB", "H100-SXM5-80GB",
+                           "H100-PCIE-80GB", "H200-SXM-141GB", "B200-SXM-180GB", "GB200-NVL-186GB"}) {
     INFO(name);
     const auto& spec = find_gpu_spec(name);
     REQUIRE(spec.name == name);
@@ -41,6 +41,7 @@ TEST_CASE("a driver's device name resolves to its catalog model", "[topologies]"
   REQUIRE(named("Tesla V100-SXM2-16GB") == "V100-SXM2-32GB");
   REQUIRE(named("NVIDIA A100-PG509-200") == "A100-SXM4-40GB");
   REQUIRE(named("NVIDIA H100 80GB HBM3") == "H100-SXM5-80GB");
+  REQUIRE(named("NVIDIA H100 PCIe") == "H100-PCIE-80GB");
   REQUIRE(named("NVIDIA H200") == "H200-SXM-141GB");
   REQUIRE(named("NVIDIA B200") == "B200-SXM-180GB");
   REQUIRE(named("NVIDIA GB200") == "GB200-NVL-186GB");
@@ -114,4 +115,17 @@ TEST_CASE("Blackwell GPUs carry the per-GPU share of their system datasheets", "
   REQUIRE(gb200.bf16.per_second() == Approx(360e15 / 72 / 2));
   REQUIRE(gb200.memory_bandwidth.gigabytes_per_second() == Approx(576000.0 / 72));
   REQUIRE(72 * 2 * gb200.nvlink_bandwidth().gigabytes_per_second() / 1000.0 == Approx(130).epsilon(0.01));
+}
+
+TEST_CASE("H100 PCIe: the datasheet's PCIe column, dense figures half the with-sparsity ones", "[topologies]") {
+  const auto& pcie = find_gpu_spec("H100-PCIE-80GB");
+  const auto& sxm = find_gpu_spec("H100-SXM5-80GB");
+  REQUIRE(pcie.compute_capability == sxm.compute_capability);
+  REQUIRE(pcie.sm_count == 114);
+  REQUIRE(pcie.bf16.per_second() == Approx(1513e12 / 2));
+  REQUIRE(pcie.fp8.per_second() == Approx(3026e12 / 2));
+  REQUIRE(pcie.tf32.per_second() == Approx(756e12 / 2));
+  REQUIRE(pcie.memory_bandwidth.bytes_per_second() == Approx(2.0e12));
+  // NVLink bridge: 600 GB/s both ways = 12 links of 25 GB/s each way.
+  REQUIRE(pcie.nvlink_lanes * pcie.nvlink_lane.bytes_per_second() * 2 == Approx(600e9));
 }

@@ -17,7 +17,7 @@ using topo::DeviceKind;
 using topo::NodePreset;
 
 TEST_CASE("preset names round-trip and describe themselves", "[topologies]") {
-  REQUIRE(topo::node_presets().size() == 7);
+  REQUIRE(topo::node_presets().size() == 8);
   for (NodePreset p : topo::node_presets()) {
     REQUIRE(topo::find_node_preset(topo::to_string(p)) == p);
     REQUIRE_FALSE(topo::describe(p).empty());
@@ -178,4 +178,26 @@ TEST_CASE("pcie-8gpu: no NVLink, two switches per socket, four NICs", "[topologi
   REQUIRE_FALSE(n.nvls);
   REQUIRE(n.nics == 4);
   REQUIRE(n.cpu == sim::CpuVendor::intel);
+}
+
+TEST_CASE("pcie-h100: pcie-8gpu's layout with H100 PCIe GPUs, PCIe Gen5 and NDR NICs", "[topologies]") {
+  const auto c = topo::build_single_node(NodePreset::pcie_h100);
+  REQUIRE(c.gpu_count() == 8);
+  REQUIRE(devices_of_kind(c, DeviceKind::nvswitch) == 0);
+  REQUIRE(devices_of_kind(c, DeviceKind::pcie_switch) == 4);
+  REQUIRE(devices_of_kind(c, DeviceKind::nic) == 4);
+  REQUIRE(links_of_class(c, LinkClass::nvlink) == 0);
+  REQUIRE(links_of_class(c, LinkClass::pcie) == 32);
+  // Every PCIe link is Gen5 x16: 32 GT/s x 16 lanes x 128/130 / 8 = 63.02 GB/s each way; each NIC
+  // port is NDR, 400 Gb/s = 50 GB/s.
+  const double gen5 = 32e9 * 16 * 128.0 / 130.0 / 8.0;
+  for (sim::LinkId l = 0; l < c.link_count(); ++l) {
+    if (c.link(l).cls == LinkClass::pcie) REQUIRE(c.link(l).capacity.bytes_per_second() == Approx(gen5).epsilon(1e-12));
+  }
+  for (sim::GpuId g = 0; g < 8; ++g) {
+    REQUIRE(c.gpu_model(g).name == "H100-PCIE-80GB");
+    REQUIRE(c.gpu(g).nvlink_lanes == 0);
+  }
+  REQUIRE(c.node(0).nics == 4);
+  REQUIRE(c.node(0).nic.bytes_per_second() == Approx(50e9));
 }
