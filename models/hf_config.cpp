@@ -1,6 +1,6 @@
 // Hugging Face config.json import (load_hf_config of model_zoo.hpp): decoder-only transformers
-// in the GPT-2 style (transformers' GPT2Config) or the Llama style (LlamaConfig and the
-// Mistral, Qwen2 and similar configs that share its keys). The file belongs to another tool:
+// in the GPT-2 style (transformers' GPT2Config), the MPT style (MPTConfig: ALiBi) or the Llama
+// style (LlamaConfig and the Mistral, Qwen2 and similar configs that share its keys). The file belongs to another tool:
 // keys this import does not need are ignored, but every key it reads is type-checked.
 
 #include <fmt/core.h>
@@ -140,6 +140,75 @@ TransformerSpec llama_style(const JsonReader& r, const json& doc, const std::str
   return s;
 }
 
+/// MPT style (MosaicML's MPTConfig, model_type "mpt"): d_model, n_heads, n_layers; expansion_ratio
+/// (default 4, may be fractional), max_seq_len (default 2048), vocab_size (default 50368);
+/// attn_config.alibi (default false) gives ALiBi with no position table (MPT builds no wpe when
+/// alibi is on), else learned_pos_emb (default true) a learned table of max_seq_len rows,
+/// attn_config.rope RoPE, neither no position encoding; attn_config.attn_type
+/// "grouped_query_attention" with kv_n_heads; no_bias (default false) drops every linear bias;
+/// norm_type *layernorm or *rmsnorm; ffn_config.ffn_type "mptmlp" (GELU, the default) or
+/// "mptglu" (gated); tied embeddings (MPT's SharedEmbedding); dropout per resid_pdrop,
+/// emb_pdrop and attn_config.attn_pdrop (default 0).
+TransformerSpec mpt_style(const JsonReader& r, const json& doc) {
+  TransformerSpec s;
+  const int hidden = positive(r, doc, "d_model");
+  const int heads = positive(r, doc, "n_heads");
+  s.shape.layers = positive(r, doc, "n_layers");
+  s.shape.hidden = hidden;
+  s.shape.heads = heads;
+  s.shape.vocab = optional_positive(r, doc, "vocab_size").value_or(50368);
+  s.shape.seq_len = optional_positive(r, doc, "max_seq_len").value_or(2048);
+  const double expansion = optional_number(r, doc, "expansion_ratio", 4.0);
+  if (!(expansion > 0.0) || expansion * hidden > INT_MAX) {
+    r.fail(JsonPath{}.at("expansion_ratio"), fmt::format("expected a ratio > 0 giving at most {} FFN units, found {}",
+                                                         INT_MAX, expansion));
+  }
+  s.shape.ffn = static_cast<int>(expansion * hidden);  // MPTMLP: int(expansion_ratio * d_model)
+  s.shape.causal = true;
+  // attn_config: an object of MPT's attention options; absent means MPT's defaults.
+  const json empty = json::object();
+  const json& attn = unset(doc, "attn_config") ? empty : doc.at("attn_config");
+  const JsonPath ap = JsonPath{}.at("attn_config");
+  if (!attn.is_object()) r.fail(ap, fmt::format("expected an object, found {}", topo::shown(attn)));
+  const auto attn_bool = [&](std::string_view key) { return !unset(attn, key) && r.bool_at(attn, key, ap, kWhat); };
+  s.alibi = attn_bool("alibi");
+  s.rope = !s.alibi && attn_bool("rope");
+  s.positions = !s.alibi && !s.rope && optional_bool(r, doc, "learned_pos_emb", true) ? s.shape.seq_len : 0;
+  const std::string attn_type = unset(attn, "attn_type") ? "multihead_attention" : r.string_at(attn, "attn_type", ap, kWhat);
+  if (attn_type == "grouped_query_attention") {
+    s.shape.kv_heads = static_cast<int>(r.integer_at(attn, "kv_n_heads", ap, kWhat, 1, heads));
+  } else if (attn_type == "multihead_attention") {
+    s.shape.kv_heads = heads;
+  } else if (attn_type == "multiquery_attention") {
+    s.shape.kv_heads = 1;
+  } else {
+    r.fail(ap.at("attn_type"), fmt::format("expected multihead_attention, grouped_query_attention or "
+                                           "multiquery_attention, found \"{}\"", attn_type));
+  }
+  s.attention_dropout = !unset(attn, "attn_pdrop") && r.number_at(attn, "attn_pdrop", ap, kWhat) > 0.0;
+  const bool bias = !optional_bool(r, doc, "no_bias", false);
+  s.qkv_bias = s.proj_bias = s.mlp_bias = bias;
+  const std::string norm = optional_string(r, doc, "norm_type", "low_precision_layernorm");
+  if (norm.ends_with("rmsnorm")) {
+    s.norm = Norm::rmsnorm;
+  } else if (norm.ends_with("layernorm")) {
+    s.norm = Norm::layernorm;
+  } else {
+    r.fail(JsonPath{}.at("norm_type"), fmt::format("expected a layernorm or rmsnorm type, found \"{}\"", norm));
+  }
+  const json& ffn = unset(doc, "ffn_config") ? empty : doc.at("ffn_config");
+  const JsonPath fp = JsonPath{}.at("ffn_config");
+  if (!ffn.is_object()) r.fail(fp, fmt::format("expected an object, found {}", topo::shown(ffn)));
+  const std::string ffn_type = unset(ffn, "ffn_type") ? "mptmlp" : r.string_at(ffn, "ffn_type", fp, kWhat);
+  if (ffn_type != "mptmlp" && ffn_type != "mptglu") {
+    r.fail(fp.at("ffn_type"), fmt::format("expected mptmlp or mptglu, found \"{}\"", ffn_type));
+  }
+  s.shape.swiglu = ffn_type == "mptglu";  // a gated unit: two up-projections, as SwiGLU
+  s.tied_embeddings = optional_bool(r, doc, "tie_word_embeddings", true);
+  s.hidden_dropout = optional_number(r, doc, "resid_pdrop", 0.0) > 0.0 || optional_number(r, doc, "emb_pdrop", 0.0) > 0.0;
+  return s;
+}
+
 /// "_name_or_path" when the config has one, else the folder holding config.json, else the
 /// file's stem.
 std::string model_name(const std::string& path, const json& doc) {
@@ -163,7 +232,9 @@ Model load_hf_config(const std::string& path, int seq_len) {
     r.fail(JsonPath{}, fmt::format("expected {} (an object), found {}", kWhat, topo::shown(doc)));
   const std::string model_type = optional_string(r, doc, "model_type", "");
   const bool gpt2 = model_type == "gpt2" || (model_type.empty() && doc.contains("n_embd"));
-  TransformerSpec spec = gpt2 ? gpt2_style(r, doc) : llama_style(r, doc, model_type);
+  TransformerSpec spec = gpt2                   ? gpt2_style(r, doc)
+                         : model_type == "mpt" ? mpt_style(r, doc)
+                                               : llama_style(r, doc, model_type);
   spec.name = model_name(path, doc);
   if (seq_len > 0) spec.shape.seq_len = seq_len;
   try {

@@ -376,6 +376,9 @@ Layer attention_layer(std::string name, const AttentionShape& a) {
   if (a.rope)
     l.fwd.push_back(memory_op("rope_fwd", rope_dims, kRopeFlops * rope_elems, 2.0 * rope_elems));
   l.fwd.push_back(gemm_op("attn_scores", s, s, d, h, 3, qk_io, 0.0));
+  // ALiBi unfused: the bias (heads x 1 x s, broadcast) added to the scores, one read and one
+  // write of them (MPT's torch attention); its gradient passes through, no backward kernel.
+  if (a.alibi) l.fwd.push_back(memory_op("alibi_bias_fwd", prob_dims, kElementwiseFlops * probs, 2.0 * probs));
   // Scale, causal mask and softmax in one kernel (Megatron's FusedScaleMaskSoftmax).
   l.fwd.push_back(memory_op("softmax_fwd", prob_dims, kSoftmaxFlops * probs, 2.0 * probs));
   if (a.dropout)

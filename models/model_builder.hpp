@@ -120,9 +120,10 @@ struct AttentionShape {
   std::int64_t head_dim = 0;
   bool rope = false;     ///< rotary position embedding applied to queries and keys
   bool dropout = false;  ///< dropout on the attention probabilities
+  bool alibi = false;    ///< ALiBi: a per-head linear bias added to the scores (Press et al. 2022)
 };
 
-/// Forward: [RoPE,] scores Q K^T (gemm {s, s, d, heads}), scaled masked softmax, [dropout,]
+/// Forward: [RoPE,] scores Q K^T (gemm {s, s, d, heads}), [ALiBi bias add,] scaled masked softmax, [dropout,]
 /// context P V (gemm {s, d, s, heads}); the GEMMs have batch axis 3 (count = heads x micro-batch).
 /// Backward: the two input-gradient GEMMs of each product, [dropout and] softmax backward
 /// [, RoPE backward]. Saves Q, K, V, the softmax output [, dropout mask and dropout output].
@@ -187,7 +188,9 @@ struct TransformerSpec {
   std::string name;
   TransformerShape shape;  ///< layers, hidden, heads, kv_heads, ffn, vocab, seq_len, swiglu, causal
   int head_dim = 0;        ///< 0: hidden / heads
-  int positions = 0;       ///< rows of a learned absolute position table; 0: rotary (RoPE)
+  int positions = 0;       ///< rows of a learned absolute position table; 0: see rope and alibi
+  bool rope = true;        ///< without a table: rotary embeddings (RoPE); false: none (NoPE)
+  bool alibi = false;      ///< without a table: ALiBi biases on the scores instead of RoPE (MPT)
   int token_types = 0;     ///< rows of a token-type (segment) table (BERT); 0: none
   Norm norm = Norm::layernorm;
   bool pre_norm = true;           ///< pre-LN with a final norm (GPT, Llama); false: post-LN with an

@@ -77,8 +77,14 @@ Model build_transformer(const TransformerSpec& spec) {
   if (!spec.pre_norm) b.add(norm_layer("embed.norm", spec.norm, s, h));
   if (spec.hidden_dropout) b.add(dropout_layer("embed.dropout", tokens));
 
-  const AttentionShape attention{
-      s, t.heads, t.kv_heads, d, spec.positions == 0, spec.attention_dropout};
+  const bool table = spec.positions > 0;
+  const AttentionShape attention{s,
+                                 t.heads,
+                                 t.kv_heads,
+                                 d,
+                                 !table && spec.rope && !spec.alibi,
+                                 spec.attention_dropout,
+                                 !table && spec.alibi};
   for (int i = 0; i < t.layers; ++i) {
     b.set_block(i);
     const std::string p = fmt::format("h.{}.", i);

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "common/error.hpp"
+#include "models/model_builder.hpp"
 #include "models/model_zoo.hpp"
 #include "tests/test_paths.hpp"
 
@@ -79,6 +80,38 @@ TEST_CASE("HF Qwen2 config: QKV biases, GQA and tied embeddings", "[strategies]"
   CHECK(m.transformer->kv_heads == 2);
 }
 
+TEST_CASE("HF MPT config: ALiBi and no position table, no biases, tied embeddings", "[strategies]") {
+  // MPT-7B: h 4096, 32 layers of 32 heads, FFN 4 h, vocab 50432, no biases, LayerNorm, tied.
+  // Per layer: QKV 3 h^2, output h^2, MLP 2 x 4 h^2, two LayerNorms (the model's, scale and
+  // shift) 2 x 2 h. No position table: MPT builds none when alibi is on.
+  const Model m = load_hf_config(data_path("hf/mpt-7b/config.json"));
+  const long long h = 4096, v = 50432;
+  const long long per_layer = 12 * h * h + 4 * h;
+  CHECK(m.params() == v * h + 32 * per_layer + 2 * h);
+  CHECK(m.params() == Approx(6.7e9).epsilon(0.01));  // the model card's "6.7B"
+  CHECK(m.seq_len == 2048);
+  CHECK(m.transformer->kv_heads == 32);
+  CHECK_FALSE(m.transformer->swiglu);
+  // Every attention core adds the bias to its 32 x 2048 x 2048 scores, and nothing rotates.
+  int alibi = 0;
+  for (const Layer& l : m.layers) {
+    for (const auto& op : l.fwd) {
+      CHECK(op.kernel.rfind("rope", 0) != 0);
+      if (op.kernel == "alibi_bias_fwd") {
+        ++alibi;
+        CHECK(op.shape == std::vector<std::int64_t>{1, 32, 2048, 2048});  // per sample: batch 1
+      }
+    }
+    for (const auto& op : l.bwd) CHECK(op.kernel.find("alibi") == std::string::npos);  // identity gradient
+  }
+  CHECK(alibi == 32);
+  // Fused attention takes the slopes in its kernel: no bias kernel is left.
+  const Model fused = with_fused_attention(m);
+  for (const Layer& l : fused.layers) {
+    for (const auto& op : l.fwd) CHECK(op.kernel != "alibi_bias_fwd");
+  }
+}
+
 TEST_CASE("HF DeepSeek-style MoE config: dense first layers, routed and shared experts", "[strategies]") {
   const Model m = load_hf_config(data_path("hf/tiny-deepseek/config.json"));
   int experts_layers = 0, shared = 0, dense = 0;
@@ -128,6 +161,13 @@ TEST_CASE("bad HF configs are ModelErrors naming the file and the key", "[strate
     const std::string what = load_error("hf/bad_heads.json");
     CHECK(what.find("bad_heads.json") != std::string::npos);
     CHECK(what.find("5 key/value heads") != std::string::npos);
+  }
+  SECTION("MPT: an unknown attention type, a mistyped attn_config key") {
+    const std::string what = load_error("hf/bad_mpt_attn_type.json");
+    CHECK(what.find("/attn_config/attn_type") != std::string::npos);
+    CHECK(what.find("sliding_window") != std::string::npos);
+    const std::string alibi = load_error("hf/bad_mpt_alibi_type.json");
+    CHECK(alibi.find("/attn_config/alibi") != std::string::npos);
   }
   SECTION("missing file") {
     CHECK(load_error("hf/no_such_config.json").find("cannot open") != std::string::npos);
