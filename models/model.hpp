@@ -17,6 +17,7 @@ namespace foresight::strategy {
 /// Which of the two dtypes of a precision policy a kernel computes in.
 enum class MathKind : std::uint8_t {
   matmul,     ///< GEMMs (linear layers, attention products): tensor cores
+  matmul_fp8, ///< GEMMs in FP8 whatever the precision (Transformer Engine: with_fp8)
   conv,       ///< convolutions (cuDNN): tensor cores
   pointwise,  ///< memory-bound kernels: run in the activation dtype
 };

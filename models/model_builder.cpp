@@ -439,6 +439,44 @@ Model with_fused_attention(Model model) {
   return model;
 }
 
+Model with_fp8(Model model) {
+  for (Layer& l : model.layers) {
+    if (l.kind != "linear" || l.block < 0) continue;
+    const auto fwd = std::find_if(l.fwd.begin(), l.fwd.end(), [](const OpTemplate& t) { return t.kernel == "linear_fwd"; });
+    if (fwd == l.fwd.end() || fwd->math == MathKind::matmul_fp8) continue;
+    const std::int64_t rows = fwd->shape[0];
+    const std::int64_t out = fwd->shape[1];
+    const std::int64_t in = fwd->shape[2];
+    const double x = as_double(rows * in);
+    const double w = as_double(in * out);
+    const double dy = as_double(rows * out);
+    // Counted in elements of the precision's 2-byte activation dtype: read 2 bytes and write an
+    // FP8 copy and its FP8 transpose, 4 bytes, per element: 2 elements.
+    std::vector<OpTemplate> fwd_ops;
+    fwd_ops.push_back(memory_op("fp8_cast_transpose_input", {rows, in}, kElementwiseFlops * x, 2.0 * x));
+    OpTemplate cast_w = memory_op("fp8_cast_transpose_weight", {in, out}, kElementwiseFlops * w, 0.0, 2.0 * w);
+    cast_w.batched = false;
+    fwd_ops.push_back(cast_w);
+    for (OpTemplate t : l.fwd) {
+      if (t.kernel == "linear_fwd") t.math = MathKind::matmul_fp8;
+      fwd_ops.push_back(std::move(t));
+    }
+    std::vector<OpTemplate> bwd_ops;
+    bwd_ops.push_back(memory_op("fp8_cast_transpose_grad", {rows, out}, kElementwiseFlops * dy, 2.0 * dy));
+    for (OpTemplate t : l.bwd) {
+      if (t.kernel == "linear_dgrad" || t.kernel == "linear_wgrad") t.math = MathKind::matmul_fp8;
+      bwd_ops.push_back(std::move(t));
+    }
+    const double fwd_flops = l.fwd_flops;
+    const double bwd_flops = l.bwd_flops;
+    l.fwd = std::move(fwd_ops);
+    l.bwd = std::move(bwd_ops);
+    l.fwd_flops = fwd_flops;  // the model FLOPs MFU counts: the casts are not model work
+    l.bwd_flops = bwd_flops;
+  }
+  return model;
+}
+
 Layer loss_layer(std::string name, std::int64_t rows, std::int64_t classes) {
   const double n = as_double(rows * classes);
   const double r = as_double(rows);

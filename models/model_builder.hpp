@@ -136,6 +136,16 @@ Layer attention_layer(std::string name, const AttentionShape& shape);
 /// query row and head). Layer FLOPs stay the unfused model FLOPs that MFU counts.
 Model with_fused_attention(Model model);
 
+/// The model under Transformer Engine's FP8 recipe (TE's Linear in fp8_autocast, delayed
+/// scaling; Micikevicius et al. 2022): every linear layer inside a transformer block runs its
+/// three GEMMs (forward, input and weight gradients) in FP8. Before its forward GEMM, one kernel
+/// casts the input to FP8 with its transpose for the weight gradient (read 2 bytes, write 1 + 1
+/// per element, taking the amax), and one casts the weight likewise; before the gradient GEMMs
+/// one kernel casts the output gradient with its transpose. The embedding, the LM head, attention
+/// products, norms and everything else keep the precision's dtype, as Megatron-Core with
+/// --fp8-format does. Layer FLOPs (what MFU counts) are unchanged.
+Model with_fp8(Model model);
+
 /// Softmax cross-entropy over {rows, classes} logits (the loss: the model's last layer). Saves
 /// the log-probabilities.
 Layer loss_layer(std::string name, std::int64_t rows, std::int64_t classes);

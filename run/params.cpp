@@ -189,6 +189,9 @@ std::vector<Param> make_table() {
   t.push_back(of_kind("plan", "fused_attention", K::boolean, "", "false",
                       "FlashAttention-style fused attention instead of Megatron's unfused core",
                       store<P, &Plan::fused_attention>, echo<P, &Plan::fused_attention>));
+  t.push_back(of_kind("plan", "fp8", K::boolean, "", "false",
+                      "Transformer Engine FP8: the transformer blocks' linear GEMMs in FP8, with their casts (H100 and later)",
+                      store<P, &Plan::fp8>, echo<P, &Plan::fp8>));
   t.push_back(of_kind("plan", "placement", K::text, "", "tp-pp-dp (tp-dp-pp with ep > 1)",
                       "rank placement, innermost first: an order of tp, pp and dp joined by '-'", nullptr,
                       echo<P, &Plan::placement>));

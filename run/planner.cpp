@@ -45,7 +45,8 @@ double lower_bound(const Model& model, const Plan& plan, const ComputeModel& com
   const double fwd = model.fwd_flops() * plan.global_batch;
   const double flops = fwd + model.bwd_flops() * plan.global_batch + (plan.recompute == Recompute::full ? fwd : 0.0);
   OpTemplate probe;
-  probe.math = model.transformer ? MathKind::matmul : MathKind::conv;
+  // With FP8 the fastest kernels run at the FP8 peak: the bound takes it for every FLOP.
+  probe.math = model.transformer ? (plan.fp8 ? MathKind::matmul_fp8 : MathKind::matmul) : MathKind::conv;
   double rate = compute.peak(instantiate(probe, 1, plan, cc).dtype).per_second();
   if (!profiled) rate *= compute.constants().gemm_cap;
   rate *= std::max(1.0, plan.gemm_efficiency);

@@ -34,6 +34,7 @@ std::string plan_summary(const Plan& p, int cc) {
   if (p.hybrid_shard()) out += fmt::format(" sharded in groups of {} (hybrid)", p.shard_group);
   if (p.recompute != Recompute::none) out += fmt::format(", {} recompute", to_string(p.recompute));
   if (p.fused_attention) out += ", fused attention";
+  if (p.fp8) out += ", FP8 linear layers";
   out += fmt::format(", micro-batch {}, global batch {}", p.micro_batch, p.global_batch);
   if (p.grad_accum > 1) out += fmt::format(" ({} accumulation steps)", p.grad_accum);
   out += fmt::format(", {}, {}", prec, to_string(p.optimizer));
@@ -190,6 +191,18 @@ Model plan_model(const Scenario& scenario, const Plan& plan) {
                                          scenario.path, model.name));
     }
     model = with_fused_attention(std::move(model));
+  }
+  if (plan.fp8) {
+    if (!model.transformer) {
+      throw sim::ConfigError(fmt::format("{}: /plan/fp8: expected false for {}: FP8 applies to transformer blocks",
+                                         scenario.path, model.name));
+    }
+    if (plan.precision != Precision::bf16 && plan.precision != Precision::amp_bf16) {
+      throw sim::ConfigError(fmt::format("{}: /plan/fp8: expected precision bf16 or amp_bf16 with it (FP8 GEMMs, "
+                                         "BF16 elsewhere), found {}",
+                                         scenario.path, to_string(plan.precision)));
+    }
+    model = with_fp8(std::move(model));
   }
   // Bounded work: every layer runs forward and backward once per micro-batch and step, so a
   // graph has at least this many nodes; a plan past the graph's limit fails before any is built.
@@ -397,6 +410,17 @@ SimulationOutput compile_scenario(const Scenario& scenario, const SimulationInpu
   SimulationOutput out;
   out.model = plan_model(scenario, scenario.plan);
   out.cluster = plan_cluster(scenario, scenario.plan, inputs.cluster);
+  if (scenario.plan.fp8) {
+    const int ranks = scenario.plan.dp * scenario.plan.tp * scenario.plan.pp * scenario.plan.ep;
+    for (int g = 0; g < ranks; ++g) {
+      const topo::GpuSpec& spec = out.cluster->gpu_model(static_cast<sim::GpuId>(g));
+      if (spec.fp8.per_second() <= 0.0) {
+        throw sim::ConfigError(fmt::format("{}: /plan/fp8: expected GPUs with FP8 tensor cores (H100 and later), "
+                                           "found {} (GPU {})",
+                                           scenario.path, spec.name, g));
+      }
+    }
+  }
   compile_plan(out, scenario.plan, scenario.path, ComputeModel(out.cluster->gpu_model(0), inputs.profiles));
   report_memory(out, scenario.plan, out.report);
   return out;

@@ -166,6 +166,9 @@ struct Plan {
   /// FlashAttention-style fused attention kernels instead of Megatron's unfused core (which
   /// the SC21 runs used).
   bool fused_attention = false;
+  /// Transformer Engine FP8 for the transformer blocks' linear layers (strategy::with_fp8); needs
+  /// a GPU with FP8 tensor cores and a bf16 or amp_bf16 precision.
+  bool fp8 = false;
   /// Simulate one data-parallel replica and one tensor-parallel rank per stage for all the
   /// identical ones (docs/architecture.md, "Identical ranks"; strategies/hybrid_layout.hpp): the same
   /// answer for a fraction of the work. Off by choice, and by itself on mixed GPU models.

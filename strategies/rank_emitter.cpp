@@ -6,6 +6,7 @@ namespace foresight::strategy {
 namespace {
 
 sim::DType math_dtype(MathKind m, const Plan& plan, int cc) {
+  if (m == MathKind::matmul_fp8) return sim::DType::fp8;
   switch (plan.precision) {
     case Precision::fp32:
       if (m == MathKind::conv) return plan.tf32_conv && cc >= 80 ? sim::DType::tf32 : sim::DType::fp32;

@@ -15,11 +15,18 @@ int split_axis(const OpTemplate& t, TpRole role, bool sp) {
       if (k == "linear_fwd") return 1;    // m = rows, n = out / t, k = in
       if (k == "linear_dgrad") return 2;  // m = rows, n = in, k = out / t
       if (k == "linear_wgrad") return 0;  // m = out / t, n = in, k = rows
+      // FP8 casts (with_fp8), {1, dims...}: the weight {in, out / t} and the output gradient
+      // {rows, out / t} are sharded; the input is whole on every rank.
+      if (k == "fp8_cast_transpose_weight" || k == "fp8_cast_transpose_grad") return 2;
       return -1;
     case TpRole::row:
       if (k == "linear_fwd") return 2;    // k = in / t
       if (k == "linear_dgrad") return 1;  // n = in / t
       if (k == "linear_wgrad") return 1;  // n = in / t
+      // FP8 casts: the input {rows, in / t} and the weight {in / t, out} are sharded; the output
+      // gradient is whole.
+      if (k == "fp8_cast_transpose_input") return 2;
+      if (k == "fp8_cast_transpose_weight") return 1;
       return -1;
     case TpRole::sharded:
       if (t.type == sim::OpType::gemm) return 3;       // batched GEMMs {m, n, k, heads}

@@ -1,0 +1,153 @@
+// FP8 training as Transformer Engine runs it: the transformer blocks' linear GEMMs in FP8 with
+// their casts, everything else in BF16; only on GPUs with FP8 tensor cores.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "exec/op_signature.hpp"
+#include "models/compute_model.hpp"
+#include "models/model_builder.hpp"
+#include "models/model_zoo.hpp"
+#include "run/calibration.hpp"
+#include "run/scenario.hpp"
+#include "run/simulation.hpp"
+#include "strategies/rank_emitter.hpp"
+#include "topologies/gpu_spec.hpp"
+
+using namespace foresight;
+using namespace foresight::strategy;
+using nlohmann::json;
+
+namespace {
+
+const OpTemplate* find_op(const std::vector<OpTemplate>& ops, const std::string& kernel) {
+  const auto it = std::find_if(ops.begin(), ops.end(), [&](const OpTemplate& t) { return t.kernel == kernel; });
+  return it == ops.end() ? nullptr : &*it;
+}
+
+SimulationOutput simulate(const json& plan_extra, const std::string& preset = "dgx-h100") {
+  json doc{{"model", {{"name", "gpt3-1.3b"}}},
+           {"cluster", {{"preset", preset}, {"gpus", 8}}},
+           {"plan", {{"tp", 2}, {"dp", 4}, {"micro_batch", 2}, {"global_batch", 16}, {"precision", "bf16"},
+                     {"optimizer", "adam"}, {"fused_attention", true}, {"steps", 2}}},
+           {"workload", {{"steps", 2}}}};
+  for (const auto& [k, v] : plan_extra.items()) doc["plan"][k] = v;
+  SimulationInputs inputs;
+  inputs.collectives = run::default_collective_config();
+  return simulate_scenario(parse_scenario(doc, "fp8.json"), inputs);
+}
+
+}  // namespace
+
+TEST_CASE("with_fp8: block linear GEMMs in FP8 with a cast before each, the rest untouched", "[fp8]") {
+  const Model base = build_model("gpt3-125m");
+  const Model fp8 = with_fp8(base);
+  REQUIRE(fp8.layers.size() == base.layers.size());
+  REQUIRE(fp8.fwd_flops() == base.fwd_flops());  // model FLOPs: the casts are not model work
+  REQUIRE(fp8.bwd_flops() == base.bwd_flops());
+  int converted = 0;
+  for (std::size_t i = 0; i < base.layers.size(); ++i) {
+    const Layer& b = base.layers[i];
+    const Layer& f = fp8.layers[i];
+    INFO(b.name);
+    if (b.kind != "linear" || b.block < 0) {  // the LM head, norms, attention: as they were
+      REQUIRE(f.fwd.size() == b.fwd.size());
+      for (const OpTemplate& t : f.fwd) REQUIRE(t.math != MathKind::matmul_fp8);
+      continue;
+    }
+    ++converted;
+    const OpTemplate* gemm = find_op(f.fwd, "linear_fwd");
+    REQUIRE(gemm != nullptr);
+    REQUIRE(gemm->math == MathKind::matmul_fp8);
+    REQUIRE(find_op(f.bwd, "linear_dgrad")->math == MathKind::matmul_fp8);
+    REQUIRE(find_op(f.bwd, "linear_wgrad")->math == MathKind::matmul_fp8);
+    // linear_fwd {rows, out, in}: the input cast moves rows x in elements in and twice out (FP8
+    // and its transpose, 1 byte each: 2 bytes = 1 element of 2), the output gradient's rows x out.
+    const double rows = static_cast<double>(gemm->shape[0]);
+    const double out = static_cast<double>(gemm->shape[1]);
+    const double in = static_cast<double>(gemm->shape[2]);
+    REQUIRE(find_op(f.fwd, "fp8_cast_transpose_input")->act_elems == 2.0 * rows * in);
+    const OpTemplate* w = find_op(f.fwd, "fp8_cast_transpose_weight");
+    REQUIRE(w->param_elems == 2.0 * in * out);
+    REQUIRE_FALSE(w->batched);
+    REQUIRE(find_op(f.bwd, "fp8_cast_transpose_grad")->act_elems == 2.0 * rows * out);
+    // Casts come first: the GEMM needs their output.
+    REQUIRE(f.fwd.front().kernel == "fp8_cast_transpose_input");
+    REQUIRE(f.bwd.front().kernel == "fp8_cast_transpose_grad");
+  }
+  REQUIRE(converted == 12 * 4);  // QKV, output projection, MLP up and down in each of 12 blocks
+  // Applying it twice changes nothing more.
+  REQUIRE(with_fp8(fp8).layers[5].fwd.size() == fp8.layers[5].fwd.size());
+}
+
+TEST_CASE("an FP8 GEMM signature runs at the FP8 peak: half a BF16 GEMM's time on an H100", "[fp8]") {
+  const auto& h100 = topo::find_gpu_spec("H100-SXM5-80GB");
+  const ComputeModel compute(h100);
+  Plan plan;
+  plan.precision = Precision::bf16;
+  OpTemplate t;
+  t.type = sim::OpType::gemm;
+  t.kernel = "linear_fwd";
+  t.shape = {8192, 8192, 8192, 1};
+  t.flops = 2.0 * 8192.0 * 8192.0 * 8192.0;
+  t.act_elems = 2.0 * 8192.0 * 8192.0;
+  t.param_elems = 8192.0 * 8192.0;
+  t.math = MathKind::matmul;
+  const sim::OpSignature bf16 = instantiate(t, 1, plan, h100.compute_capability);
+  t.math = MathKind::matmul_fp8;
+  const sim::OpSignature fp8 = instantiate(t, 1, plan, h100.compute_capability);
+  REQUIRE(bf16.dtype == sim::DType::bf16);
+  REQUIRE(fp8.dtype == sim::DType::fp8);
+  REQUIRE(fp8.bytes == bf16.bytes / 2.0);  // 1-byte operands
+  // Same tiles and waves, peak 1979 against 989.4 TFLOP/s; the launch gap is the same in both.
+  const double gap = compute.constants().launch_gap.seconds();
+  const double ratio = (compute.duration(bf16).seconds() - gap) / (compute.duration(fp8).seconds() - gap);
+  REQUIRE(ratio == Approx(1979.0 / 989.4).epsilon(1e-6));
+}
+
+TEST_CASE("an FP8 plan: its linear GEMMs are FP8 kernels, TP shards their casts, and the step is faster", "[fp8]") {
+  const auto off = simulate(json::object());
+  const auto on = simulate(json{{"fp8", true}});
+  REQUIRE(on.report.iteration_time_s < off.report.iteration_time_s);
+  const auto& g = on.compiled.graph;
+  int fp8_gemms = 0;
+  bool weight_cast_seen = false;
+  for (const sim::OpSignature& sig : g.signatures) {
+    if (sig.kernel.rfind("linear_", 0) == 0 && sig.dtype == sim::DType::fp8) ++fp8_gemms;
+    if (sig.kernel == "fp8_cast_transpose_weight") {
+      // gpt3-1.3b (h 2048): QKV {1, 2048, 6144 / 2}, output projection {1, 2048 / 2, 2048}, MLP
+      // up {1, 2048, 8192 / 2}, down {1, 8192 / 2, 2048}: TP 2 shards every weight cast.
+      weight_cast_seen = true;
+      REQUIRE(sig.shape[1] * sig.shape[2] * 2 <= 2048LL * 8192LL);
+    }
+  }
+  REQUIRE(fp8_gemms > 0);
+  REQUIRE(weight_cast_seen);
+  // The LM head stays BF16: the only BF16 linear GEMM is the head's, whose n is the vocabulary
+  // shard (50257 / 2), wider than any block's (8192 / 2 at most); fused attention stays BF16.
+  int bf16_forward = 0;
+  for (const sim::OpSignature& sig : g.signatures) {
+    if (sig.kernel == "linear_fwd" && sig.dtype == sim::DType::bf16) {
+      ++bf16_forward;
+      REQUIRE(sig.shape[1] > 8192 / 2);
+    }
+    if (sig.type == sim::OpType::attention) REQUIRE(sig.dtype == sim::DType::bf16);
+  }
+  REQUIRE(bf16_forward >= 1);
+}
+
+TEST_CASE("FP8 needs FP8 tensor cores, a BF16 precision and a transformer", "[fp8]") {
+  using Catch::Matchers::Contains;
+  REQUIRE_THROWS_WITH(simulate(json{{"fp8", true}}, "dgx-a100"),
+                      Contains("/plan/fp8") && Contains("FP8 tensor cores") && Contains("A100-SXM4-40GB"));
+  REQUIRE_THROWS_WITH(simulate(json{{"fp8", true}, {"precision", "fp16"}}),
+                      Contains("/plan/fp8") && Contains("bf16 or amp_bf16") && Contains("fp16"));
+  json doc{{"model", {{"name", "resnet50"}}},
+           {"cluster", {{"preset", "dgx-h100"}, {"gpus", 8}}},
+           {"plan", {{"dp", 8}, {"micro_batch", 32}, {"precision", "bf16"}, {"fp8", true}}},
+           {"workload", {{"steps", 2}}}};
+  REQUIRE_THROWS_WITH(simulate_scenario(parse_scenario(doc, "cnn.json"), SimulationInputs{}),
+                      Contains("/plan/fp8") && Contains("transformer"));
+}
