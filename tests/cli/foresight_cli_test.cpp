@@ -321,7 +321,8 @@ TEST_CASE("foresight validate: every dataset with its error, JSON, Markdown and 
   for (const char* s : {"== thetagpu_resnet18_ddp: MAPE", "== thetagpu_resnet18_gpipe: MAPE", "== nccl_busbw: MAPE",
                         "== gemm_and_memory: MAPE", "== megatron_sc21_table1", "== h200_steps_analytical: MAPE",
                         "== h200_steps_profile: MAPE", "== h200_steps_replay: MAPE", "== h200_kernels_gemm: MAPE",
-                        "== h200_kernels_memory: MAPE", "== h100_steps_analytical: MAPE", "14 datasets, 14 passed, 0 failed"}) {
+                        "== h200_kernels_memory: MAPE", "== h100_steps_analytical: MAPE", "== h100_gemm: MAPE",
+                        "15 datasets, 15 passed, 0 failed"}) {
     REQUIRE(r.out.find(s) != std::string::npos);
   }
   std::ifstream m(md);
@@ -332,9 +333,9 @@ TEST_CASE("foresight validate: every dataset with its error, JSON, Markdown and 
   const std::string json_path = scratch("validation.json");
   const auto j = run_foresight("validate --no-traces --json -o " + json_path);
   REQUIRE(j.status == 0);
-  REQUIRE(j.out.find("validate: [5/14] megatron_sc21_table1: MAPE") != std::string::npos);
+  REQUIRE(j.out.find("validate: [5/15] megatron_sc21_table1: MAPE") != std::string::npos);
   const auto doc = nlohmann::json::parse(slurp(json_path));
-  REQUIRE(doc.at("datasets").size() == 14);
+  REQUIRE(doc.at("datasets").size() == 15);
   REQUIRE(doc.at("datasets").at(0).at("threshold_pct") == 10);
 
   // A suite whose threshold the model misses: exit 1, the dataset named, the report still printed.
