@@ -45,6 +45,30 @@ Node collective(sim::RankId rank, std::uint32_t comm, double bytes, sim::StreamI
   return n;
 }
 
+/// A GEMM's and a memory-bound kernel's signatures: kernel families for the contention tests.
+sim::OpSignature gemm_signature() {
+  sim::OpSignature s;
+  s.type = sim::OpType::gemm;
+  s.kernel = "linear_fwd";
+  s.shape = {1024, 1024, 1024, 1};
+  return s;
+}
+
+sim::OpSignature memory_signature() {
+  sim::OpSignature s;
+  s.kernel = "add";
+  s.shape = {1 << 20};
+  return s;
+}
+
+/// A compute node of `g` running a kernel of `sig`'s family.
+Node typed_compute(sim::ExecutionGraph& g, sim::RankId rank, sim::Time duration, sim::StreamId stream,
+                   const sim::OpSignature& sig) {
+  Node n = compute(rank, duration, stream);
+  n.signature = g.add_signature(sig);
+  return n;
+}
+
 sim::ExecutionGraph ranks(int n, bool shared_host = false) {
   sim::ExecutionGraph g;
   for (int r = 0; r < n; ++r) g.add_rank(static_cast<sim::GpuId>(r), shared_host ? 0 : static_cast<std::uint32_t>(r));
@@ -262,19 +286,8 @@ TEST_CASE("each kernel family slows by its own factor; a uniform factor replaces
   // at T + 400 - T / (1 + s) = 400 + T s / (1 + s): factors 0.5 and 0.25 give T / 3 and T / 5.
   auto g = ranks(2);
   const auto comm = g.add_communicator({0, 1});
-  sim::OpSignature gemm;
-  gemm.type = sim::OpType::gemm;
-  gemm.kernel = "linear_fwd";
-  gemm.shape = {1024, 1024, 1024, 1};
-  sim::OpSignature copy;
-  copy.kernel = "add";
-  copy.shape = {1 << 20};
-  Node a = compute(0, 400_us);
-  a.signature = g.add_signature(gemm);
-  Node b = compute(0, 400_us, 3);
-  b.signature = g.add_signature(copy);
-  const auto ka = g.add(a);
-  const auto kb = g.add(b);
+  const auto ka = g.add(typed_compute(g, 0, 400_us, 1, gemm_signature()));
+  const auto kb = g.add(typed_compute(g, 0, 400_us, 3, memory_signature()));
   const auto untyped = g.add(compute(0, 400_us, 4));
   g.add(collective(0, comm, 32e6));
   g.add(collective(1, comm, 32e6));
@@ -303,21 +316,11 @@ TEST_CASE("a collective waits for the running kernels that hold every SM, not fo
   // GEMM ends (400 us), before the second starts.
   auto g = ranks(2);
   const auto comm = g.add_communicator({0, 1});
-  sim::OpSignature gemm;
-  gemm.type = sim::OpType::gemm;
-  gemm.kernel = "linear_fwd";
-  gemm.shape = {1024, 1024, 1024, 1};
-  sim::OpSignature copy;
-  copy.kernel = "add";
-  copy.shape = {1 << 20};
-  Node a = compute(0, 400_us);
-  a.signature = g.add_signature(gemm);
-  const auto g1 = g.add(a);
-  const auto g2 = g.add(a);
+  const Node gemm = typed_compute(g, 0, 400_us, 1, gemm_signature());
+  const auto g1 = g.add(gemm);
+  const auto g2 = g.add(gemm);
   g.add(compute(0, 100_us, 2));
-  Node m = compute(0, 300_us, 3);
-  m.signature = g.add_signature(copy);
-  g.add(m);
+  g.add(typed_compute(g, 0, 300_us, 3, memory_signature()));
   const auto c0 = g.add(collective(0, comm, 32e6));
   const auto c1 = g.add(collective(1, comm, 32e6));
   const sim::Time t = alone(sim::CollectiveOp::all_reduce, 32e6);
