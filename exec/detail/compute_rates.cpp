@@ -10,6 +10,7 @@ ComputeRates::End ComputeRates::start(NodeId n, RankId r, Time duration, double 
   op.generation = next_generation_++;
   op.remaining_ps = static_cast<double>(duration.ps());
   op.slowdown = slowdown;
+  any_slowdown_ = any_slowdown_ || slowdown > 0.0;
   op.rate = comm_active_[r] > 0 ? 1.0 / (1.0 + slowdown) : 1.0;
   op.updated = now;
   running_[r].push_back(n);

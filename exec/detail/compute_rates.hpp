@@ -1,9 +1,9 @@
 #pragma once
 /// The executor's running compute ops and their speed. A compute op runs at full speed, or at
 /// 1 / (1 + its slowdown) while its rank communicates (ExecutorOptions::comm_compute_slowdown and
-/// comm_compute_slowdown_by_type: SMs and memory shared with NCCL's kernels). When a rank starts or stops communicating, its running
-/// ops keep the work done so far and get a new end; each end carries a generation so that the
-/// executor ignores the event of an end that moved.
+/// comm_compute_slowdown_by_type: SMs and memory shared with NCCL's kernels). When a rank starts
+/// or stops communicating, its running ops keep the work done so far and get a new end; each end
+/// carries a generation so that the executor ignores the event of an end that moved.
 
 #include <cstdint>
 #include <unordered_map>
@@ -41,7 +41,7 @@ class ComputeRates {
     const bool was = comm_active_[r] > 0;
     comm_active_[r] += delta;
     const bool is = comm_active_[r] > 0;
-    if (was == is) return;
+    if (was == is || !any_slowdown_) return;  // the common case where nothing slows: no lookups
     for (const NodeId n : running_[r]) {
       const Op& op = ops_.at(n);
       if (op.slowdown == 0.0) continue;
@@ -60,6 +60,7 @@ class ComputeRates {
   End respeed(NodeId n, Time now, double rate);
   End next_end(Op& op);
 
+  bool any_slowdown_ = false;  ///< some op started with a slowdown above 0
   std::vector<int> comm_active_;
   std::vector<std::vector<NodeId>> running_;  ///< per rank, in start order
   std::unordered_map<NodeId, Op> ops_;        ///< compute ops running now
