@@ -237,6 +237,8 @@ KinetoTrace parse_kineto(const std::string& text, const std::string& origin) {
   return t;
 }
 
+std::string read_trace_text(const std::string& path) { return read_text(path); }
+
 KinetoTrace load_kineto(const std::string& path) { return parse_kineto(read_text(path), path); }
 
 std::string gunzip(std::string_view bytes, const std::string& origin, std::size_t max_bytes) {

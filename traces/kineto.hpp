@@ -89,6 +89,9 @@ struct KinetoTrace {
   const KinetoStep& step_at(int index) const;
 };
 
+/// The text of a trace file: a .json file's bytes, a .json.gz file's decompressed; TraceError
+/// naming the file when it is not a regular file, is too large, or is corrupt.
+std::string read_trace_text(const std::string& path);
 /// Reads `path` (.json or .json.gz); TraceError as described above.
 KinetoTrace load_kineto(const std::string& path);
 /// The decompressed bytes of gzip data (one member or several concatenated); TraceError naming
