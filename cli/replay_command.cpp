@@ -16,7 +16,9 @@
 #include "traces/kineto.hpp"
 #include "traces/profile_db_json.hpp"
 #include "traces/profile_import.hpp"
+#include "traces/pytorch_et.hpp"
 #include "traces/replay.hpp"
+#include "validate/et_replay.hpp"
 #include "validate/trace_replay.hpp"
 
 namespace foresight::cli {
@@ -36,6 +38,7 @@ struct ReplayOptions {
   std::string comm_groups;       ///< Chakra: the comm-group file
   std::string network;           ///< Chakra: the network model
   bool step_given = false;
+  bool from_shapes = false;  ///< host+device ETs: kernels timed from their shapes
 };
 
 /// The replay options the library takes (validate/trace_replay.hpp).
@@ -185,8 +188,75 @@ int run_chakra(const ReplayOptions& o) {
   return replay_chakra({o.traces.front(), o.comm_groups, o.cluster, o.gpus, o.network, o.json, o.output, o.trace});
 }
 
+/// PyTorch execution traces (host ETs, or Chakra's host+device ETs): validate/et_replay.hpp.
+int run_pytorch_et(const ReplayOptions& o) {
+  const auto refuse = [](bool given, std::string_view flag) {
+    if (given) throw sim::ConfigError(fmt::format("{}: applies to Kineto traces, not to PyTorch execution traces", flag));
+  };
+  refuse(o.step_given, "--step");
+  refuse(!o.trace_gpu.empty(), "--trace-gpu");
+  refuse(o.keep_stalls, "--keep-stalls");
+  refuse(o.compare_kernels, "--compare-kernels");
+  if (!o.comm_groups.empty()) throw sim::ConfigError("--comm-groups: applies to Chakra ETs; PyTorch execution traces name their groups");
+  std::vector<trace::PytorchEt> ets;
+  for (const std::string& path : o.traces) {
+    for (trace::PytorchEt& e : trace::load_pytorch_ets(path)) ets.push_back(std::move(e));
+  }
+  validate::EtReplaySettings s;
+  if (!o.cluster.empty()) s.cluster = o.cluster;
+  s.gpus = o.gpus;
+  if (!o.network.empty()) s.network = o.network;
+  s.measured = !o.from_shapes;
+  const validate::EtReplay r = validate::replay_execution_traces(ets, s);
+  Outputs out;
+  write_timeline(out, o, r.graph.graph, r.result, r.cluster.name());
+  if (o.json) {
+    out.emit(o.output, validate::et_replay_json(r, ets, s).dump(1) + "\n");
+    out.commit();
+    return 0;
+  }
+  const trace::EtGraph& g = r.graph;
+  std::string kinds;
+  for (const auto& [name, n] : g.collective_kinds) kinds += fmt::format("{}{} {}", kinds.empty() ? "" : ", ", name, n);
+  const bool device = std::all_of(ets.begin(), ets.end(), [](const trace::PytorchEt& e) { return e.has_device_ops(); });
+  std::string text = fmt::format(
+      "trace       {}: {} rank{}, PyTorch execution trace schema {} ({})\n"
+      "ops         {} ops: {} kernels ({} GEMMs, {} convolutions, {} attention, {} memory-bound), {} collectives{}, {} "
+      "stream waits, {} host syncs\n"
+      "timing      {}\n"
+      "cluster     {} ({} GPUs), {} network{}\n",
+      o.traces.front(), ets.size(), ets.size() == 1 ? "" : "s", ets.front().schema.empty() ? "not recorded" : ets.front().schema,
+      device ? "host+device" : "host only", g.ops, g.kernels, g.gemms, g.convolutions, g.attention, g.memory, g.collectives,
+      kinds.empty() ? "" : " (" + kinds + ")", g.waits, g.host_syncs,
+      g.measured ? "the recorded times of the GPU ops and of the host between them"
+                 : fmt::format("kernels timed from their shapes by the {} compute model; host time {:g} us per operator, "
+                               "{:g} us more per call from Python, {:g} us per launch",
+                               r.cluster.gpu_model(0).name, trace::EtGraphOptions{}.op_overhead.microseconds(),
+                               trace::EtGraphOptions{}.python_overhead.microseconds(), trace::EtGraphOptions{}.launch.microseconds()),
+      r.cluster.name(), r.cluster.gpu_count(), s.network,
+      g.stands_for > static_cast<int>(ets.size()) ? fmt::format("; each trace stands for {} identical ranks", g.stands_for) : "");
+  std::string per_rank;
+  for (std::size_t k = 0; k < r.replayed_s.size() && k < 16; ++k) per_rank += fmt::format("{}{:.3f}", k == 0 ? "" : ", ", r.replayed_s[k] * 1e3);
+  if (r.replayed_s.size() > 16) per_rank += ", ...";
+  text += fmt::format("replayed    {:.3f} ms per iteration (the slowest rank; per rank: {} ms)\n", r.iteration_s * 1e3, per_rank);
+  if (g.recorded_s) {
+    text += fmt::format("recorded    {:.3f} ms (first to last recorded op), replay {:+.1f}%\n", *g.recorded_s * 1e3,
+                        (r.iteration_s - *g.recorded_s) / *g.recorded_s * 100.0);
+  }
+  out.emit(o.output, text);
+  out.commit();
+  return 0;
+}
+
 int run_replay(const ReplayOptions& o) {
   if (std::any_of(o.traces.begin(), o.traces.end(), is_chakra_input)) return run_chakra(o);
+  if (std::any_of(o.traces.begin(), o.traces.end(), trace::is_pytorch_et_path)) {
+    if (!std::all_of(o.traces.begin(), o.traces.end(), trace::is_pytorch_et_path)) {
+      throw sim::ConfigError("replay: PyTorch execution traces and Kineto traces cannot be replayed together");
+    }
+    return run_pytorch_et(o);
+  }
+  if (o.from_shapes) throw sim::ConfigError("--from-shapes: applies to PyTorch execution traces, not to Kineto traces");
   if (!o.comm_groups.empty() || !o.network.empty()) {
     throw sim::ConfigError(fmt::format("{}: applies to Chakra ETs, not to Kineto traces", o.comm_groups.empty() ? "--network" : "--comm-groups"));
   }
@@ -241,13 +311,15 @@ void add_replay_command(CLI::App& app, Runner& run) {
                 "with the measured step; or replay MLCommons Chakra execution traces (ASTRA-sim's per-rank .et files)");
   cmd->add_option("traces", o->traces,
                   "Kineto traces (.json, .json.gz, or a .tar.gz of several ranks); several: a joint replay. Or Chakra ETs: "
-                  "a directory of PREFIX.RANK.et files, a PREFIX, or one rank's file")
+                  "a directory of PREFIX.RANK.et files, a PREFIX, or one rank's file. Or PyTorch execution traces (host "
+                  "ETs, or Chakra's host+device ETs: .json, .json.gz, or a .tar.gz of one per rank)")
       ->required();
   cmd->add_option("--comm-groups", o->comm_groups,
                   "Chakra: the comm-group file ({\"pg_name\": [ranks]}, ASTRA-sim's --comm-group-configuration); default "
                   "PREFIX.comm_groups.json when present");
   cmd->add_option("--network", o->network,
-                  "Chakra: the network model, analytical or flow (default: the one the ETs were simulated with, else flow)")
+                  "Chakra and PyTorch ETs: the network model, analytical or flow (default: the one the ETs were simulated "
+                  "with, else flow)")
       ->check(CLI::IsMember({"analytical", "flow"}));
   auto* step = cmd->add_option("--step", o->step,
                   "Which ProfilerStep to replay, 0-based in the (first) trace; negative counts from the end (default: the "
@@ -258,6 +330,9 @@ void add_replay_command(CLI::App& app, Runner& run) {
   cmd->add_option("--trace-gpu", o->trace_gpu,
                   "The catalog model the traces ran on (foresight --list), where their recorded GPU name is not one; "
                   "kernels are retimed when --cluster's GPUs are another model");
+  cmd->add_flag("--from-shapes", o->from_shapes,
+                "PyTorch host+device ETs: time kernels from their shapes on --cluster's GPU, as for host ETs, instead of "
+                "their recorded times");
   cmd->add_flag("--keep-stalls", o->keep_stalls,
                 "Keep the GPU's unexplained stalls (queued work held with nothing recorded to wait for: work the trace "
                 "lacks) as GPU time of their measured length");

@@ -25,6 +25,8 @@
 #include "topologies/topology_report.hpp"
 #include "validate/simulation_timeline.hpp"
 #include "validate/suite_report.hpp"
+#include "traces/pytorch_et.hpp"
+#include "validate/et_replay.hpp"
 #include "validate/trace_replay.hpp"
 
 namespace foresight::python {
@@ -319,12 +321,15 @@ py::object py_replay(py::handle traces, py::handle step, py::handle cluster, py:
   if (!trace_gpu.is_none()) settings.trace_gpu = py::str(trace_gpu).cast<std::string>();
   settings.keep_stalls = keep_stalls;
   const std::string trace = optional_path(timeline, "trace");
+  const bool pytorch_ets = !paths.empty() && std::all_of(paths.begin(), paths.end(), trace::is_pytorch_et_path);
+  if (pytorch_ets && (!step.is_none() || !trace_gpu.is_none() || keep_stalls)) {
+    throw sim::ConfigError("step, trace_gpu and keep_stalls apply to Kineto traces, not to PyTorch execution traces");
+  }
   nlohmann::json out;
   {
     const py::gil_scoped_release unlocked;
-    // As cli/replay_command.cpp's replay_one and replay_joint with --json.
+    // As cli/replay_command.cpp's replay_one, replay_joint and run_pytorch_et with --json.
     if (paths.empty()) throw sim::ConfigError("replay: expected at least one trace file");
-    const std::vector<trace::KinetoTrace> loaded = validate::load_kineto_traces(paths);
     const auto write_timeline = [&](const sim::ExecutionGraph& graph, const sim::ExecutionResult& result,
                                     const std::string& cluster_name) {
       if (trace.empty()) return;
@@ -332,14 +337,29 @@ py::object py_replay(py::handle traces, py::handle step, py::handle cluster, py:
         validate::write_replay_timeline(os, paths, graph, result, cluster_name);
       });
     };
-    if (loaded.size() == 1) {
-      const validate::RankReplay r = validate::replay_rank(loaded.front(), settings);
+    if (pytorch_ets) {
+      // PyTorch execution traces, as cli/replay_command.cpp's run_pytorch_et with --json.
+      std::vector<trace::PytorchEt> ets;
+      for (const std::string& p : paths) {
+        for (trace::PytorchEt& e : trace::load_pytorch_ets(p)) ets.push_back(std::move(e));
+      }
+      validate::EtReplaySettings s;
+      if (!settings.cluster.empty()) s.cluster = settings.cluster;
+      s.gpus = settings.gpus;
+      const validate::EtReplay r = validate::replay_execution_traces(ets, s);
       write_timeline(r.graph.graph, r.result, r.cluster.name());
-      out = validate::replay_json(r, loaded.front(), settings);
+      out = validate::et_replay_json(r, ets, s);
     } else {
-      const validate::JointReplay r = validate::replay_joint(loaded, settings);
-      write_timeline(r.graph.graph, r.result, r.cluster.name());
-      out = validate::replay_json(r, settings);
+      const std::vector<trace::KinetoTrace> loaded = validate::load_kineto_traces(paths);
+      if (loaded.size() == 1) {
+        const validate::RankReplay r = validate::replay_rank(loaded.front(), settings);
+        write_timeline(r.graph.graph, r.result, r.cluster.name());
+        out = validate::replay_json(r, loaded.front(), settings);
+      } else {
+        const validate::JointReplay r = validate::replay_joint(loaded, settings);
+        write_timeline(r.graph.graph, r.result, r.cluster.name());
+        out = validate::replay_json(r, settings);
+      }
     }
   }
   return to_python(out);
@@ -490,7 +510,8 @@ PYBIND11_MODULE(foresight, m) {
         arg("gpus") = none, arg("trace_gpu") = none, arg("keep_stalls") = false, arg("trace") = none,
         "replay(traces, *, step=None, cluster=None, gpus=None, trace_gpu=None, keep_stalls=False, trace=None)\n"
         "    -> dict\n\n"
-        "Replays one step of PyTorch-profiler (Kineto) traces (a path, or a list of paths: a joint replay)\n"
+        "Replays one step of PyTorch-profiler (Kineto) traces (a path, or a list of paths: a joint replay),\n"
+        "or one iteration of PyTorch execution traces (host or host+device ETs),\n"
         "and returns the dict `foresight replay --json` prints. step: 0-based, negative from the end\n"
         "(default: the last); cluster, gpus, trace_gpu, keep_stalls: the CLI's options; trace: write the\n"
         "replayed timeline to this file.");

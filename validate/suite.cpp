@@ -13,12 +13,14 @@
 #include "topologies/cluster_builders.hpp"
 #include "common/json_reader.hpp"
 #include "traces/kineto.hpp"
+#include "traces/pytorch_et.hpp"
 #include "traces/replay.hpp"
 #include "validate/collective_fit.hpp"
 #include "validate/gemm_dataset.hpp"
 #include "validate/gpu_steps_dataset.hpp"
 #include "validate/kernel_sweep_dataset.hpp"
 #include "validate/megatron_dataset.hpp"
+#include "validate/et_dataset.hpp"
 #include "validate/trace_retime.hpp"
 
 #ifndef FORESIGHT_SHARED_DIR
@@ -192,6 +194,8 @@ DatasetResult run_traces(const std::string& dir) {
     }
   }
   std::sort(files.begin(), files.end());
+  // PyTorch execution traces are the execution_traces dataset's (validate/et_dataset.hpp).
+  std::erase_if(files, [&](const std::string& f) { return trace::is_pytorch_et_path((fs::path(dir) / f).string()); });
   const topo::Cluster one_gpu = topo::resolve_cluster("dgx-a100", 1);
   int replayed = 0;
   for (const std::string& f : files) {
@@ -460,7 +464,8 @@ std::vector<DatasetResult> run_suite(const Suite& suite, const Calibration& cali
     out.push_back(std::move(r));
   }
   if (!options.traces_dir.empty()) {
-    for (DatasetResult t : {run_traces(options.traces_dir), run_trace_retime(options.traces_dir)}) {
+    for (DatasetResult t : {run_traces(options.traces_dir), run_trace_retime(options.traces_dir),
+                            run_execution_traces(options.traces_dir)}) {
       summarize(t);
       if (options.on_dataset) options.on_dataset(t);
       out.push_back(std::move(t));

@@ -186,3 +186,39 @@ TEST_CASE("foresight simulate --chakra-out writes per-rank Chakra ETs that repla
   REQUIRE(missing.out.find("rank 1 missing") != std::string::npos);
   fs::remove_all(dir);
 }
+
+TEST_CASE("foresight replay of a PyTorch execution trace: its ops costed from their shapes on the cluster", "[cli][replay]") {
+  const std::string et = foresight::test::data_path("traces/tiny_host_et.json");
+  const auto r = run_foresight("replay " + et + " --json --network analytical");
+  REQUIRE(r.status == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  REQUIRE(j["format"] == "pytorch_et");
+  REQUIRE(j["schema"] == "1.1.0-chakra.0.0.4");
+  REQUIRE(j["ranks"] == 1);
+  REQUIRE(j["timing"] == "modelled");
+  REQUIRE(j["ops"] == 3);
+  REQUIRE(j["kernels"] == 3);
+  REQUIRE(j["gemms"] == 1);
+  REQUIRE(j["host_syncs"] == 1);
+  REQUIRE(j["recorded_s"].is_null());
+  // The host's part alone is 24 us (tests/traces/pytorch_et_test.cpp); the kernels add to it.
+  REQUIRE(j["iteration_s"].get<double>() > 24e-6);
+  REQUIRE(j["replayed_s"][0] == j["iteration_s"]);
+  // On another cluster its kernels are costed for that cluster's GPU.
+  const std::string v100 = foresight::test::source_path("validate/data/topologies/v100-8gpu.json");
+  const auto v = run_foresight("replay " + et + " --network analytical --cluster " + v100);
+  REQUIRE(v.status == 0);
+  REQUIRE(v.out.find("kernels timed from their shapes by the V100-SXM2-32GB compute model") != std::string::npos);
+  REQUIRE(v.out.find("cluster     v100-8gpu (8 GPUs), analytical network") != std::string::npos);
+  const auto text = run_foresight("replay " + et);
+  REQUIRE(text.status == 0);
+  REQUIRE(text.out.find("1 rank, PyTorch execution trace schema 1.1.0-chakra.0.0.4 (host only)") != std::string::npos);
+  REQUIRE(text.out.find("3 kernels (1 GEMMs, 0 convolutions, 0 attention, 2 memory-bound)") != std::string::npos);
+  // Kineto's flags are refused, and a trace of another kind cannot join.
+  const auto step = run_foresight("replay " + et + " --step 1");
+  REQUIRE(step.status == 1);
+  REQUIRE(step.out.find("--step: applies to Kineto traces, not to PyTorch execution traces") != std::string::npos);
+  const auto mixed = run_foresight("replay " + et + " " + foresight::test::data_path("traces/mini_kineto.json"));
+  REQUIRE(mixed.status == 1);
+  REQUIRE(mixed.out.find("PyTorch execution traces and Kineto traces cannot be replayed together") != std::string::npos);
+}

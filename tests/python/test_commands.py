@@ -102,3 +102,12 @@ def test_validate_equals_cli_json(cli, source_root, tmp_path):
 def test_validate_unknown_dataset_names_the_known_ones():
     with pytest.raises(foresight.ConfigError, match=r"datasets: expected names of .*nccl_busbw.*found \"nccl\""):
         foresight.validate(datasets=["nccl"])
+
+
+def test_replay_of_an_execution_trace_equals_cli_json(cli, test_data):
+    et = test_data / "traces" / "tiny_host_et.json"
+    replayed = foresight.replay(et)
+    assert replayed == cli.json("replay", et, "--json")
+    assert replayed["format"] == "pytorch_et" and replayed["kernels"] == 3
+    with pytest.raises(foresight.ConfigError, match="apply to Kineto traces"):
+        foresight.replay(et, step=0)

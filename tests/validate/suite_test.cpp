@@ -190,9 +190,10 @@ TEST_CASE("trace replay cases: skipped with a message when the folder is absent"
   validate::Suite none;
   none.path = "empty";
   const auto rs = validate::run_suite(none, stored(), run::default_calibration_path(), o);
-  REQUIRE(rs.size() == 2);
+  REQUIRE(rs.size() == 3);
   REQUIRE(rs[0].name == "trace_replay");
   REQUIRE(rs[1].name == "trace_retime");
+  REQUIRE(rs[2].name == "execution_traces");
   for (const auto& r : rs) {
     REQUIRE(r.cases.empty());
     REQUIRE_THAT(r.message, Contains("skipped: /nonexistent/traces") && Contains("is absent"));
@@ -200,5 +201,6 @@ TEST_CASE("trace replay cases: skipped with a message when the folder is absent"
   }
   // Counted as skipped, not as passed.
   REQUIRE_THAT(validate::suite_text(rs),
-               Contains("2 datasets, 0 passed, 0 failed, 2 skipped (trace_replay, trace_retime: their data is absent"));
+               Contains("3 datasets, 0 passed, 0 failed, 3 skipped (trace_replay, trace_retime, execution_traces: their data is "
+                        "absent"));
 }
