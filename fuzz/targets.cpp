@@ -19,6 +19,8 @@
 #include "traces/chakra_graph.hpp"
 #include "traces/kineto.hpp"
 #include "traces/profile_db_json.hpp"
+#include "traces/pytorch_et.hpp"
+#include "traces/pytorch_et_graph.hpp"
 
 namespace foresight::fuzz {
 namespace {
@@ -148,14 +150,29 @@ void fuzz_chakra(std::string_view input) {
   sim::check_graph(g.graph, cluster);
 }
 
+void fuzz_pytorch_et(std::string_view input) {
+  const trace::PytorchEt et = trace::parse_pytorch_et(std::string(input), kOrigin);
+  trace::EtGraphOptions options;
+  options.kernel_time = [](const sim::OpSignature& s) {
+    return sim::Time::from_seconds(std::min(1.0, std::max(s.flops / kPeakFlops, s.bytes / kMemoryBandwidth)));
+  };
+  const trace::EtGraph g = trace::pytorch_et_graph({et}, options);
+  // Replay's cluster is sized to the groups: a lone ET standing for more GPUs than a fuzz
+  // cluster holds is the ConfigError replay would give.
+  static const topo::Cluster cluster = topo::resolve_cluster("dgx-a100", 8);
+  if (g.stands_for > static_cast<int>(cluster.gpu_count())) return;
+  sim::check_graph(g.graph, cluster);
+}
+
 std::span<const FuzzTarget> fuzz_targets() {
-  static constexpr std::array<FuzzTarget, 6> kTargets{{
+  static constexpr std::array<FuzzTarget, 7> kTargets{{
       {"scenario", fuzz_scenario},
       {"topology", fuzz_topology},
       {"profile_db", fuzz_profile_db},
       {"kineto", fuzz_kineto},
       {"kineto_archive", fuzz_kineto_archive},
       {"chakra", fuzz_chakra},
+      {"pytorch_et", fuzz_pytorch_et},
   }};
   return kTargets;
 }

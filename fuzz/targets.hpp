@@ -32,6 +32,11 @@ void fuzz_kineto_archive(std::string_view input);
 /// kChakraSeparator; an input without the separator is one rank's ET and no comm groups.
 void fuzz_chakra(std::string_view input);
 
+/// A PyTorch execution trace's JSON text (traces/pytorch_et.hpp) turned into a graph
+/// (traces/pytorch_et_graph.hpp, kernels timed by an A100's roofline) and checked as replay
+/// checks it (exec/graph_check.hpp).
+void fuzz_pytorch_et(std::string_view input);
+
 inline constexpr std::string_view kChakraSeparator = "\n--FORESIGHT-RANK--\n";
 inline constexpr std::size_t kMaxChakraRanks = 8;
 

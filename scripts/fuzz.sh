@@ -4,7 +4,7 @@
 # each for SECONDS (default 60) on its corpus. New crash inputs go to fuzz/findings/<target>/;
 # the script exits 1 when any target found something.
 #
-#   scripts/fuzz.sh [SECONDS] [TARGET...]     targets: scenario topology profile_db kineto kineto_archive chakra
+#   scripts/fuzz.sh [SECONDS] [TARGET...]     targets: scenario topology profile_db kineto kineto_archive chakra pytorch_et
 #
 # Corpora: fuzz/corpus/<target>/ (committed: seeds and minimized findings, which the tests/fuzz
 # suite replays in every build) plus the repository's own inputs, copied into
@@ -16,13 +16,13 @@ set -euo pipefail
 seconds=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(scenario topology profile_db kineto kineto_archive chakra)
+[ ${#targets[@]} -gt 0 ] || targets=(scenario topology profile_db kineto kineto_archive chakra pytorch_et)
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 build=build-fuzz
 
 # The largest input libFuzzer makes, per target: a few times its largest seed.
-declare -A max_len=([scenario]=8192 [topology]=16384 [profile_db]=32768 [kineto]=16384 [kineto_archive]=32768 [chakra]=65536)
+declare -A max_len=([scenario]=8192 [topology]=16384 [profile_db]=32768 [kineto]=16384 [kineto_archive]=32768 [chakra]=65536 [pytorch_et]=16384)
 
 if [ ! -f "$build/build.ninja" ]; then
   # -fsanitize=fuzzer-no-link gives every library libFuzzer's coverage; the fuzz executables add
@@ -43,6 +43,7 @@ seeds() {
     kineto) ls tests/data/traces/*.json ;;
     kineto_archive) ls tests/data/traces/*.gz examples/traces/*.gz ;;
     chakra) ;;  # fuzz/corpus/chakra holds ETs exported by `foresight simulate --chakra-out`
+    pytorch_et) ;;  # fuzz/corpus/pytorch_et holds host ETs of both layouts
   esac
 }
 

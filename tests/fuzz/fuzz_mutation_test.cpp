@@ -41,7 +41,7 @@ std::size_t env_count(const char* name, std::size_t fallback) {
 /// The longest input per target: scripts/fuzz.sh's -max_len, a few times the largest seed.
 std::size_t max_size(std::string_view target) {
   if (target == "scenario") return 8192;
-  if (target == "topology" || target == "kineto") return 16384;
+  if (target == "topology" || target == "kineto" || target == "pytorch_et") return 16384;
   if (target == "chakra") return 65536;
   return 32768;  // profile_db, kineto_archive
 }
