@@ -104,6 +104,7 @@ FlowId FlowNetwork::start_flow(const FlowRequest& request) {
   f.bound = standalone_bound(f);
   f.updated = now;
   f.notify = request.notify;
+  f.bottleneck = kUnsolved;
   f.active = true;
   ++f.generation;
   ++active_;
@@ -153,6 +154,7 @@ void FlowNetwork::adopt(const FlowState& state) {
   f.bound = standalone_bound(f);
   f.updated = state.updated;
   f.notify = state.notify;
+  f.bottleneck = kUnsolved;  // solved on another network: any change of its links re-solves it
   f.active = true;
   ++f.generation;
   ++active_;
@@ -278,19 +280,31 @@ void FlowNetwork::settle() {
   settle_pending_ = false;
   if (dirty_.empty()) return;
   std::vector<std::uint32_t> set;
+  std::vector<LinkId> full;  // links whose every flow is re-solved
   std::size_t expanded = 0;
+  std::size_t expanded_full = 0;
+  const auto include = [&](std::uint32_t s) {
+    Flow& g = flows_[s];
+    if (g.mark == settle_) return;
+    g.mark = settle_;
+    if (g.old_mark != settle_) {
+      g.old_mark = settle_;
+      g.old_rate = g.rate;
+    }
+    set.push_back(s);
+  };
   for (;;) {
+    // A changed link can only move the flows it holds back (their bottleneck) and flows not
+    // solved yet; the others keep their rates unless rule (2) below finds one too fast.
     for (; expanded < dirty_.size(); ++expanded) {
+      const auto l = static_cast<std::int64_t>(dirty_[expanded]);
       for (const std::uint32_t s : links_[dirty_[expanded]].flows) {
-        Flow& g = flows_[s];
-        if (g.mark == settle_) continue;
-        g.mark = settle_;
-        if (g.old_mark != settle_) {
-          g.old_mark = settle_;
-          g.old_rate = g.rate;
-        }
-        set.push_back(s);
+        const std::int64_t b = flows_[s].bottleneck;
+        if (b == l || b == kUnsolved) include(s);
       }
+    }
+    for (; expanded_full < full.size(); ++expanded_full) {
+      for (const std::uint32_t s : links_[full[expanded_full]].flows) include(s);
     }
     solve(set);
     bool grew = false;
@@ -304,16 +318,19 @@ void FlowNetwork::settle() {
     for (const std::uint32_t s : set) {
       const Flow& f = flows_[s];
       if (changed(f.new_rate, f.old_rate)) {
-        for (const LinkId l : f.path) add(l);
-      } else if (f.bottleneck >= 0) {
-        const auto b = static_cast<LinkId>(f.bottleneck);
-        if (links_[b].dirty_mark == settle_) continue;
-        for (const std::uint32_t g : links_[b].flows) {
-          if (flows_[g].mark != settle_ && changed(flows_[g].rate, f.new_rate) &&
-              flows_[g].rate > f.new_rate) {
-            add(b);
-            break;
-          }
+        for (const LinkId l : f.path) add(l);  // (1)
+      }
+      if (f.bottleneck < 0) continue;
+      // (2) A flow held at its rate runs faster than a re-solved flow on the latter's
+      // bottleneck: every flow of that link is re-solved.
+      const auto b = static_cast<LinkId>(f.bottleneck);
+      if (links_[b].full_mark == settle_) continue;
+      for (const std::uint32_t g : links_[b].flows) {
+        if (flows_[g].mark != settle_ && changed(flows_[g].rate, f.new_rate) && flows_[g].rate > f.new_rate) {
+          links_[b].full_mark = settle_;
+          full.push_back(b);
+          grew = true;
+          break;
         }
       }
     }

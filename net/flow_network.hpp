@@ -3,13 +3,18 @@
 ///
 /// Rates are re-solved only around the links touched when flows start or end. All starts and
 /// ends of one instant are batched into one re-solve (an event at priority::settle). The re-solve
-/// runs progressive filling over the flows crossing the "dirty" links, holding every other flow
-/// at its current rate, then widens the dirty set only where the answer could be wrong:
-/// (1) every link of a flow whose rate changed, (2) the bottleneck link of a re-solved flow where
-/// a held flow runs faster than it. When neither adds a link, every flow has a saturated
-/// bottleneck on which it is among the fastest, which characterizes THE max-min fair allocation
-/// (Bertsekas & Gallager, Data Networks, 2nd ed., sec. 6.5.2), so the incremental answer equals a
-/// global re-solve; tests/net/flow_network_test.cpp checks it against one on random instances.
+/// runs progressive filling over the flows that a "dirty" link may move (those it was the
+/// bottleneck of, and flows not solved yet), holding every other flow at its current rate, then
+/// widens where the answer could be wrong: (1) the links of a flow whose rate changed become
+/// dirty, (2) on the bottleneck link of a re-solved flow where a held flow runs faster than it,
+/// every flow is re-solved. A held flow keeps its last bottleneck: a saturated link on which it
+/// was among the fastest and whose flows and rates have not changed (else it would be dirty and
+/// the flow re-solved). When neither rule widens the set, every flow has a saturated bottleneck
+/// on which it is among the fastest, which characterizes THE max-min fair allocation (Bertsekas &
+/// Gallager, Data Networks, 2nd ed., sec. 6.5.2), so the incremental answer equals a global
+/// re-solve; tests/net/flow_network_test.cpp checks it against one on random instances. Links
+/// with room to spare (a pooled spine, a NIC below its rate) hold nobody back, so their many
+/// flows are not re-solved when one of them starts or ends.
 
 #include <cstdint>
 #include <vector>
@@ -73,7 +78,7 @@ class FlowNetwork final : public NetworkModel, private EventHandler {
     double old_rate = 0.0;         ///< rate before this settle began
     std::uint64_t old_mark = 0;    ///< == settle_ when old_rate is recorded
     double new_rate = 0.0;
-    std::int64_t bottleneck = -1;  ///< link that froze it, -1 for its own cap
+    std::int64_t bottleneck = -1;  ///< link that froze it, -1 for its own cap, kUnsolved before its first solve
     bool frozen = false;
   };
   struct Link {
@@ -82,6 +87,7 @@ class FlowNetwork final : public NetworkModel, private EventHandler {
     double carried = 0.0;              ///< bytes carried by finished flows and progress so far
     // Scratch state of the current re-solve.
     std::uint64_t dirty_mark = 0;  ///< == settle_ when the link is in the dirty set
+    std::uint64_t full_mark = 0;   ///< == settle_ when every flow of the link is re-solved
     std::uint64_t mark = 0;        ///< == epoch_ when residual/count are valid
     double residual = 0.0;
     double count = 0.0;  ///< weight of the re-solved flows not yet frozen
@@ -89,6 +95,7 @@ class FlowNetwork final : public NetworkModel, private EventHandler {
   };
 
   enum EventKind : std::uint32_t { kSettle = 1, kFlowDone = 2 };
+  static constexpr std::int64_t kUnsolved = -2;
 
   void handle(Simulator& sim, const Event& event) override;
   void mark_dirty(LinkId l);
