@@ -59,7 +59,9 @@ void LayerPass::forward_layer(std::size_t i) {
   if (model_.layers[i].experts > 0) {
     experts(i, true);
   } else {
-    for (const OpTemplate& t : model_.layers[i].fwd) run(t, i, sim::Phase::forward, plan_.dispatch_forward);
+    for (const OpTemplate& t : model_.layers[i].fwd) {
+      if (!cached_cast(t)) run(t, i, sim::Phase::forward, plan_.dispatch_forward);
+    }
   }
   if (!tp_[i].forward_after.empty()) waits_.push_back(collectives(tp_[i].forward_after, {last_}, sim::Phase::forward));
 }
@@ -116,10 +118,21 @@ NodeId LayerPass::ready() {
   return last_ = e_.graph().add(std::move(n));
 }
 
+bool LayerPass::cached_cast(const OpTemplate& t) const {
+  return (micro_ > 0 || recomputing_) && t.kernel == "fp8_cast_transpose_weight";
+}
+
 NodeId LayerPass::forward(std::size_t first, std::size_t last, NodeId in) {
   if (in != kNoNode) waits_.push_back(in);
   for (std::size_t i = first; i < last; ++i) forward_layer(i);
   return ready();
+}
+
+NodeId LayerPass::recompute(std::size_t first, std::size_t last, NodeId in) {
+  recomputing_ = true;
+  const NodeId out = forward(first, last, in);
+  recomputing_ = false;
+  return out;
 }
 
 NodeId LayerPass::backward(std::size_t first, std::size_t last, NodeId in, bool reduce, std::vector<NodeId>& comm,
@@ -137,7 +150,9 @@ NodeId LayerPass::backward(std::size_t first, std::size_t last, NodeId in, bool 
       std::size_t begin = i;
       while (plan_.recompute == Recompute::full && begin > first && model_.layers[begin - 1].block == layer.block) --begin;
       waits_.insert(waits_.end(), pending.begin(), pending.end());
+      recomputing_ = true;
       for (std::size_t k = begin; k <= i; ++k) forward_layer(k);
+      recomputing_ = false;
       pending = std::move(waits_);
       waits_.clear();
     }

@@ -24,6 +24,8 @@ class LayerPass {
   /// Returns the node after which the output is ready (the last kernel, or the collective that
   /// completes it).
   sim::NodeId forward(std::size_t first, std::size_t last, sim::NodeId in);
+  /// The same, recomputing activations before a backward pass: FP8 weights are not cast again.
+  sim::NodeId recompute(std::size_t first, std::size_t last, sim::NodeId in);
 
   /// Backward kernels of layers [first, last), last to first, the first waiting for `in`. After
   /// each layer's kernels, `after_layer(i, its last kernel)` (gradient buckets). ZeRO-3's
@@ -37,6 +39,9 @@ class LayerPass {
   sim::NodeId run(const OpTemplate& t, std::size_t i, sim::Phase phase, sim::Time dispatch);
   sim::NodeId gather(std::size_t i, sim::Phase phase);
   void forward_layer(std::size_t i);
+  /// Whether `t` is an FP8 weight cast that Transformer Engine serves from its cache: after the
+  /// step's first micro-batch (Megatron passes is_first_microbatch), and in recompute.
+  bool cached_cast(const OpTemplate& t) const;
   /// Routed experts' forward or backward pass: permute, dispatch all-to-all, each local
   /// expert's FFN at its tokens, combine all-to-all, unpermute; the backward pass mirrored.
   void experts(std::size_t i, bool forward);
@@ -53,6 +58,7 @@ class LayerPass {
   bool layer_recompute_;
   bool zero3_;
   int micro_;
+  bool recomputing_ = false;             ///< forward kernels re-run before a backward pass
   sim::NodeId last_ = kNoNode;           ///< the last kernel on the compute stream
   std::vector<sim::NodeId> waits_;       ///< what the next kernel must wait for
 };

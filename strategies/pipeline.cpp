@@ -131,7 +131,7 @@ class StageCompiler {
       in = transfer(sim::OpKind::recv, streams::p2p_recv_bwd, gc + 1, boundary_bytes(chunks_[static_cast<std::size_t>(gc + 1)]),
                     1, "recv gradients", sim::Phase::backward, micro);
     }
-    if (recomputes(micro)) in = forward(ch, micro, in);
+    if (recomputes(micro)) in = forward(ch, micro, in, true);
     const bool reduce = plan_.replicas() > 1 && ++backwards_[{t.step, t.task.chunk}] == plan_.grad_accum;
     const NodeId last = backward(t.task.chunk, micro, in, reduce);
     if (gc > 0) {
@@ -225,10 +225,11 @@ class StageCompiler {
     return id;
   }
 
-  /// The chunk's forward (with its tensor-parallel collectives); returns when its output is ready.
-  NodeId forward(const PipelineChunk& ch, int micro, NodeId in) {
+  /// The chunk's forward (with its tensor-parallel collectives), or its recompute before the
+  /// backward pass; returns when its output is ready.
+  NodeId forward(const PipelineChunk& ch, int micro, NodeId in, bool recompute = false) {
     LayerPass pass(model_, plan_, tp_, e_, comm_id_, false, micro);
-    return pass.forward(ch.first, ch.last, in);
+    return recompute ? pass.recompute(ch.first, ch.last, in) : pass.forward(ch.first, ch.last, in);
   }
 
   /// The chunk's backward; returns when its input gradient is ready.

@@ -151,3 +151,31 @@ TEST_CASE("FP8 needs FP8 tensor cores, a BF16 precision and a transformer", "[fp
   REQUIRE_THROWS_WITH(simulate_scenario(parse_scenario(doc, "cnn.json"), SimulationInputs{}),
                       Contains("/plan/fp8") && Contains("transformer"));
 }
+
+TEST_CASE("FP8 weights are cast once per step: later micro-batches and recompute use TE's cached copy", "[fp8]") {
+  // Every FP8 linear layer casts its input in each forward pass and its weight only in the
+  // step's first micro-batch (Megatron's is_first_microbatch), never in a recompute. With
+  // micro-batches per step m, input casts are m times the weight casts.
+  const auto casts = [](const SimulationOutput& out) {
+    const auto& g = out.compiled.graph;
+    std::pair<long, long> n{0, 0};  // input casts, weight casts
+    for (const sim::Node& node : g.nodes) {
+      if (node.kind != sim::OpKind::compute || node.signature == sim::kNoSignature) continue;
+      const std::string& k = g.signatures[node.signature].kernel;
+      n.first += k == "fp8_cast_transpose_input";
+      n.second += k == "fp8_cast_transpose_weight";
+    }
+    return n;
+  };
+  for (const int m : {1, 4}) {
+    for (const char* recompute : {"none", "full"}) {
+      INFO("micro-batches " << m << ", recompute " << recompute);
+      const auto out = simulate(json{{"fp8", true}, {"micro_batch", 4 / m}, {"recompute", recompute}});
+      const auto [inputs, weights] = casts(out);
+      REQUIRE(weights > 0);
+      // Full recompute re-runs each block's forward (input casts again, weights cached).
+      const long passes = std::string(recompute) == "full" ? 2 * m : m;
+      REQUIRE(inputs == passes * weights);
+    }
+  }
+}
