@@ -33,6 +33,7 @@ constexpr std::array<std::string_view, 4> kRecomputes{"none", "full", "except_la
 constexpr std::array<std::string_view, 2> kScaleAxes{"dp", "pp"};
 constexpr std::array<std::string_view, 2> kNetworks{"analytical", "flow"};
 constexpr std::array<std::string_view, 2> kCommContention{"off", "measured"};
+constexpr std::array<std::string_view, 2> kZero3Schedules{"fsdp", "deepspeed"};
 constexpr std::array<std::string_view, 3> kDistributions{"balanced", "zipf", "histogram"};
 constexpr std::array<std::string_view, 2> kRoles{"calibration", "prediction"};
 
@@ -180,6 +181,10 @@ std::vector<Param> make_table() {
   t.push_back(integer("plan", "shard_group", "ranks", "0 (the whole data-parallel group)", 0, 1 << 20,
                       "hybrid sharding (FSDP HYBRID_SHARD): ZeRO shards over groups of this many data-parallel ranks",
                       store<P, &Plan::shard_group>, echo<P, &Plan::shard_group>));
+  t.push_back(choice("plan", "zero3_schedule", kZero3Schedules, "fsdp",
+                     "ZeRO-3's parameter gathers: fsdp (PyTorch FSDP: one unit per transformer block, at most two "
+                     "gathered units in flight, BACKWARD_PRE prefetch) or deepspeed (each layer's, issued ahead)",
+                     store<P, &Plan::zero3_schedule>, echo<P, &Plan::zero3_schedule, &kZero3Schedules>));
   t.push_back(of_kind("plan", "sequence_parallel", K::boolean, "", "false",
                       "Megatron sequence parallelism (needs tp > 1)", store<P, &Plan::sequence_parallel>,
                       echo<P, &Plan::sequence_parallel>));

@@ -23,7 +23,8 @@ LayerPass::LayerPass(const Model& model, const Plan& plan, const std::vector<TpE
       dp_comm_(dp_comm),
       layer_recompute_(layer_recompute),
       zero3_(plan.zero == 3 && plan.dp > 1),
-      micro_(micro) {}
+      micro_(micro),
+      fsdp_(zero3_ && plan.zero3_schedule == Zero3Schedule::fsdp) {}
 
 NodeId LayerPass::collectives(const std::vector<TpCollective>& list, std::vector<NodeId> after, sim::Phase phase) {
   std::erase(after, kNoNode);
@@ -49,8 +50,55 @@ NodeId LayerPass::gather(std::size_t i, sim::Phase phase) {
                           phase, micro_);
 }
 
+std::size_t LayerPass::unit_first(std::size_t i) const {
+  const int b = model_.layers[i].block;
+  while (b >= 0 && i > 0 && model_.layers[i - 1].block == b) --i;
+  return i;
+}
+
+std::size_t LayerPass::unit_last(std::size_t i) const {
+  const int b = model_.layers[i].block;
+  while (b >= 0 && i + 1 < model_.layers.size() && model_.layers[i + 1].block == b) ++i;
+  return i;
+}
+
+NodeId LayerPass::unit_gather(std::size_t first, sim::Phase phase) {
+  const auto it = gathered_.find(first);
+  if (it != gathered_.end()) return it->second;
+  double params = 0.0;
+  for (std::size_t k = first; k <= unit_last(first); ++k) params += tp_layer_params(model_.layers[k], plan_.tp);
+  if (params <= 0.0) return gathered_[first] = kNoNode;
+  std::vector<NodeId> deps;
+  if (frees_.size() >= 2) {
+    // limit_all_gathers: the host blocks on the oldest free before a third unit's gather.
+    sim::Node wait = e_.make(sim::OpKind::sync, sim::kHostStream, "FSDP rate limit: wait for a free", phase);
+    wait.deps = {frees_.front()};
+    wait.micro_batch = micro_;
+    frees_.pop_front();
+    e_.graph().add(std::move(wait));
+  }
+  const int b = model_.layers[first].block;
+  const std::string name = b >= 0 ? "block " + std::to_string(b) + " parameters" : model_.layers[first].name + " parameters";
+  return gathered_[first] = e_.dp_collective(sim::CollectiveOp::all_gather, params * parameter_bytes(plan_.precision), name,
+                                             dp_comm_, std::move(deps), phase, micro_);
+}
+
+NodeId LayerPass::pre_backward(std::size_t i, std::size_t first_layer) {
+  const std::size_t first = unit_first(i);
+  const NodeId own = unit_gather(first, sim::Phase::backward);
+  if (first > first_layer) unit_gather(unit_first(first - 1), sim::Phase::backward);  // BACKWARD_PRE
+  return own;
+}
+
 void LayerPass::forward_layer(std::size_t i) {
-  if (zero3_ && model_.layers[i].params > 0) waits_.push_back(gather(i, sim::Phase::forward));
+  if (fsdp_) {
+    // The unit's parameters: gathered before its first layer (recompute finds them gathered).
+    if (!recomputing_ && unit_first(i) == i) {
+      if (const NodeId g = unit_gather(i, sim::Phase::forward); g != kNoNode) waits_.push_back(g);
+    }
+  } else if (zero3_ && model_.layers[i].params > 0) {
+    waits_.push_back(gather(i, sim::Phase::forward));
+  }
   if (!tp_[i].forward_before.empty()) {
     std::vector<NodeId> after = waits_;
     after.push_back(last_);
@@ -64,6 +112,11 @@ void LayerPass::forward_layer(std::size_t i) {
     }
   }
   if (!tp_[i].forward_after.empty()) waits_.push_back(collectives(tp_[i].forward_after, {last_}, sim::Phase::forward));
+  // FSDP reshards a unit after its forward: its free is recorded after its last kernel.
+  if (fsdp_ && !recomputing_ && unit_last(i) == i && last_ != kNoNode) {
+    const auto g = gathered_.find(unit_first(i));
+    if (g != gathered_.end() && g->second != kNoNode) frees_.push_back(last_);
+  }
 }
 
 void LayerPass::run_tokens(const OpTemplate& t, std::size_t i, int expert, double tokens, sim::Phase phase,
@@ -139,8 +192,17 @@ NodeId LayerPass::backward(std::size_t first, std::size_t last, NodeId in, bool 
                            const std::function<void(std::size_t, NodeId)>& after_layer) {
   std::vector<NodeId> pending;  // input-gradient collectives the previous layer's backward waits for
   if (in != kNoNode) pending.push_back(in);
+  if (fsdp_) {
+    frees_.clear();  // the backward's limit counts the units it reshards
+    gathered_.clear();
+  }
   for (std::size_t i = last; i-- > first;) {
     const Layer& layer = model_.layers[i];
+    NodeId unit = kNoNode;  // FSDP: the unit's gather its recompute and backward wait for
+    if (fsdp_) {
+      unit = pre_backward(i, first);
+      if (unit != kNoNode) pending.push_back(unit);
+    }
     // Recompute before the backward: a whole block's forward (full) or the attention core's
     // (selective), with its forward collectives.
     const bool block_end =
@@ -163,7 +225,7 @@ NodeId LayerPass::backward(std::size_t first, std::size_t last, NodeId in, bool 
       after.push_back(last_);
       pending = {collectives(tp_[i].backward_before, std::move(after), sim::Phase::backward)};
     }
-    if (zero3_ && layer.params > 0) pending.push_back(gather(i, sim::Phase::backward));
+    if (zero3_ && !fsdp_ && layer.params > 0) pending.push_back(gather(i, sim::Phase::backward));
     waits_ = std::move(pending);
     pending.clear();
     NodeId dgrad = kNoNode;
@@ -185,7 +247,20 @@ NodeId LayerPass::backward(std::size_t first, std::size_t last, NodeId in, bool 
     if (!tp_[i].backward_after_dgrad.empty() && dgrad != kNoNode) {
       pending.push_back(collectives(tp_[i].backward_after_dgrad, {dgrad}, sim::Phase::backward));
     }
-    if (reduce && zero3_ && layer.params > 0) {
+    if (fsdp_ && unit_first(i) == i) {
+      // FSDP: the unit's gradients are reduce-scattered once its backward is done, and the unit
+      // resharded.
+      double params = 0.0;
+      for (std::size_t k = i; k <= unit_last(i); ++k) params += tp_layer_params(model_.layers[k], plan_.tp);
+      if (reduce && params > 0.0) {
+        const double bytes = params * gradient_bytes_per_param(plan_);
+        const std::string name = layer.block >= 0 ? "block " + std::to_string(layer.block) + " gradients" : layer.name + " gradients";
+        const NodeId rs = e_.dp_collective(sim::CollectiveOp::reduce_scatter, bytes, name, dp_comm_, {last_},
+                                           sim::Phase::backward, micro_);
+        comm.push_back(e_.reduce_shard(rs, bytes, name + " shard", sim::Phase::backward, micro_));
+      }
+      if (params > 0.0 && last_ != kNoNode) frees_.push_back(last_);
+    } else if (reduce && zero3_ && !fsdp_ && layer.params > 0) {
       // Each layer's gradients are reduce-scattered once its backward is done.
       const double bytes = tp_layer_params(layer, plan_.tp) * gradient_bytes_per_param(plan_);
       const NodeId rs = e_.dp_collective(sim::CollectiveOp::reduce_scatter, bytes, layer.name + " gradients", dp_comm_,

@@ -5,7 +5,9 @@
 /// before its backward; selective: the attention core's). Data parallelism runs it over the whole
 /// model; a pipeline stage over its chunk.
 
+#include <deque>
 #include <functional>
+#include <map>
 #include <vector>
 
 #include "strategies/rank_emitter.hpp"
@@ -38,6 +40,17 @@ class LayerPass {
   sim::NodeId collectives(const std::vector<TpCollective>& list, std::vector<sim::NodeId> after, sim::Phase phase);
   sim::NodeId run(const OpTemplate& t, std::size_t i, sim::Phase phase, sim::Time dispatch);
   sim::NodeId gather(std::size_t i, sim::Phase phase);
+  // PyTorch FSDP (plan.zero3_schedule fsdp): a unit is a transformer block, or a layer outside
+  // blocks. Its parameters are gathered once before its forward and once before its backward,
+  // and its gradients reduce-scattered after its backward.
+  std::size_t unit_first(std::size_t i) const;
+  std::size_t unit_last(std::size_t i) const;
+  /// All-gathers the unit starting at layer `first` (at most two gathered units in flight:
+  /// the host first waits for the oldest recorded free, FSDP's limit_all_gathers).
+  sim::NodeId unit_gather(std::size_t first, sim::Phase phase);
+  /// The unit's backward: its gather (prefetched, or issued now) and the prefetch of the next
+  /// unit's (BACKWARD_PRE), before its recompute and gradients; returns its gather.
+  sim::NodeId pre_backward(std::size_t i, std::size_t first_layer);
   void forward_layer(std::size_t i);
   /// Whether `t` is an FP8 weight cast that Transformer Engine serves from its cache: after the
   /// step's first micro-batch (Megatron passes is_first_microbatch), and in recompute.
@@ -59,6 +72,9 @@ class LayerPass {
   bool zero3_;
   int micro_;
   bool recomputing_ = false;             ///< forward kernels re-run before a backward pass
+  bool fsdp_;                            ///< ZeRO-3 with FSDP's schedule
+  std::deque<sim::NodeId> frees_;        ///< FSDP: the last kernel of each resharded unit, oldest first
+  std::map<std::size_t, sim::NodeId> gathered_;  ///< FSDP: a unit's (first layer's) gather in this pass
   sim::NodeId last_ = kNoNode;           ///< the last kernel on the compute stream
   std::vector<sim::NodeId> waits_;       ///< what the next kernel must wait for
 };

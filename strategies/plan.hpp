@@ -46,6 +46,9 @@ std::string_view to_string(PartitionMode m);
 /// Whether compute slows while its rank communicates by the compute model's measured values
 /// (ComputeConstants::comm_slowdown_*): `measured`, or not at all: `off`.
 enum class CommContention : std::uint8_t { off, measured };
+/// How ZeRO-3 gathers parameters: PyTorch FSDP's units and limits, or DeepSpeed's per-module
+/// prefetch (docs/strategies.md, "ZeRO").
+enum class Zero3Schedule : std::uint8_t { fsdp, deepspeed };
 
 enum class PipelineDriver : std::uint8_t { per_stage, single_process };
 std::string_view to_string(PipelineDriver d);
@@ -157,6 +160,9 @@ struct Plan {
   /// replicated across the dp / shard_group groups, which all-reduce their gradient shards.
   /// 0: shard over the whole data-parallel group (FULL_SHARD, ZeRO).
   int shard_group = 0;
+  /// ZeRO-3's gathers: FSDP (a unit per transformer block, at most two gathered units in flight,
+  /// BACKWARD_PRE prefetch) or DeepSpeed (each layer's, issued ahead without limit).
+  Zero3Schedule zero3_schedule = Zero3Schedule::fsdp;
   /// Ranks ZeRO shards over: shard_group, or the whole data-parallel group.
   int shard_size() const { return shard_group > 0 ? shard_group : dp; }
   bool hybrid_shard() const { return zero > 0 && shard_group > 0 && shard_group < dp; }

@@ -3,8 +3,10 @@
 // gathers each layer's parameters before its forward and its backward and reduce-scatters its
 // gradients, moving 1.5x the data of an all-reduce (Z20 §7.2). The optimizer updates 1/d.
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include <map>
+#include <set>
 #include <tuple>
 #include <string>
 
@@ -24,8 +26,9 @@ using sim::CollectiveOp;
 
 namespace {
 
-strategy::Plan plan(int zero, int accum = 1) {
+strategy::Plan plan(int zero, int accum = 1, strategy::Zero3Schedule schedule = strategy::Zero3Schedule::deepspeed) {
   strategy::Plan p;
+  p.zero3_schedule = schedule;
   p.dp = 4;
   p.micro_batch = 1;
   p.grad_accum = accum;
@@ -93,12 +96,24 @@ TEST_CASE("ZeRO-2 reduces after every micro-batch; ZeRO-3 moves 1.5x an all-redu
   REQUIRE(z3.bus == Approx(1.5 * ddp.bus));
   // Tied LM head: no parameters of its own, so no gather.
   REQUIRE(z3.optimizer_bytes == Approx(ddp.optimizer_bytes / 4));
+  // FSDP gathers and reduces per unit (a block, or a layer outside blocks), moving the same bytes.
+  std::set<int> blocks;
+  int outside = 0;
+  for (const auto& l : m.layers) {
+    if (l.block >= 0) blocks.insert(l.block);
+    outside += l.block < 0 && l.params > 0;
+  }
+  const int units = static_cast<int>(blocks.size()) + outside;
+  const Traffic fsdp = traffic(m, plan(3, 1, strategy::Zero3Schedule::fsdp));
+  REQUIRE(fsdp.count.at(CollectiveOp::all_gather) == 2 * units);
+  REQUIRE(fsdp.count.at(CollectiveOp::reduce_scatter) == units);
+  REQUIRE(fsdp.bus == Approx(z3.bus));
 }
 
 TEST_CASE("ZeRO-3: a layer's kernels wait for its gathered parameters", "[training][zero]") {
   const auto m = strategy::build_model("gpt3-125m");
   const strategy::ComputeModel compute(dgx().gpu_model(0));
-  const auto c = strategy::compile_data_parallel(m, plan(3), dgx(), compute);
+  const auto c = strategy::compile_data_parallel(m, plan(3, 1, strategy::Zero3Schedule::deepspeed), dgx(), compute);
   const auto& g = c.graph;
   int gated = 0;
   for (const auto& node : g.nodes) {
@@ -232,5 +247,79 @@ TEST_CASE("the optimizer step's traffic: torch.optim's foreach kernels against o
     p.optimizer_impl = impl;
     CAPTURE(strategy::to_string(opt), strategy::to_string(impl));
     REQUIRE(traffic(m, p).optimizer_bytes == Approx(params * per_param).epsilon(1e-9));
+  }
+}
+
+TEST_CASE("FSDP: a unit per block, at most two gathered in flight, the next unit prefetched before a backward",
+          "[training][zero]") {
+  // PyTorch FSDP1's defaults (docs/reference/training-frameworks.md sec. 5): limit_all_gathers
+  // (the host waits for the oldest of two recorded frees before a third gather) and
+  // BACKWARD_PRE (a unit's backward first issues the next unit's gather, which the NCCL stream
+  // then runs before the unit's own reduce-scatter).
+  const auto m = strategy::build_model("gpt3-125m");
+  const strategy::ComputeModel compute(dgx().gpu_model(0));
+  for (const char* recompute : {"none", "full"}) {
+    INFO("recompute " << recompute);
+    strategy::Plan p = plan(3, 1, strategy::Zero3Schedule::fsdp);
+    p.recompute = std::string(recompute) == "full" ? strategy::Recompute::full : strategy::Recompute::none;
+    const auto c = strategy::compile_data_parallel(m, p, dgx(), compute);
+    const auto& g = c.graph;
+    // Rank 0's ops in program order.
+    std::vector<sim::NodeId> order;
+    for (sim::NodeId n = 0; n < g.nodes.size(); ++n) {
+      if (g.nodes[n].rank == 0) order.push_back(n);
+    }
+    const auto name = [&](sim::NodeId n) { return g.names[g.nodes[n].name]; };
+    // Units (a block, or a layer outside blocks) in forward order, with their last kernel of the
+    // forward pass (before the first backward op).
+    std::vector<std::string> units_in_order;
+    std::map<std::string, sim::NodeId> forward_end;
+    int blocks = 0;
+    for (const sim::NodeId n : order) {
+      const auto& node = g.nodes[n];
+      if (node.phase == sim::Phase::backward) break;
+      if (node.kind != sim::OpKind::compute || node.layer < 0) continue;
+      const auto& l = m.layers[static_cast<std::size_t>(node.layer)];
+      if (l.params <= 0 && l.block < 0) continue;
+      const std::string key = l.block >= 0 ? fmt::format("block {}", l.block) : l.name;
+      if (!forward_end.count(key)) units_in_order.push_back(key);
+      forward_end[key] = n;
+      blocks = std::max(blocks, l.block + 1);
+    }
+    // Forward: the k-th unit's gather (k >= 2) follows a host wait for the last kernel of unit k-2.
+    std::vector<sim::NodeId> waits;
+    for (std::size_t k = 0; k < order.size(); ++k) {
+      const auto& node = g.nodes[order[k]];
+      if (node.phase == sim::Phase::backward) break;
+      if (node.kind == sim::OpKind::sync && name(order[k]) == "FSDP rate limit: wait for a free") waits.push_back(order[k]);
+    }
+    REQUIRE(waits.size() == units_in_order.size() - 2);
+    for (std::size_t k = 2; k < units_in_order.size(); ++k) {
+      REQUIRE(g.nodes[waits[k - 2]].deps == sim::DepList{forward_end.at(units_in_order[k - 2])});
+    }
+    // Backward: the NCCL stream's order is block L-1's gather, L-2's, L-1's reduce-scatter,
+    // L-3's gather, L-2's reduce-scatter, ...
+    std::vector<std::string> nccl;
+    for (const sim::NodeId n : order) {
+      const auto& node = g.nodes[n];
+      if (node.kind == sim::OpKind::collective && node.phase == sim::Phase::backward && name(n).rfind("block ", 0) == 0) {
+        nccl.push_back(name(n));
+      }
+    }
+    std::vector<std::string> want{fmt::format("block {} parameters", blocks - 1)};
+    for (int u = blocks - 1; u >= 0; --u) {
+      if (u > 0) want.push_back(fmt::format("block {} parameters", u - 1));
+      want.push_back(fmt::format("block {} gradients", u));
+    }
+    REQUIRE(nccl == want);
+    // A block's recompute finds its parameters gathered: no gathers beyond one per pass.
+    int gathers = 0;
+    for (const sim::NodeId n : order) gathers += g.nodes[n].kind == sim::OpKind::collective && g.nodes[n].op == CollectiveOp::all_gather;
+    int units = 0;
+    std::set<int> seen;
+    for (const auto& l : m.layers) units += l.block >= 0 ? seen.insert(l.block).second : l.params > 0;
+    REQUIRE(gathers == 2 * units);
+    // And the step runs.
+    REQUIRE(sim::execute(g, dgx(), sim::CollectiveConfig{}, sim::NetworkKind::flow).makespan.seconds() > 0.0);
   }
 }
