@@ -86,6 +86,8 @@ int replay_chakra(const ChakraReplayOptions& o) {
   sim::ExecutorOptions options;
   options.comm_compute_slowdown = g.comm_compute_slowdown;
   options.comm_compute_slowdown_by_type = g.comm_compute_slowdown_by_type;
+  options.comm_compute_slowdown_by_rank = g.comm_compute_slowdown_by_rank;
+  options.comm_waits_for_by_rank = g.comm_waits_for_by_rank;
   options.comm_waits_for = g.comm_waits_for;
   const sim::ExecutionResult result =
       sim::execute(g.graph, cluster, ScenarioFlags{}.simulation_inputs().collectives, sim::parse_network_kind(network, "--network"), options);

@@ -100,6 +100,8 @@ int run_simulate(const SimulateOptions& o) {
     info.comm_compute_slowdown = scenario.plan.comm_compute_slowdown;
     info.comm_compute_slowdown_by_type = strategy::plan_comm_slowdowns(scenario.plan, out.cluster->gpu_model(0));
     info.comm_waits_for = strategy::plan_comm_waits(scenario.plan, out.cluster->gpu_model(0));
+    info.comm_compute_slowdown_by_rank = strategy::plan_comm_slowdowns_by_rank(scenario.plan, *out.cluster, out.compiled.graph);
+    info.comm_waits_for_by_rank = strategy::plan_comm_waits_by_rank(scenario.plan, *out.cluster, out.compiled.graph);
     info.cluster = scenario.cluster.spec;
     info.cluster_gpus = scenario.cluster.gpus;
     write_chakra_dir(outputs, o.chakra_out, std::filesystem::path(o.scenario).stem().string(),

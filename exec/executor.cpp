@@ -17,6 +17,12 @@
 namespace foresight::sim {
 namespace {
 
+/// Whether any family, of any rank, holds its SMs from a collective (ExecutorOptions::comm_waits_for).
+bool any_waits(const ExecutorOptions& o) {
+  const auto any = [](const std::array<bool, kOpTypeCount>& w) { return std::any_of(w.begin(), w.end(), [](bool b) { return b; }); };
+  return any(o.comm_waits_for) || std::any_of(o.comm_waits_for_by_rank.begin(), o.comm_waits_for_by_rank.end(), any);
+}
+
 constexpr NodeId kNone = 0xffffffffu;
 
 bool is_comm(OpKind k) { return k == OpKind::collective || k == OpKind::send || k == OpKind::recv; }
@@ -39,7 +45,7 @@ class Runner final : public EventHandler {
         comms_(g, index, fabric, config, sim_, jobs_),
         rates_(g.ranks()),
         held_(g.ranks()),
-        waits_(std::any_of(options.comm_waits_for.begin(), options.comm_waits_for.end(), [](bool w) { return w; })),
+        waits_(any_waits(options)),
         locks_(process_count(g, index), index.host_count) {
     const std::size_t n = g.nodes.size();
     deps_left_.resize(n);
@@ -289,13 +295,16 @@ class Runner final : public EventHandler {
   /// else its kernel family's.
   double comm_slowdown(const Node& node) const {
     if (options_.comm_compute_slowdown > 0.0 || node.signature == kNoSignature) return options_.comm_compute_slowdown;
-    return options_.comm_compute_slowdown_by_type[static_cast<std::size_t>(g_.signatures[node.signature].type)];
+    const auto& by_type = options_.comm_compute_slowdown_by_rank.empty() ? options_.comm_compute_slowdown_by_type
+                                                                         : options_.comm_compute_slowdown_by_rank[node.rank];
+    return by_type[static_cast<std::size_t>(g_.signatures[node.signature].type)];
   }
 
   /// Whether compute op `node` holds its GPU's SMs until it ends (ExecutorOptions::comm_waits_for).
   bool holds_sms(const Node& node) const {
-    return node.signature != kNoSignature &&
-           options_.comm_waits_for[static_cast<std::size_t>(g_.signatures[node.signature].type)];
+    if (node.signature == kNoSignature) return false;
+    const auto& waits = options_.comm_waits_for_by_rank.empty() ? options_.comm_waits_for : options_.comm_waits_for_by_rank[node.rank];
+    return waits[static_cast<std::size_t>(g_.signatures[node.signature].type)];
   }
 
   /// Communication op `n` has reached its turn: its kernel is resident and waits for its peers.
@@ -455,6 +464,19 @@ ExecutionResult execute(const ExecutionGraph& graph, const Fabric& fabric, const
   for (std::size_t t = 0; t < options.comm_compute_slowdown_by_type.size(); ++t) {
     check(options.comm_compute_slowdown_by_type[t],
           fmt::format("comm_compute_slowdown of {} kernels", to_string(static_cast<OpType>(t))));
+  }
+  const auto sized = [&](std::size_t n, std::string_view what) {
+    if (n != 0 && n != graph.ranks()) {
+      throw InternalError(fmt::format("executor: {} for {} ranks, but the graph has {}", what, n, graph.ranks()));
+    }
+  };
+  sized(options.comm_compute_slowdown_by_rank.size(), "comm_compute_slowdown_by_rank");
+  sized(options.comm_waits_for_by_rank.size(), "comm_waits_for_by_rank");
+  for (std::size_t r = 0; r < options.comm_compute_slowdown_by_rank.size(); ++r) {
+    for (std::size_t t = 0; t < kOpTypeCount; ++t) {
+      check(options.comm_compute_slowdown_by_rank[r][t],
+            fmt::format("rank {}'s comm_compute_slowdown of {} kernels", r, to_string(static_cast<OpType>(t))));
+    }
   }
   const GraphIndex index = check_graph(graph, fabric);
   Runner runner(graph, index, fabric, config, network, options);

@@ -31,6 +31,11 @@ struct ExecutorOptions {
   /// transfer that becomes ready while such kernels run on its rank arrives (its kernel becomes
   /// resident) only when the last of them ends. Kernels without a signature never hold.
   std::array<bool, kOpTypeCount> comm_waits_for{};
+  /// Per graph rank, where ranks run on GPU models of other factors (a mixed cluster): each
+  /// rank's own comm_compute_slowdown_by_type and comm_waits_for, in place of the two above.
+  /// Empty: every rank takes the two above.
+  std::vector<std::array<double, kOpTypeCount>> comm_compute_slowdown_by_rank;
+  std::vector<std::array<bool, kOpTypeCount>> comm_waits_for_by_rank;
   /// Links whose carried bytes are sampled every `sample_interval` (for utilization counters in
   /// timelines); none when empty or the interval is zero. A link keeps at most
   /// kMaxLinkSamples samples: when a run outlasts that many intervals, every other sample is

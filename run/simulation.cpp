@@ -406,6 +406,35 @@ std::array<bool, sim::kOpTypeCount> plan_comm_waits(const Plan& plan, const topo
   return comm_waits_by_type(compute_constants(gpu));
 }
 
+namespace {
+
+/// Per graph rank, `of` its GPU model; empty when every rank's GPU is of one model.
+template <typename T, typename F>
+std::vector<T> by_rank(const topo::Cluster& cluster, const sim::ExecutionGraph& graph, F of) {
+  std::vector<T> out;
+  bool differs = false;
+  for (const sim::GpuId g : graph.rank_gpu) {
+    out.push_back(of(cluster.gpu_model(g)));
+    differs = differs || out.back() != out.front();
+  }
+  if (!differs) out.clear();
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::array<double, sim::kOpTypeCount>> plan_comm_slowdowns_by_rank(const Plan& plan, const topo::Cluster& cluster,
+                                                                            const sim::ExecutionGraph& graph) {
+  return by_rank<std::array<double, sim::kOpTypeCount>>(cluster, graph,
+                                                        [&](const topo::GpuSpec& gpu) { return plan_comm_slowdowns(plan, gpu); });
+}
+
+std::vector<std::array<bool, sim::kOpTypeCount>> plan_comm_waits_by_rank(const Plan& plan, const topo::Cluster& cluster,
+                                                                      const sim::ExecutionGraph& graph) {
+  return by_rank<std::array<bool, sim::kOpTypeCount>>(cluster, graph,
+                                                      [&](const topo::GpuSpec& gpu) { return plan_comm_waits(plan, gpu); });
+}
+
 SimulationOutput compile_scenario(const Scenario& scenario, const SimulationInputs& inputs) {
   SimulationOutput out;
   out.model = plan_model(scenario, scenario.plan);
@@ -447,7 +476,12 @@ SimulationOutput simulate_compiled(SimulationOutput out, const Scenario& scenari
     options.sample_links = out.sampled_links;
     options.sample_interval = inputs.link_sample_interval;
   }
-  const auto run = [&] { out.result = sim::execute(out.compiled.graph, cluster, inputs.collectives, plan.network, options); };
+  const auto run = [&] {
+    // A mixed cluster: each rank slows under communication as its own GPU model does.
+    options.comm_compute_slowdown_by_rank = plan_comm_slowdowns_by_rank(plan, cluster, out.compiled.graph);
+    options.comm_waits_for_by_rank = plan_comm_waits_by_rank(plan, cluster, out.compiled.graph);
+    out.result = sim::execute(out.compiled.graph, cluster, inputs.collectives, plan.network, options);
+  };
   run();
   if (plan.settle && !settled(out.compiled, out.result)) {
     plan.steps = kUnsettledSteps;

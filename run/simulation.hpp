@@ -54,6 +54,12 @@ std::array<double, sim::kOpTypeCount> plan_comm_slowdowns(const Plan& plan, cons
 /// The kernel families whose running kernels a collective waits for on `gpu` under `plan`
 /// (sim::ExecutorOptions::comm_waits_for): measured ones with comm_contention measured.
 std::array<bool, sim::kOpTypeCount> plan_comm_waits(const Plan& plan, const topo::GpuSpec& gpu);
+/// The same per rank of `graph`, each for its own GPU's model (ExecutorOptions::*_by_rank); empty
+/// when every rank's model gives the same (a uniform cluster).
+std::vector<std::array<double, sim::kOpTypeCount>> plan_comm_slowdowns_by_rank(const Plan& plan, const topo::Cluster& cluster,
+                                                                            const sim::ExecutionGraph& graph);
+std::vector<std::array<bool, sim::kOpTypeCount>> plan_comm_waits_by_rank(const Plan& plan, const topo::Cluster& cluster,
+                                                                      const sim::ExecutionGraph& graph);
 
 /// Builds the model, the cluster and the execution graph of `scenario` without simulating it,
 /// with each simulated rank's peak memory in report.memory (a lower bound for MoE models, whose

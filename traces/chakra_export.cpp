@@ -49,11 +49,14 @@ ChakraExport to_chakra(const sim::ExecutionGraph& g, const sim::ExecutionResult&
                   {"foresight.cluster_gpus", static_cast<std::int64_t>(info.cluster_gpus)},
                   {"foresight.stream_names", stream_names}};
     if (!g.host_process.empty()) t.metadata.push_back({"foresight.process", static_cast<std::int64_t>(g.host_process[g.rank_host[r]])});
+    const auto& slow = info.comm_compute_slowdown_by_rank.empty() ? info.comm_compute_slowdown_by_type
+                                                                   : info.comm_compute_slowdown_by_rank.at(r);
+    const auto& waits = info.comm_waits_for_by_rank.empty() ? info.comm_waits_for : info.comm_waits_for_by_rank.at(r);
     for (int k = 0; k < sim::kOpTypeCount; ++k) {
-      if (const double f = info.comm_compute_slowdown_by_type[static_cast<std::size_t>(k)]; f > 0.0) {
+      if (const double f = slow[static_cast<std::size_t>(k)]; f > 0.0) {
         t.metadata.push_back({comm_slowdown_key(static_cast<sim::OpType>(k)), f});
       }
-      if (info.comm_waits_for[static_cast<std::size_t>(k)]) {
+      if (waits[static_cast<std::size_t>(k)]) {
         t.metadata.push_back({comm_waits_key(static_cast<sim::OpType>(k)), true});
       }
     }
@@ -68,9 +71,15 @@ ChakraExport to_chakra(const sim::ExecutionGraph& g, const sim::ExecutionResult&
   std::map<std::pair<sim::RankId, sim::StreamId>, std::uint64_t> last_on_stream;
   std::vector<std::set<std::uint32_t>> matrices_used(n_ranks);
   // Compute nodes name their kernel family where a family's slowdown is recorded.
-  const bool by_family = std::any_of(info.comm_compute_slowdown_by_type.begin(), info.comm_compute_slowdown_by_type.end(),
-                                     [](double f) { return f > 0.0; }) ||
-                         std::any_of(info.comm_waits_for.begin(), info.comm_waits_for.end(), [](bool w) { return w; });
+  const auto any_slow = [](const std::array<double, sim::kOpTypeCount>& a) {
+    return std::any_of(a.begin(), a.end(), [](double f) { return f > 0.0; });
+  };
+  const auto any_wait = [](const std::array<bool, sim::kOpTypeCount>& a) {
+    return std::any_of(a.begin(), a.end(), [](bool w) { return w; });
+  };
+  const bool by_family = any_slow(info.comm_compute_slowdown_by_type) || any_wait(info.comm_waits_for) ||
+                         std::any_of(info.comm_compute_slowdown_by_rank.begin(), info.comm_compute_slowdown_by_rank.end(), any_slow) ||
+                         std::any_of(info.comm_waits_for_by_rank.begin(), info.comm_waits_for_by_rank.end(), any_wait);
   for (std::size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
     local[i] = count[n.rank]++;

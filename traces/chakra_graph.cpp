@@ -235,21 +235,36 @@ void import_foresight(const std::vector<ChakraTrace>& ranks, const ChakraImportO
   if (const ChakraAttr* s = first.metadata_attr("foresight.comm_compute_slowdown")) {
     if (const auto* d = std::get_if<double>(&s->value)) out.comm_compute_slowdown = *d;
   }
-  for (int k = 0; k < sim::kOpTypeCount; ++k) {
-    const std::string key = comm_slowdown_key(static_cast<sim::OpType>(k));
-    if (const ChakraAttr* s = first.metadata_attr(key)) {
-      const auto* d = std::get_if<double>(&s->value);
-      if (d == nullptr || !(*d >= 0.0) || !std::isfinite(*d)) {
-        throw TraceError(fmt::format("{}: metadata {}: expected a factor >= 0", first.path, key));
+  // Each rank's ET records its GPU's factors: one set for all, or one per rank where they differ.
+  for (std::size_t r = 0; r < ranks.size(); ++r) {
+    const ChakraTrace& t = ranks[r];
+    std::array<double, sim::kOpTypeCount> slow{};
+    std::array<bool, sim::kOpTypeCount> waits{};
+    for (int k = 0; k < sim::kOpTypeCount; ++k) {
+      const std::string key = comm_slowdown_key(static_cast<sim::OpType>(k));
+      if (const ChakraAttr* s = t.metadata_attr(key)) {
+        const auto* d = std::get_if<double>(&s->value);
+        if (d == nullptr || !(*d >= 0.0) || !std::isfinite(*d)) {
+          throw TraceError(fmt::format("{}: metadata {}: expected a factor >= 0", t.path, key));
+        }
+        slow[static_cast<std::size_t>(k)] = *d;
       }
-      out.comm_compute_slowdown_by_type[static_cast<std::size_t>(k)] = *d;
+      const std::string wkey = comm_waits_key(static_cast<sim::OpType>(k));
+      if (const ChakraAttr* w = t.metadata_attr(wkey)) {
+        const auto* b = std::get_if<bool>(&w->value);
+        if (b == nullptr) throw TraceError(fmt::format("{}: metadata {}: expected a boolean", t.path, wkey));
+        waits[static_cast<std::size_t>(k)] = *b;
+      }
     }
-    const std::string waits = comm_waits_key(static_cast<sim::OpType>(k));
-    if (const ChakraAttr* w = first.metadata_attr(waits)) {
-      const auto* b = std::get_if<bool>(&w->value);
-      if (b == nullptr) throw TraceError(fmt::format("{}: metadata {}: expected a boolean", first.path, waits));
-      out.comm_waits_for[static_cast<std::size_t>(k)] = *b;
-    }
+    out.comm_compute_slowdown_by_rank.push_back(slow);
+    out.comm_waits_for_by_rank.push_back(waits);
+  }
+  out.comm_compute_slowdown_by_type = out.comm_compute_slowdown_by_rank.front();
+  out.comm_waits_for = out.comm_waits_for_by_rank.front();
+  const auto same = [](const auto& v) { return std::all_of(v.begin(), v.end(), [&](const auto& x) { return x == v.front(); }); };
+  if (same(out.comm_compute_slowdown_by_rank) && same(out.comm_waits_for_by_rank)) {
+    out.comm_compute_slowdown_by_rank.clear();
+    out.comm_waits_for_by_rank.clear();
   }
   // Where each (rank, id) lands: nodes are placed by their recorded global order.
   struct Placed {

@@ -56,6 +56,10 @@ struct ChakraExportInfo {
   /// Per kernel family (sim::ExecutorOptions): recorded with each compute node's family.
   std::array<double, sim::kOpTypeCount> comm_compute_slowdown_by_type{};
   std::array<bool, sim::kOpTypeCount> comm_waits_for{};
+  /// Per rank, where ranks' GPU models differ (sim::ExecutorOptions::*_by_rank): each rank's ET
+  /// records its own. Empty: every rank records the two above.
+  std::vector<std::array<double, sim::kOpTypeCount>> comm_compute_slowdown_by_rank;
+  std::vector<std::array<bool, sim::kOpTypeCount>> comm_waits_for_by_rank;
   std::string cluster;   ///< the cluster it ran on: a preset name or a topology file
   int cluster_gpus = 0;  ///< the size the cluster was resolved with
 };
@@ -86,6 +90,9 @@ struct ChakraGraph {
   /// Per kernel family, where recorded; the compute nodes carry signatures of their family alone.
   std::array<double, sim::kOpTypeCount> comm_compute_slowdown_by_type{};
   std::array<bool, sim::kOpTypeCount> comm_waits_for{};
+  /// Per rank, where the ranks' ETs record different factors (a mixed cluster); empty otherwise.
+  std::vector<std::array<double, sim::kOpTypeCount>> comm_compute_slowdown_by_rank;
+  std::vector<std::array<bool, sim::kOpTypeCount>> comm_waits_for_by_rank;
   std::string cluster;        ///< the recorded cluster, when recorded
   int cluster_gpus = 0;
   /// The recorded schedule's length: the latest start + duration over the ranks, minus the

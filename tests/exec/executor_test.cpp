@@ -309,6 +309,29 @@ TEST_CASE("each kernel family slows by its own factor; a uniform factor replaces
   REQUIRE_THROWS_WITH(run(g, o), Catch::Matchers::Contains("comm_compute_slowdown of memory kernels"));
 }
 
+TEST_CASE("per-rank factors: each rank slows as its own GPU model does (a mixed cluster)", "[collectives]") {
+  // Both ranks run a 400 us GEMM beside their all-reduce of duration T. Rank 0's model slows
+  // GEMMs by 0.5 (ends at 400 + T/3), rank 1's not at all (ends at 400); the uniform per-type
+  // factors are ignored where per-rank ones are given.
+  auto g = ranks(2);
+  const auto comm = g.add_communicator({0, 1});
+  const auto k0 = g.add(typed_compute(g, 0, 400_us, 1, gemm_signature()));
+  const auto k1 = g.add(typed_compute(g, 1, 400_us, 1, gemm_signature()));
+  g.add(collective(0, comm, 32e6));
+  g.add(collective(1, comm, 32e6));
+  const sim::Time t = alone(sim::CollectiveOp::all_reduce, 32e6);
+  sim::ExecutorOptions o;
+  o.comm_compute_slowdown_by_type[static_cast<std::size_t>(sim::OpType::gemm)] = 2.0;
+  o.comm_compute_slowdown_by_rank.resize(2);
+  o.comm_compute_slowdown_by_rank[0][static_cast<std::size_t>(sim::OpType::gemm)] = 0.5;
+  const auto r = run(g, o);
+  REQUIRE(std::abs((r.end[k0] - (400_us + t / 3)).ps()) <= 2);
+  REQUIRE(r.end[k1] == 400_us);
+  // One array per rank, or none.
+  o.comm_compute_slowdown_by_rank.resize(3);
+  REQUIRE_THROWS_WITH(run(g, o), Catch::Matchers::Contains("comm_compute_slowdown_by_rank for 3 ranks, but the graph has 2"));
+}
+
 TEST_CASE("a collective waits for the running kernels that hold every SM, not for those queued after", "[collectives]") {
   // Rank 0 runs two 400 us GEMMs back to back on stream 1 and a 300 us memory-bound kernel on
   // stream 3; its all-reduce is ready at 100 us on stream 2 (after a 100 us kernel of no family

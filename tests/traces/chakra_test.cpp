@@ -303,6 +303,8 @@ void round_trip(const nlohmann::json& doc, int gpus) {
   info.network = std::string(sim::to_string(s.plan.network));
   info.comm_compute_slowdown_by_type = strategy::plan_comm_slowdowns(s.plan, out.cluster->gpu_model(0));
   info.comm_waits_for = strategy::plan_comm_waits(s.plan, out.cluster->gpu_model(0));
+  info.comm_compute_slowdown_by_rank = strategy::plan_comm_slowdowns_by_rank(s.plan, *out.cluster, out.compiled.graph);
+  info.comm_waits_for_by_rank = strategy::plan_comm_waits_by_rank(s.plan, *out.cluster, out.compiled.graph);
   const trace::ChakraExport x = trace::to_chakra(out.compiled.graph, out.result, info);
   REQUIRE(x.ranks.size() == static_cast<std::size_t>(gpus));
   std::vector<ChakraTrace> back;
@@ -339,8 +341,14 @@ void round_trip(const nlohmann::json& doc, int gpus) {
   options.comm_compute_slowdown = g.comm_compute_slowdown;
   options.comm_compute_slowdown_by_type = g.comm_compute_slowdown_by_type;
   options.comm_waits_for = g.comm_waits_for;
-  REQUIRE(g.comm_compute_slowdown_by_type == info.comm_compute_slowdown_by_type);
-  REQUIRE(g.comm_waits_for == info.comm_waits_for);
+  options.comm_compute_slowdown_by_rank = g.comm_compute_slowdown_by_rank;
+  options.comm_waits_for_by_rank = g.comm_waits_for_by_rank;
+  REQUIRE(g.comm_compute_slowdown_by_rank == info.comm_compute_slowdown_by_rank);
+  REQUIRE(g.comm_waits_for_by_rank == info.comm_waits_for_by_rank);
+  if (info.comm_compute_slowdown_by_rank.empty()) {
+    REQUIRE(g.comm_compute_slowdown_by_type == info.comm_compute_slowdown_by_type);
+    REQUIRE(g.comm_waits_for == info.comm_waits_for);
+  }
   const sim::ExecutionResult r = sim::execute(b, cluster, sim::CollectiveConfig{}, s.plan.network, options);
   const sim::ExecutionResult r0 = sim::execute(a, cluster, sim::CollectiveConfig{}, s.plan.network, options);
   REQUIRE(r.makespan == r0.makespan);
@@ -375,6 +383,19 @@ TEST_CASE("Foresight's ETs read back into the graph they came from: H100 data pa
   REQUIRE(strategy::plan_comm_slowdowns(strategy::parse_scenario(doc, "h100.json").plan,
                                         topo::find_gpu_spec("H100-SXM5-80GB"))[0] > 0.0);
   round_trip(doc, 4);
+}
+
+TEST_CASE("Foresight's ETs read back into the graph they came from: a mixed A100 and H100 cluster", "[chakra]") {
+  // Each rank's ET records its own GPU's factors: the H100 ranks' kernels slow, the A100 ranks'
+  // do not, in the replay as in the simulation.
+  const char* data = std::getenv("FORESIGHT_TEST_DATA");
+  const std::string topology = std::string(data != nullptr ? data : "tests/data") + "/topologies/mixed-a100-h100.json";
+  const nlohmann::json doc = {{"model", {{"name", "gpt3-125m"}, {"seq_len", 256}}},
+                              {"cluster", {{"topology", topology}}},
+                              {"plan", {{"dp", 8}, {"micro_batch", 2}, {"precision", "amp_bf16"}, {"optimizer", "adam"},
+                                        {"network", "flow"}, {"steps", 1}}},
+                              {"workload", {{"steps", 1}}}};
+  round_trip(doc, 8);
 }
 
 TEST_CASE("Foresight's ETs read back into the graph they came from: GPipe, one process driving 4 GPUs", "[chakra]") {
