@@ -6,7 +6,7 @@
 /// that are not user annotations (RecordScope 7: "## forward ##", ProfilerStep#N, optimizer
 /// labels): aten operators and autograd functions, in the order they began (node id), over every
 /// thread of the process (the main thread waits in backward() while the autograd thread runs).
-/// Inside an op, what reaches the GPU:
+/// Inside an op, what reaches the GPU (traces/pytorch_et_ops.hpp):
 /// - GEMMs (aten::mm, addmm, bmm, baddbmm), convolutions (cuDNN forward; convolution_backward as
 ///   input and weight gradients per its output_mask) and fused attention
 ///   (scaled_dot_product_*_attention and its backward) become kernels with signatures of their
