@@ -171,6 +171,17 @@ int compare_kernels(const ReplayOptions& o, const std::vector<trace::KinetoTrace
   return 0;
 }
 
+/// Refuses the options that only Kineto traces take, for traces of `kind`.
+void refuse_kineto_options(const ReplayOptions& o, std::string_view kind) {
+  const auto refuse = [&](bool given, std::string_view flag) {
+    if (given) throw sim::ConfigError(fmt::format("{}: applies to Kineto traces, not to {}", flag, kind));
+  };
+  refuse(o.step_given, "--step");
+  refuse(!o.trace_gpu.empty(), "--trace-gpu");
+  refuse(o.keep_stalls, "--keep-stalls");
+  refuse(o.compare_kernels, "--compare-kernels");
+}
+
 /// Chakra ETs: a directory, a prefix or one rank's file (cli/replay_chakra.hpp).
 int run_chakra(const ReplayOptions& o) {
   if (o.traces.size() != 1) {
@@ -178,25 +189,14 @@ int run_chakra(const ReplayOptions& o) {
                                        "expected one path, found {}",
                                        o.traces.size()));
   }
-  const auto refuse = [](bool given, std::string_view flag) {
-    if (given) throw sim::ConfigError(fmt::format("{}: applies to Kineto traces, not to Chakra ETs", flag));
-  };
-  refuse(o.step_given, "--step");
-  refuse(!o.trace_gpu.empty(), "--trace-gpu");
-  refuse(o.keep_stalls, "--keep-stalls");
-  refuse(o.compare_kernels, "--compare-kernels");
+  refuse_kineto_options(o, "Chakra ETs");
+  if (o.from_shapes) throw sim::ConfigError("--from-shapes: applies to PyTorch execution traces, not to Chakra ETs");
   return replay_chakra({o.traces.front(), o.comm_groups, o.cluster, o.gpus, o.network, o.json, o.output, o.trace});
 }
 
 /// PyTorch execution traces (host ETs, or Chakra's host+device ETs): validate/et_replay.hpp.
 int run_pytorch_et(const ReplayOptions& o) {
-  const auto refuse = [](bool given, std::string_view flag) {
-    if (given) throw sim::ConfigError(fmt::format("{}: applies to Kineto traces, not to PyTorch execution traces", flag));
-  };
-  refuse(o.step_given, "--step");
-  refuse(!o.trace_gpu.empty(), "--trace-gpu");
-  refuse(o.keep_stalls, "--keep-stalls");
-  refuse(o.compare_kernels, "--compare-kernels");
+  refuse_kineto_options(o, "PyTorch execution traces");
   if (!o.comm_groups.empty()) throw sim::ConfigError("--comm-groups: applies to Chakra ETs; PyTorch execution traces name their groups");
   std::vector<trace::PytorchEt> ets;
   for (const std::string& path : o.traces) {
