@@ -272,7 +272,10 @@ PytorchEt parse_pytorch_et(const std::string& text, const std::string& origin) {
     if (const json* v = field("stream")) n.stream = integer(*v, w, "stream");
     if (const json* v = field("collective_name"); v != nullptr && v->is_string()) n.collective_name = v->get<std::string>();
     if (const json* v = field("pg_name"); v != nullptr && v->is_string()) n.pg_name = v->get<std::string>();
-    if (const json* v = field("pg_size")) n.pg_size = integer(*v, w, "pg_size");
+    if (const json* v = field("pg_size")) {
+      n.pg_size = integer(*v, w, "pg_size");
+      if (n.pg_size < 1) fail(w, "pg_size", fmt::format("expected a process group of at least 1 rank, found {}", n.pg_size));
+    }
     if (n.gpu_op() && n.inclusive_us < 0.0) fail(w, "inclusive_dur", "expected a GPU op's duration (inclusive_dur, us), found none");
     if (n.name.find("process_group:init") != std::string::npos) {
       for (PytorchEt::Group& g : groups_of(n, w)) et.groups.push_back(std::move(g));

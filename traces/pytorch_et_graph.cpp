@@ -424,7 +424,14 @@ EtGraph pytorch_et_graph(const std::vector<PytorchEt>& ranks, const EtGraphOptio
   }
   std::map<int, std::uint32_t> communicator_of;  // by group size
   for (std::size_t k = 0; k < c0.size(); ++k) {
-    int size = c0[k].info.pg_size > 0 ? c0[k].info.pg_size : static_cast<int>(n);
+    // The largest group replayed: a lone ET standing for more GPUs than any cluster holds would
+    // otherwise be laid out GPU by GPU before the cluster refuses it.
+    constexpr std::int64_t kMaxGroup = std::int64_t{1} << 20;
+    const std::int64_t recorded = c0[k].info.pg_size;
+    if (recorded == 0 || recorded < -1 || recorded > kMaxGroup) {
+      throw TraceError(fmt::format("{}: expected a process group of 1 to {} GPUs, found {}", c0[k].where, kMaxGroup, recorded));
+    }
+    const int size = recorded > 0 ? static_cast<int>(recorded) : static_cast<int>(n);
     if (size != static_cast<int>(n) && n != 1) {
       throw TraceError(fmt::format("{}: a collective over a group of {} GPUs, but {} ranks' traces are given: replay takes every "
                                    "rank's trace (or one, standing for all)",

@@ -124,9 +124,9 @@ EtCommInfo et_comm_info(const EtNode& n) {
     c.seq = *n.inputs[1].integer;
   }
   if (n.pg_size > 0) {
-    c.pg_size = static_cast<int>(n.pg_size);
+    c.pg_size = n.pg_size;
   } else if (n.inputs.size() >= 8 && n.inputs.back().integer && *n.inputs.back().integer > 0) {
-    c.pg_size = static_cast<int>(*n.inputs.back().integer);
+    c.pg_size = *n.inputs.back().integer;
   }
   c.pg_name = n.pg_name;
   for (const EtArg& a : n.inputs) {

@@ -40,7 +40,7 @@ std::optional<std::vector<sim::OpSignature>> et_shaped_kernels(const EtNode& n);
 struct EtCommInfo {
   std::string name;  ///< lower case, without underscores: "allreduce", "allgather", "wait", ...
   std::int64_t seq = -1;
-  int pg_size = -1;
+  std::int64_t pg_size = -1;  ///< the group's size where recorded, else -1
   std::string pg_name;
   double bytes = 0.0;          ///< its tensors' bytes (inputs)
   double output_bytes = 0.0;

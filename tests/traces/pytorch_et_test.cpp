@@ -251,6 +251,23 @@ TEST_CASE("PyTorch ETs: collectives over the ranks' groups, waits, and one ET st
   // Ranks whose traces disagree are refused, naming the file.
   REQUIRE_THROWS_WITH(trace::pytorch_et_graph({rank_et(1, "r0.json"), rank_et(2, "r1.json")}, stub_options()),
                       Catch::Contains("r1.json: 2 collectives, but r0.json has 1"));
+  // A group past any cluster, or of no rank, is refused before anything is laid out.
+  {
+    PytorchEt huge = rank_et(1, "huge.json");
+    for (trace::EtNode& e : huge.nodes) {
+      if (e.name == "record_param_comms" && e.pg_size > 0) e.pg_size = 1'000'000'000;
+    }
+    REQUIRE_THROWS_WITH(trace::pytorch_et_graph({huge}, stub_options()),
+                        Catch::Contains("huge.json: node 3 (record_param_comms): expected a process group of 1 to 1048576 GPUs, "
+                                        "found 1000000000"));
+    json bad = roots();
+    bad.push_back(node(3, "record_param_comms", 2, args(json::array(), json::array(), json::array()),
+                       args(json::array(), json::array(), json::array()), 0, 1,
+                       json::array({{{"name", "pg_size"}, {"type", "uint64"}, {"value", -5}}})));
+    REQUIRE_THROWS_WITH(trace::parse_pytorch_et(doc(bad), "neg.json"),
+                        Catch::Contains("neg.json: /nodes/2/pg_size (id 3, \"record_param_comms\"): expected a process group of "
+                                        "at least 1 rank, found -5"));
+  }
   // Three ranks' traces for a group of two.
   REQUIRE_THROWS_WITH(trace::pytorch_et_graph({rank_et(1, "a.json"), rank_et(1, "b.json"), rank_et(1, "c.json")}, stub_options()),
                       Catch::Contains("a collective over a group of 2 GPUs, but 3 ranks' traces are given"));
