@@ -62,13 +62,22 @@ std::size_t LayerPass::unit_last(std::size_t i) const {
   return i;
 }
 
+double LayerPass::unit_params(std::size_t first) const {
+  double params = 0.0;
+  for (std::size_t k = first; k <= unit_last(first); ++k) params += tp_layer_params(model_.layers[k], plan_.tp);
+  return params;
+}
+
+std::string LayerPass::unit_name(std::size_t first) const {
+  const int b = model_.layers[first].block;
+  return b >= 0 ? "block " + std::to_string(b) : model_.layers[first].name;
+}
+
 NodeId LayerPass::unit_gather(std::size_t first, sim::Phase phase) {
   const auto it = gathered_.find(first);
   if (it != gathered_.end()) return it->second;
-  double params = 0.0;
-  for (std::size_t k = first; k <= unit_last(first); ++k) params += tp_layer_params(model_.layers[k], plan_.tp);
+  const double params = unit_params(first);
   if (params <= 0.0) return gathered_[first] = kNoNode;
-  std::vector<NodeId> deps;
   if (frees_.size() >= 2) {
     // limit_all_gathers: the host blocks on the oldest free before a third unit's gather.
     sim::Node wait = e_.make(sim::OpKind::sync, sim::kHostStream, "FSDP rate limit: wait for a free", phase);
@@ -77,10 +86,8 @@ NodeId LayerPass::unit_gather(std::size_t first, sim::Phase phase) {
     frees_.pop_front();
     e_.graph().add(std::move(wait));
   }
-  const int b = model_.layers[first].block;
-  const std::string name = b >= 0 ? "block " + std::to_string(b) + " parameters" : model_.layers[first].name + " parameters";
-  return gathered_[first] = e_.dp_collective(sim::CollectiveOp::all_gather, params * parameter_bytes(plan_.precision), name,
-                                             dp_comm_, std::move(deps), phase, micro_);
+  return gathered_[first] = e_.dp_collective(sim::CollectiveOp::all_gather, params * parameter_bytes(plan_.precision),
+                                             unit_name(first) + " parameters", dp_comm_, {}, phase, micro_);
 }
 
 NodeId LayerPass::pre_backward(std::size_t i, std::size_t first_layer) {
@@ -198,10 +205,9 @@ NodeId LayerPass::backward(std::size_t first, std::size_t last, NodeId in, bool 
   }
   for (std::size_t i = last; i-- > first;) {
     const Layer& layer = model_.layers[i];
-    NodeId unit = kNoNode;  // FSDP: the unit's gather its recompute and backward wait for
     if (fsdp_) {
-      unit = pre_backward(i, first);
-      if (unit != kNoNode) pending.push_back(unit);
+      // FSDP: the unit's gather, which its recompute and backward wait for.
+      if (const NodeId unit = pre_backward(i, first); unit != kNoNode) pending.push_back(unit);
     }
     // Recompute before the backward: a whole block's forward (full) or the attention core's
     // (selective), with its forward collectives.
@@ -250,11 +256,10 @@ NodeId LayerPass::backward(std::size_t first, std::size_t last, NodeId in, bool 
     if (fsdp_ && unit_first(i) == i) {
       // FSDP: the unit's gradients are reduce-scattered once its backward is done, and the unit
       // resharded.
-      double params = 0.0;
-      for (std::size_t k = i; k <= unit_last(i); ++k) params += tp_layer_params(model_.layers[k], plan_.tp);
+      const double params = unit_params(i);
       if (reduce && params > 0.0) {
         const double bytes = params * gradient_bytes_per_param(plan_);
-        const std::string name = layer.block >= 0 ? "block " + std::to_string(layer.block) + " gradients" : layer.name + " gradients";
+        const std::string name = unit_name(i) + " gradients";
         const NodeId rs = e_.dp_collective(sim::CollectiveOp::reduce_scatter, bytes, name, dp_comm_, {last_},
                                            sim::Phase::backward, micro_);
         comm.push_back(e_.reduce_shard(rs, bytes, name + " shard", sim::Phase::backward, micro_));

@@ -8,6 +8,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <string>
 #include <vector>
 
 #include "strategies/rank_emitter.hpp"
@@ -45,6 +46,10 @@ class LayerPass {
   // and its gradients reduce-scattered after its backward.
   std::size_t unit_first(std::size_t i) const;
   std::size_t unit_last(std::size_t i) const;
+  /// The parameters of the unit starting at layer `first` (this rank's tensor-parallel share),
+  /// and the name its collectives take ("block 3", or the layer's).
+  double unit_params(std::size_t first) const;
+  std::string unit_name(std::size_t first) const;
   /// All-gathers the unit starting at layer `first` (at most two gathered units in flight:
   /// the host first waits for the oldest recorded free, FSDP's limit_all_gathers).
   sim::NodeId unit_gather(std::size_t first, sim::Phase phase);

@@ -15,12 +15,6 @@ using sim::Node;
 using sim::OpKind;
 using namespace chakra_detail;
 
-std::string chakra_groups_json(const ChakraGroups& groups) {
-  nlohmann::ordered_json j = nlohmann::ordered_json::object();
-  for (const auto& [name, ranks] : groups) j[name] = ranks;
-  return j.dump(1) + "\n";
-}
-
 ChakraExport to_chakra(const sim::ExecutionGraph& g, const sim::ExecutionResult& result, const ChakraExportInfo& info) {
   if (!g.rank_mirrors.empty()) {
     for (const auto& m : g.rank_mirrors) {

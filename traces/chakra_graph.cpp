@@ -543,37 +543,7 @@ void import_generic(const std::vector<ChakraTrace>& ranks, const ChakraImportOpt
   }
 }
 
-/// The comm groups of a parsed comm-group document; ConfigError naming `path` and the key.
-ChakraGroups groups_of(const nlohmann::json& j, const std::string& path) {
-  if (!j.is_object()) throw ConfigError(fmt::format("{}: expected an object of group names to rank lists, found {}", path, j.type_name()));
-  ChakraGroups out;
-  for (const auto& [name, ranks] : j.items()) {
-    if (!ranks.is_array() || ranks.empty()) {
-      throw ConfigError(fmt::format("{}: \"{}\": expected a non-empty array of ranks, found {}", path, name, ranks.dump()));
-    }
-    std::set<int> seen;
-    std::vector<int> members;
-    for (const auto& r : ranks) {
-      if (!r.is_number_integer() || r.get<long long>() < 0 || r.get<long long>() > std::numeric_limits<int>::max()) {
-        throw ConfigError(fmt::format("{}: \"{}\": expected ranks (integers >= 0), found {}", path, name, r.dump()));
-      }
-      if (!seen.insert(r.get<int>()).second) throw ConfigError(fmt::format("{}: \"{}\": rank {} appears twice", path, name, r.get<int>()));
-      members.push_back(r.get<int>());
-    }
-    out.emplace(name, std::move(members));
-  }
-  return out;
-}
-
 }  // namespace
-
-ChakraGroups read_chakra_groups(const std::string& path) {
-  return groups_of(topo::JsonReader(path, sim::ErrorKind::config).parse_file(), path);
-}
-
-ChakraGroups parse_chakra_groups(std::string_view text, const std::string& origin) {
-  return groups_of(topo::JsonReader(origin, sim::ErrorKind::config).parse(text), origin);
-}
 
 ChakraGraph chakra_graph(const std::vector<ChakraTrace>& ranks, const ChakraImportOptions& options) {
   if (ranks.empty()) throw TraceError("chakra: expected at least one rank's ET, found none");
