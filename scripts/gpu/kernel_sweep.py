@@ -2,7 +2,9 @@
 """GPU kernel-time sweep for fitting Foresight's compute model (kernel curves, not assumed efficiencies).
 
 Measures on one CUDA GPU the kernels training spends its time in, over the shapes real models produce:
+  gemm_align (only when named) GEMMs with an edge off 16-byte alignment beside padded twins
   gemm       torch.matmul bf16/fp16/tf32/fp32: square, skinny, transformer (QKV/proj/MLP, TP splits,
+             Megatron H100 layers of 4096 tokens split 4 or 8 ways, SwiGLU,
              Llama), NN/NT/TN layouts
   bmm        torch.bmm of unfused attention (QK^T, PV)
   fp8        torch._scaled_mm e4m3 x e4m3 -> bf16 (capability >= 8.9)
@@ -31,7 +33,7 @@ warnings.filterwarnings("ignore", category=UserWarning)
 DEV = "cuda"
 WARMUP, RMIN, RMAX, TARGET_S = 3, 5, 50, 0.1
 ROT_CAP = 4 << 30  # at most this many bytes of rotating input copies
-SHARES = {"gemm": .30, "bmm": .08, "fp8": .07, "attention": .20, "conv": .20, "memory": .15}
+SHARES = {"gemm_align": .30, "gemm": .30, "bmm": .08, "fp8": .07, "attention": .20, "conv": .20, "memory": .15}
 DT = {"bf16": torch.bfloat16, "fp16": torch.float16, "tf32": torch.float32, "fp32": torch.float32}
 ES = {"bf16": 2, "fp16": 2, "tf32": 4, "fp32": 4}
 ST = {"out": None, "prov": {}, "rows": [], "last_save": 0.0, "l2": 50 << 20, "scratch": None,
@@ -259,6 +261,14 @@ def gemm_shapes():
         add("gemm_nt", [dt], layer)
         add("gemm_tn", [dt], layer)
         add("gemm", [dt], [x for tp in (2, 4, 8) for h in H for x in tfm(h, 8192, tp)])
+    # 3b. Megatron-style H100 layers: 4096 tokens, wide models split 4 or 8 ways (column- and
+    # row-parallel), in the three layouts of forward, input gradient and weight gradient; SwiGLU MLPs.
+    wide = [x for tp in (8, 4) for h in (6144, 12288, 16384, 18432) for x in tfm(h, 4096, tp)]
+    swiglu = [(f"swiglu_{w}_h{h}_tp{tp}", 4096, n, k) for tp in (8, 4) for h, f in ((8192, 28672), (16384, 53248))
+              for w, n, k in (("up", 2 * f // tp, h), ("down", h, f // tp))]
+    add("gemm", ("bf16",), wide + swiglu)
+    add("gemm_nt", ("bf16",), wide + swiglu)
+    add("gemm_tn", ("bf16",), wide + swiglu)
     add("gemm", ("tf32", "fp32"), sq(P2) + [x for h in (1024, 4096, 8192) for x in tfm(h, 8192)])  # 4.
     add("gemm", ALL, cube(P4))  # 5. coarse cube, then fill
     add("gemm", HALF, [x for tp in (2, 4, 8) for h in H for x in tfm(h, 2048, tp)])
@@ -277,6 +287,28 @@ def fam_gemm(deadline):
                   (m * k + k * n + m * n) * ES[dt], deadline)
     loop(gemm_shapes(), deadline, one)
     set_tf32(matmul=False)
+
+def align_shapes():
+    """GEMMs with an edge that is not a multiple of 8 elements (16 bytes), each beside its padded twin:
+    the LM heads of GPT-2 (vocabulary 50257, padded 50304) and BERT (30522, padded 30528) in their
+    forward, input-gradient and weight-gradient shapes, and a 4096-cube with one edge off by 1, 2 or 4."""
+    heads = []
+    for name, v, vp, h in (("gpt2", 50257, 50304, 768), ("bert", 30522, 30528, 1024)):
+        for tag, vv in ((name, v), (name + "_padded", vp)):
+            heads += [("lm_head_fwd_" + tag, 8192, vv, h), ("lm_head_dgrad_" + tag, 8192, h, vv),
+                      ("lm_head_wgrad_" + tag, vv, h, 8192)]
+    odd = [("cube", 4096, 4096, 4096)] + [(f"{edge}_plus{d}", *(4096 + d if e == edge else 4096 for e in "mnk"))
+                                          for d in (1, 2, 4) for edge in "mnk"]
+    return [(op, dt, m, n, k, tag) for dt in ("bf16", "fp16", "tf32") for op in ("gemm", "gemm_nt", "gemm_tn")
+            for tag, m, n, k in heads + odd]
+
+def fam_gemm_align(deadline):
+    saved = gemm_shapes
+    try:
+        globals()["gemm_shapes"] = align_shapes
+        fam_gemm(deadline)
+    finally:
+        globals()["gemm_shapes"] = saved
 
 def fam_bmm(deadline):
     shapes = itertools.product(("bf16", "fp16"), (128, 64), (384, 96, 768), (512, 1024, 2048, 4096), ("qk", "pv"))
@@ -505,14 +537,14 @@ def fam_memory(deadline):
         loop(shapes, deadline, one)
 
 # ----------------------------------------------------------------------------- main
-FAMILIES = {"gemm": fam_gemm, "bmm": fam_bmm, "fp8": fam_fp8, "attention": fam_attention, "conv": fam_conv,
+FAMILIES = {"gemm_align": fam_gemm_align, "gemm": fam_gemm, "bmm": fam_bmm, "fp8": fam_fp8, "attention": fam_attention, "conv": fam_conv,
             "memory": fam_memory}
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", required=True)
     ap.add_argument("--budget-s", type=float, default=100.0)
-    ap.add_argument("--families", default=",".join(FAMILIES))
+    ap.add_argument("--families", default=",".join(f for f in FAMILIES if f != "gemm_align"))
     args = ap.parse_args()
     fams = [f.strip() for f in args.families.split(",") if f.strip()]
     if not fams or any(f not in FAMILIES for f in fams):
