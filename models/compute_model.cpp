@@ -49,6 +49,8 @@ ComputeConstants compute_constants(const topo::GpuSpec& gpu) {
       c.comm_slowdown_attention = kHopperCommSlowdownAttention;
       c.comm_slowdown_memory = kHopperCommSlowdownMemory;
       c.comm_waits_for_gemm = true;
+      c.unaligned_4_8_byte = kHopperUnaligned48Byte;
+      c.unaligned_1_2_byte = kHopperUnaligned12Byte;
     }
   } else {
     c.gemm_cap = 256.5 / 312.0;
@@ -56,6 +58,19 @@ ComputeConstants compute_constants(const topo::GpuSpec& gpu) {
     c.attention_cap = 179.5 / 312.0;
   }
   return c;
+}
+
+int gemm_row_alignment_bytes(const sim::OpSignature& sig) {
+  const std::size_t skip = sig.batch_axis == 2 ? 2 : 0;  // the edge that is not a leading dimension
+  const auto elem = static_cast<std::int64_t>(sim::dtype_bytes(sig.dtype));
+  int align = 16;
+  for (std::size_t i = 0; i < 3 && i < sig.shape.size(); ++i) {
+    if (i == skip) continue;
+    const std::int64_t bytes = sig.shape[i] * elem;
+    if (bytes <= 0) continue;
+    align = std::min<std::int64_t>(align, bytes & -bytes);  // the lowest set bit: largest power of two
+  }
+  return align;
 }
 
 std::array<double, sim::kOpTypeCount> comm_slowdown_by_type(const ComputeConstants& c) {
@@ -162,10 +177,17 @@ sim::Time ComputeModel::duration(const sim::OpSignature& sig) const {
 sim::Time ComputeModel::analytical(const sim::OpSignature& sig) const {
   double compute = 0.0;
   switch (sig.type) {
-    case sim::OpType::gemm:
+    case sim::OpType::gemm: {
+      // Tensor-core GEMMs only: FP8 ones run only on aligned shapes (cuBLASLt needs multiples of
+      // 16; Transformer Engine pads) and FP32 ones (no TF32) load element by element anyway.
+      const bool tensor_core_16_32 = sig.dtype == sim::DType::bf16 || sig.dtype == sim::DType::fp16 ||
+                                     sig.dtype == sim::DType::tf32;
+      const int align = tensor_core_16_32 ? gemm_row_alignment_bytes(sig) : 16;
+      const double factor = align >= 16 ? 1.0 : align >= 4 ? c_.unaligned_4_8_byte : c_.unaligned_1_2_byte;
       compute = gemm_seconds(dim(sig, 0), dim(sig, 1), dim(sig, 2), sig.shape.size() > 3 ? dim(sig, 3) : 1.0,
-                             sig.dtype, 1.0);
+                             sig.dtype, factor);
       break;
+    }
     case sim::OpType::conv_fprop:
     case sim::OpType::conv_dgrad:
     case sim::OpType::conv_wgrad: {

@@ -36,6 +36,13 @@ struct ComputeConstants {
   /// Fused attention: FlashAttention-2 reaches 179.5 of 312 TFLOP/s on A100 (0.575) and 327.9
   /// of 989.4 on H100 (0.331) (gemm_and_memory.json).
   double attention_cap = 0.575;
+  /// GEMMs whose operands' leading dimensions are not 16-byte aligned. Hopper's fast kernels
+  /// (TMA loads, wgmma) need 16-byte aligned rows; cuBLAS otherwise runs older kernels with 8-,
+  /// 4- or 2-byte loads. The factor scales the aligned rate: 1 where not measured. Fitted on two
+  /// declared calibration rows of validate/data/kernels/h100_gemm_align.json (bf16 4096 x 4097 x
+  /// 4096 and 4096 x 4098 x 4096 against the aligned 4096 cube); the other 196 rows are predictions.
+  double unaligned_4_8_byte = 1.0;  ///< leading dimensions aligned to 4 or 8 bytes, not 16
+  double unaligned_1_2_byte = 1.0;  ///< aligned to 1 or 2 bytes only (an odd 16-bit edge)
   /// GPU-side time every kernel adds (launch and teardown between back-to-back kernels): 2 us,
   /// an assumption (the host-side launch, ~4-6 us, is the strategy's dispatch cost).
   sim::Time launch_gap = sim::Time::from_ps(2'000'000);
@@ -70,6 +77,17 @@ inline constexpr double kHopperCommSlowdownMemory = 0.244;     // 8 rows: axpy a
 std::array<double, sim::kOpTypeCount> comm_slowdown_by_type(const ComputeConstants& c);
 /// The families whose running kernels a collective waits for: ExecutorOptions::comm_waits_for.
 std::array<bool, sim::kOpTypeCount> comm_waits_by_type(const ComputeConstants& c);
+
+/// The Hopper values of ComputeConstants::unaligned_*: measured rate over the aligned cube's.
+inline constexpr double kHopperUnaligned48Byte = 277.5 / 769.0;  // bf16 4096 x 4098 x 4096, nn
+inline constexpr double kHopperUnaligned12Byte = 124.3 / 769.0;  // bf16 4096 x 4097 x 4096, nn
+
+/// The byte alignment of a GEMM's operand rows, from its shape {m, n, k[, count]}: the largest
+/// power of two up to 16 dividing every leading dimension times the element size. The leading
+/// dimensions are the two edges other than the one that scales with the batch (batch_axis 0: n
+/// and k, as PyTorch's forward (NT) and input-gradient (NN) GEMMs store them; 2: m and n, the
+/// weight gradient's (TN)); any other batch axis takes n and k (a row-major matmul).
+int gemm_row_alignment_bytes(const sim::OpSignature& sig);
 
 /// The constants for `gpu`'s architecture.
 ComputeConstants compute_constants(const topo::GpuSpec& gpu);

@@ -88,6 +88,11 @@ std::int64_t tp_split(std::int64_t n, int tp) {
   return (n + unit - 1) / unit * 128;
 }
 
+std::int64_t tp_vocab_split(std::int64_t n, int tp) {
+  const std::int64_t unit = 128LL * tp;
+  return (n + unit - 1) / unit * 128;
+}
+
 OpTemplate tp_shard(const OpTemplate& t, const Layer& layer, const Plan& plan) {
   const int tp = plan.tp;
   if (tp <= 1) return t;
@@ -106,8 +111,10 @@ OpTemplate tp_shard(const OpTemplate& t, const Layer& layer, const Plan& plan) {
                                        "not divisible by tp = {}",
                                        layer.name, t.kernel, dim, tp));
   }
-  const double factor = static_cast<double>(tp_split(dim, tp)) / static_cast<double>(dim);
-  dim = tp_split(dim, tp);
+  // A vocabulary is always padded as Megatron pads it (its rows stay 256-byte aligned).
+  const std::int64_t share = vocabulary ? tp_vocab_split(dim, tp) : tp_split(dim, tp);
+  const double factor = static_cast<double>(share) / static_cast<double>(dim);
+  dim = share;
   out.flops *= factor;
   // A replicated layer under SP moves 1/t of its activations; a vocabulary slice 1/t of its table.
   if (role == TpRole::vocab) {

@@ -38,6 +38,9 @@ void check_tensor_parallel(const Model& model, const Plan& plan);
 /// One rank's share of a dimension of n split t ways: n / t, or for a vocabulary that t does not
 /// divide, Megatron's padding to a multiple of 128 x t (make-vocab-size-divisible-by) over t.
 std::int64_t tp_split(std::int64_t n, int tp);
+/// One rank's share of a vocabulary of n split t > 1 ways as Megatron splits it: n padded to a
+/// multiple of 128 x t (make-vocab-size-divisible-by) whether or not t divides n, over t.
+std::int64_t tp_vocab_split(std::int64_t n, int tp);
 
 /// The kernel `t` of `layer` on one rank of a TP group of plan.tp. ConfigError when the split
 /// axis is not divisible (a vocabulary is padded instead).

@@ -66,6 +66,9 @@ KernelCase read_row(const topo::JsonReader& r, const json& o, const topo::JsonPa
     c.family = KernelFamily::gemm;
     c.kernels = {gemm(dtype, m, n, k, b, bytes)};
     const std::string layout = r.string_at(o, "layout", p, "a row");
+    // TN (A stored k x m) has rows along m and n; NN and NT along k and n, as the model's forward
+    // and input-gradient GEMMs (compute_model.hpp, gemm_row_alignment_bytes).
+    c.kernels.front().batch_axis = layout == "tn" ? 2 : 0;
     c.id = fmt::format("{}/{}/{}{}x{}x{}/{}", family, dtype_text, b > 1 ? fmt::format("{}x", b) : "", m, n, k, layout);
     c.note = fmt::format("{} ({})", op, r.string_at(o, "tag", p, "a row"));
   } else if (family == "attention") {
@@ -148,7 +151,7 @@ KernelSweep load_kernel_sweep(const std::string& path) {
   const topo::JsonReader r(path, sim::ErrorKind::config);
   const json doc = r.parse_file();
   const topo::JsonPath root;
-  r.check_object(doc, {"description", "source", "gpu", "provenance", "rows"}, root, "a kernel sweep");
+  r.check_object(doc, {"description", "source", "gpu", "provenance", "calibration_cases", "rows"}, root, "a kernel sweep");
   KernelSweep s;
   s.source = r.string_at(doc, "source", root, "the sweep");
   s.gpu = catalog_gpu_at(r, doc, "gpu", root, "the sweep");
@@ -158,6 +161,17 @@ KernelSweep load_kernel_sweep(const std::string& path) {
     KernelCase c = read_row(r, rows[i], root.at("rows").at(i));
     if (const int n = seen[c.id]++; n > 0) c.id += fmt::format("#{}", n + 1);
     s.cases.push_back(std::move(c));
+  }
+  if (doc.contains("calibration_cases")) {
+    const json& ids = r.array_at(doc, "calibration_cases", root, "the sweep");
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      const topo::JsonPath p = root.at("calibration_cases").at(i);
+      if (!ids[i].is_string()) r.fail(p, fmt::format("expected a case id (a string), found {}", ids[i].dump()));
+      const std::string id = ids[i].get<std::string>();
+      auto it = std::find_if(s.cases.begin(), s.cases.end(), [&](const KernelCase& c) { return c.id == id; });
+      if (it == s.cases.end()) r.fail(p, fmt::format("expected the id of a row, found \"{}\"", id));
+      it->role = Role::calibration;
+    }
   }
   return s;
 }

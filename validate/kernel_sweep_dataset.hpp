@@ -7,7 +7,7 @@
 ///   (flash_attn_fwd + flash_attn_bwd), flops as the model builder counts them;
 /// - conv: cuDNN forward (conv_fprop) and backward (conv_dgrad + conv_wgrad);
 /// - memory: memory-bound kernels by the bytes they must move.
-/// Nothing is fitted on these rows; every one is a prediction case.
+/// Every row is a prediction case unless the file's "calibration_cases" lists its id.
 
 #include <string>
 #include <vector>
@@ -27,6 +27,8 @@ struct KernelCase {
   std::vector<sim::OpSignature> kernels;
   double measured_s = 0.0;
   std::string note;  ///< what was measured, e.g. "torch.bmm (qk)" or "sdpa flash causal"
+  /// prediction unless the file's "calibration_cases" names the case (a constant was fitted on it)
+  Role role = Role::prediction;
 };
 
 struct KernelSweep {

@@ -163,7 +163,7 @@ void run_kernel_sweep(const DatasetEntry& e, DatasetResult& out) {
   const KernelSweep sweep = load_kernel_sweep(e.file);
   out.source = sweep.source;
   for (const KernelResult& r : evaluate_kernel_sweep(sweep, kernel_family(e.kind))) {
-    CaseResult c = measured_case(r.c->id, Role::prediction, r.predicted_s, r.c->measured_s, "s");
+    CaseResult c = measured_case(r.c->id, r.c->role, r.predicted_s, r.c->measured_s, "s");
     c.note = fmt::format("{}: {}", sweep.gpu, r.c->note);
     out.cases.push_back(std::move(c));
   }
@@ -405,7 +405,7 @@ CaseRoles case_roles(const Suite& suite) {
       case DatasetKind::kernel_sweep_attention:
       case DatasetKind::kernel_sweep_conv:
       case DatasetKind::kernel_sweep_memory:
-        for (const KernelCase& c : load_kernel_sweep(e.file).cases) roles[c.id] = {Role::prediction, e.file};
+        for (const KernelCase& c : load_kernel_sweep(e.file).cases) roles[c.id] = {c.role, e.file};
         break;
     }
   }

@@ -322,7 +322,8 @@ TEST_CASE("foresight validate: every dataset with its error, JSON, Markdown and 
                         "== gemm_and_memory: MAPE", "== megatron_sc21_table1", "== h200_steps_analytical: MAPE",
                         "== h200_steps_profile: MAPE", "== h200_steps_replay: MAPE", "== h200_kernels_gemm: MAPE",
                         "== h200_kernels_memory: MAPE", "== h100_steps_analytical: MAPE", "== h100_gemm: MAPE",
-                        "15 datasets, 15 passed, 0 failed"}) {
+                        "== h100_kernels_gemm: MAPE", "== h100_gemm_alignment: MAPE",
+                        "20 datasets, 20 passed, 0 failed"}) {
     REQUIRE(r.out.find(s) != std::string::npos);
   }
   std::ifstream m(md);

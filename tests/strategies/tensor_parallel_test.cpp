@@ -130,6 +130,11 @@ TEST_CASE("TP splits every GEMM t ways and shards the parameters", "[training][t
   // The LM head over the vocabulary padded as Megatron pads it (to a multiple of 128 t).
   REQUIRE(strategy::tp_split(50257, 2) == 25216);  // ceil(50257 / 256) x 256 = 50432, over 2
   REQUIRE(strategy::tp_split(50257, 8) == 6400);
+  // A vocabulary that t divides is padded too (Megatron's _vocab_size_with_padding always pads):
+  // Llama 3's 128256 over 8 ranks is 16128 each (129024 in all), not 16032.
+  REQUIRE(strategy::tp_vocab_split(128256, 8) == 16128);
+  REQUIRE(strategy::tp_vocab_split(50258, 2) == 25216);
+  REQUIRE(strategy::tp_vocab_split(51200, 8) == 6400);  // already a multiple of 1024: unchanged
   REQUIRE(gemm_flops(compile(m, plan(2, false)), "lm_head") ==
           Approx(gemm_flops(c1, "lm_head") * 25216.0 / 50257.0).epsilon(1e-12));
   // Memory-bound kernels: the attention scores of 1/t of the heads; norms whole without SP and

@@ -89,4 +89,14 @@ TEST_CASE("bad rows of a kernel sweep are errors naming the row and the field", 
   nlohmann::json gpu = doc;
   gpu["gpu"] = "NVIDIA H200";
   REQUIRE_THROWS_WITH(validate::load_kernel_sweep(write("sweep-gpu.json", gpu)), Contains("/gpu") && Contains("catalog"));
+  // A calibration case must be a row of the file.
+  nlohmann::json cal = doc;
+  cal["calibration_cases"] = {"gemm/bf16/256x256x256/nn", "gemm/bf16/3x5x7/nn"};
+  REQUIRE_THROWS_WITH(validate::load_kernel_sweep(write("sweep-cal.json", cal)),
+                      Contains("/calibration_cases/1") && Contains("\"gemm/bf16/3x5x7/nn\""));
+  cal["calibration_cases"] = {"gemm/bf16/256x256x256/nn"};
+  const validate::KernelSweep with_cal = validate::load_kernel_sweep(write("sweep-cal.json", cal));
+  int calibration = 0;
+  for (const validate::KernelCase& c : with_cal.cases) calibration += c.role == validate::Role::calibration ? 1 : 0;
+  REQUIRE(calibration == 1);
 }
