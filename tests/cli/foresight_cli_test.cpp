@@ -334,9 +334,9 @@ TEST_CASE("foresight validate: every dataset with its error, JSON, Markdown and 
   const std::string json_path = scratch("validation.json");
   const auto j = run_foresight("validate --no-traces --json -o " + json_path);
   REQUIRE(j.status == 0);
-  REQUIRE(j.out.find("validate: [5/15] megatron_sc21_table1: MAPE") != std::string::npos);
+  REQUIRE(j.out.find("validate: [5/20] megatron_sc21_table1: MAPE") != std::string::npos);
   const auto doc = nlohmann::json::parse(slurp(json_path));
-  REQUIRE(doc.at("datasets").size() == 15);
+  REQUIRE(doc.at("datasets").size() == 20);
   REQUIRE(doc.at("datasets").at(0).at("threshold_pct") == 10);
 
   // A suite whose threshold the model misses: exit 1, the dataset named, the report still printed.
