@@ -26,12 +26,14 @@ struct ValidateCliOptions {
   std::string markdown;
   std::string plot;
   std::string network = "flow";
+  std::vector<std::string> only;  ///< dataset names to keep (empty: all)
+  std::vector<std::string> skip;  ///< dataset names to leave out
 };
 
 int run_validate(const ValidateCliOptions& o) {
   const std::string suite_path = o.suite.empty() ? validate::default_suite_path() : o.suite;
   const std::string cal_path = o.calibration.empty() ? run::default_calibration_path() : o.calibration;
-  const validate::Suite suite = validate::load_suite(suite_path);
+  const validate::Suite suite = validate::select_datasets(validate::load_suite(suite_path), o.only, o.skip, o.only.empty() ? "--skip" : "--only");
   validate::Calibration calibration;
   if (o.calibrate) {
     std::fputs("foresight validate: refitting every constant on the calibration cases...\n", stderr);
@@ -86,7 +88,7 @@ void add_validate_command(CLI::App& app, Runner& run) {
   auto o = std::make_shared<ValidateCliOptions>();
   CLI::App* cmd = app.add_subcommand(
       "validate", "Predict every measured case of validate/data; exit 1 when a dataset exceeds its threshold");
-  cmd->add_flag("--calibrate", o->calibrate,
+  auto* calibrate = cmd->add_flag("--calibrate", o->calibrate,
                 "Refit every constant on the calibration cases, write the calibration file, then validate");
   cmd->add_option("--suite", o->suite, "Suite manifest (default: validate/data/suite.json)");
   cmd->add_option("--calibration", o->calibration, "Calibration file (default: validate/data/calibration.json)");
@@ -97,6 +99,13 @@ void add_validate_command(CLI::App& app, Runner& run) {
   cmd->add_option("--markdown", o->markdown, "Also write a Markdown report to this file");
   cmd->add_option("--plot", o->plot, "Also write an SVG scatter of predicted vs measured to this file");
   cmd->add_option("--network", o->network, "Network model: flow or analytical")->capture_default_str();
+  auto* only = cmd->add_option("--only", o->only, "Run only these datasets of the suite (names, comma-separated)")
+                   ->delimiter(',')
+                   ->excludes(calibrate);  // a refit takes the whole suite
+  cmd->add_option("--skip", o->skip, "Leave out these datasets of the suite (names, comma-separated)")
+      ->delimiter(',')
+      ->excludes(only)
+      ->excludes(calibrate);
   cmd->callback([o, &run] { run = [o] { return run_validate(*o); }; });
 }
 

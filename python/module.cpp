@@ -417,22 +417,8 @@ py::object py_validate(py::handle suite, py::handle calibration, py::handle trac
   {
     const py::gil_scoped_release unlocked;
     // As cli/validate_command.cpp's run_validate, with the datasets chosen by name.
-    validate::Suite s = validate::load_suite(suite_path);
-    if (!names.empty()) {
-      std::vector<validate::DatasetEntry> chosen;
-      for (const std::string& name : names) {
-        const auto it = std::find_if(s.datasets.begin(), s.datasets.end(), [&](const auto& d) { return d.name == name; });
-        if (it == s.datasets.end()) {
-          std::string known;
-          for (const auto& d : s.datasets) known += (known.empty() ? "" : ", ") + d.name;
-          throw sim::ConfigError(fmt::format("datasets: expected names of {}'s datasets ({}), found \"{}\"", suite_path,
-                                             known, name));
-        }
-        chosen.push_back(*it);
-      }
-      s.datasets = std::move(chosen);
-      options.traces_dir.clear();  // the trace-replay cases are no dataset of the manifest
-    }
+    validate::Suite s = validate::select_datasets(validate::load_suite(suite_path), names, {}, "datasets");
+    if (!names.empty()) options.traces_dir.clear();  // the trace-replay cases are no dataset of the manifest
     text = validate::suite_json(validate::run_suite(s, run::load_calibration(cal_path), cal_path, options));
   }
   return to_python(nlohmann::json::parse(text));

@@ -1,6 +1,7 @@
 #include "validate/suite.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -19,6 +20,7 @@
 #include "validate/gemm_dataset.hpp"
 #include "validate/gpu_steps_dataset.hpp"
 #include "validate/kernel_sweep_dataset.hpp"
+#include "validate/published_runs.hpp"
 #include "validate/megatron_dataset.hpp"
 #include "validate/et_dataset.hpp"
 #include "validate/trace_retime.hpp"
@@ -39,7 +41,8 @@ constexpr std::pair<std::string_view, DatasetKind> kKinds[] = {
     {"megatron_sc21", DatasetKind::megatron_sc21},     {"gpu_steps_analytical", DatasetKind::gpu_steps_analytical},
     {"gpu_steps_profile", DatasetKind::gpu_steps_profile}, {"gpu_steps_replay", DatasetKind::gpu_steps_replay},
     {"kernel_sweep_gemm", DatasetKind::kernel_sweep_gemm}, {"kernel_sweep_attention", DatasetKind::kernel_sweep_attention},
-    {"kernel_sweep_conv", DatasetKind::kernel_sweep_conv}, {"kernel_sweep_memory", DatasetKind::kernel_sweep_memory}};
+    {"kernel_sweep_conv", DatasetKind::kernel_sweep_conv}, {"kernel_sweep_memory", DatasetKind::kernel_sweep_memory},
+    {"published_runs", DatasetKind::published_runs}};
 
 /// The "source" string of a dataset file its loader has already checked.
 std::string source_of(const std::string& file) {
@@ -148,6 +151,16 @@ void run_gpu_steps(const DatasetEntry& e, const strategy::SimulationInputs& inpu
   for (const GpuStepResult& r : evaluate_gpu_steps(d, method, inputs)) {
     CaseResult c = measured_case(r.id, r.run->role, r.predicted_s, r.measured_s, "s");
     c.note = fmt::format("{}: {}", d.gpu, r.note);
+    out.cases.push_back(std::move(c));
+  }
+}
+
+void run_published(const DatasetEntry& e, const strategy::SimulationInputs& inputs, DatasetResult& out) {
+  const PublishedRuns d = load_published_runs(e.file);
+  out.source = fmt::format("{} sources, listed in the file", d.sources.size());
+  for (const PublishedResult& r : evaluate_published_runs(d, inputs)) {
+    CaseResult c = measured_case(r.run->id, r.run->role, r.predicted_s, r.run->measured_iteration_s, "s");
+    c.note = r.note;
     out.cases.push_back(std::move(c));
   }
 }
@@ -375,6 +388,26 @@ std::string default_suite_path() { return data_dir() + "/suite.json"; }
 
 std::string default_traces_dir() { return std::string(FORESIGHT_SHARED_DIR) + "/validation/traces"; }
 
+Suite select_datasets(Suite suite, const std::vector<std::string>& only, const std::vector<std::string>& skip,
+                      std::string_view what) {
+  const auto named = [](const std::vector<std::string>& names, const std::string& name) {
+    return std::find(names.begin(), names.end(), name) != names.end();
+  };
+  std::vector<std::string> known;
+  for (const DatasetEntry& e : suite.datasets) known.push_back(e.name);
+  for (const auto* names : {&only, &skip}) {
+    for (const std::string& n : *names) {
+      if (!named(known, n)) {
+        throw sim::ConfigError(fmt::format("{}: expected a dataset of {} ({}), found \"{}\"", what, suite.path,
+                                           fmt::join(known, ", "), n));
+      }
+    }
+  }
+  std::erase_if(suite.datasets,
+                [&](const DatasetEntry& e) { return (!only.empty() && !named(only, e.name)) || named(skip, e.name); });
+  return suite;
+}
+
 CaseRoles case_roles(const Suite& suite) {
   CaseRoles roles;
   const std::string* thetagpu_file = nullptr;
@@ -406,6 +439,9 @@ CaseRoles case_roles(const Suite& suite) {
       case DatasetKind::kernel_sweep_conv:
       case DatasetKind::kernel_sweep_memory:
         for (const KernelCase& c : load_kernel_sweep(e.file).cases) roles[c.id] = {c.role, e.file};
+        break;
+      case DatasetKind::published_runs:
+        for (const PublishedRun& r : load_published_runs(e.file).runs) roles[r.id] = {r.role, e.file};
         break;
     }
   }
@@ -457,6 +493,9 @@ std::vector<DatasetResult> run_suite(const Suite& suite, const Calibration& cali
       case DatasetKind::kernel_sweep_conv:
       case DatasetKind::kernel_sweep_memory:
         run_kernel_sweep(e, r);
+        break;
+      case DatasetKind::published_runs:
+        run_published(e, inputs, r);
         break;
     }
     summarize(r);

@@ -10,6 +10,7 @@
 #include <optional>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "net/network_model.hpp"
@@ -29,7 +30,8 @@ enum class DatasetKind : std::uint8_t {
   kernel_sweep_gemm,
   kernel_sweep_attention,
   kernel_sweep_conv,
-  kernel_sweep_memory
+  kernel_sweep_memory,
+  published_runs
 };
 
 /// One dataset of the manifest.
@@ -54,6 +56,12 @@ std::string default_suite_path();
 /// The folder of the measured traces: <shared>/validation/traces, <shared> being the Meson
 /// option shared_dir (default: a folder named shared beside the source tree).
 std::string default_traces_dir();
+
+/// The suite with only the datasets `only` names (all when empty), less those `skip` names, in
+/// the manifest's order. An unknown name is a ConfigError "`what`: expected a dataset of
+/// <manifest> (<its names>), found \"<name>\"".
+Suite select_datasets(Suite suite, const std::vector<std::string>& only, const std::vector<std::string>& skip,
+                      std::string_view what);
 
 /// Every case id the suite's datasets declare, with its role (for check_provenance).
 CaseRoles case_roles(const Suite& suite);

@@ -100,7 +100,7 @@ def test_validate_equals_cli_json(cli, source_root, tmp_path):
 
 
 def test_validate_unknown_dataset_names_the_known_ones():
-    with pytest.raises(foresight.ConfigError, match=r"datasets: expected names of .*nccl_busbw.*found \"nccl\""):
+    with pytest.raises(foresight.ConfigError, match=r"datasets: expected a dataset of .*nccl_busbw.*found \"nccl\""):
         foresight.validate(datasets=["nccl"])
 
 

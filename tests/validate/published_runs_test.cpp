@@ -1,0 +1,118 @@
+// Published training runs (validate/data/published_runs.json): the shipped file's arithmetic
+// against its own scenarios, a planted run predicted exactly as `simulate` predicts it, and bad
+// entries refused with the file, the pointer and what was found.
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <functional>
+#include <regex>
+#include <set>
+
+#include "run/calibration.hpp"
+#include "run/scenario.hpp"
+#include "run/simulation.hpp"
+#include "tests/test_files.hpp"
+#include "tests/test_paths.hpp"
+#include "validate/published_runs.hpp"
+
+using namespace foresight;
+using Catch::Matchers::Contains;
+using nlohmann::json;
+
+namespace {
+
+std::string dataset_path() { return test::source_path("validate/data/published_runs.json"); }
+
+json read_json(const std::string& path) {
+  std::ifstream in(path);
+  return json::parse(in);
+}
+
+}  // namespace
+
+TEST_CASE("the published runs: every run names a listed source and its scenario agrees with its figure",
+          "[validate]") {
+  const validate::PublishedRuns d = validate::load_published_runs(dataset_path());
+  REQUIRE(d.sources.size() >= 5);
+  REQUIRE(d.runs.size() >= 40);
+  std::set<std::string> used;
+  int tokens_checked = 0;
+  for (const validate::PublishedRun& r : d.runs) {
+    CAPTURE(r.id);
+    used.insert(r.source);
+    REQUIRE(r.role == validate::Role::prediction);  // nothing is fitted on them
+    const json scenario = read_json(r.scenario);
+    const json& plan = scenario.at("plan");
+    // A figure in tokens per second per GPU: the iteration is a GPU's share of the global batch's
+    // tokens over that rate.
+    std::smatch m;
+    if (std::regex_search(r.reported, m, std::regex(R"(^([0-9.]+) tokens/s per GPU)"))) {
+      const double rate = std::stod(m[1].str());
+      const auto model = strategy::scenario_model(strategy::load_scenario(r.scenario));
+      REQUIRE(model.transformer.has_value());
+      const double tokens = plan.at("global_batch").get<double>() * double(model.transformer->seq_len) /
+                            scenario.at("cluster").at("gpus").get<double>();
+      REQUIRE(r.measured_iteration_s == Approx(tokens / rate).epsilon(1e-4));
+      ++tokens_checked;
+    }
+    // A figure in seconds per iteration is the measured time itself.
+    if (std::regex_search(r.reported, m, std::regex(R"(^([0-9.]+) s per iteration)"))) {
+      REQUIRE(r.measured_iteration_s == std::stod(m[1].str()));
+    }
+  }
+  REQUIRE(used.size() == d.sources.size());  // no source listed without a run
+  REQUIRE(tokens_checked >= 13);
+}
+
+TEST_CASE("a published run is predicted as simulate predicts its scenario", "[validate]") {
+  const auto dir = test::fresh_dir("published");
+  const std::string scenario = test::source_path("examples/thetagpu-resnet18-ddp.json");
+  json doc = {{"dataset", "published_runs"},
+              {"description", "one planted run"},
+              {"calibration_rule", "none"},
+              {"sources", {{"planted", {{"citation", "Planted, a test"}, {"url", "none"}}}}},
+              {"runs",
+               {{{"id", "resnet18"},
+                 {"source", "planted"},
+                 {"scenario", scenario},
+                 {"reported", "0.1 s per iteration"},
+                 {"derivation", "as reported"},
+                 {"measured_iteration_s", 0.1},
+                 {"role", "prediction"}}}}};
+  const auto path = (dir / "runs.json").string();
+  std::ofstream(path) << doc.dump();
+  const validate::PublishedRuns d = validate::load_published_runs(path);
+  strategy::SimulationInputs in;
+  in.collectives = run::default_collective_config();
+  const auto results = validate::evaluate_published_runs(d, in);
+  REQUIRE(results.size() == 1);
+  const auto direct = strategy::simulate_scenario(strategy::load_scenario(scenario), in);
+  REQUIRE(results[0].predicted_s == direct.report.iteration_time_s);
+  REQUIRE_THAT(results[0].note, Contains("8 x A100-SXM4-40GB") && Contains("reported 0.1 s per iteration"));
+
+  const auto bad = [&](const std::string& name, const std::function<void(json&)>& edit) {
+    json b = doc;
+    edit(b);
+    const auto p = (dir / name).string();
+    std::ofstream(p) << b.dump();
+    return p;
+  };
+  REQUIRE_THROWS_WITH(validate::load_published_runs(bad("unknown.json", [](json& b) { b["runs"][0]["colour"] = 1; })),
+                      Contains("unknown.json") && Contains("colour"));
+  REQUIRE_THROWS_WITH(
+      validate::load_published_runs(bad("source.json", [](json& b) { b["runs"][0]["source"] = "elsewhere"; })),
+      Contains("/runs/0/source") && Contains("\"elsewhere\""));
+  REQUIRE_THROWS_WITH(
+      validate::load_published_runs(bad("scenario.json", [](json& b) { b["runs"][0]["scenario"] = "none.json"; })),
+      Contains("/runs/0/scenario") && Contains("none.json"));
+  REQUIRE_THROWS_WITH(
+      validate::load_published_runs(bad("time.json", [](json& b) { b["runs"][0]["measured_iteration_s"] = -2; })),
+      Contains("/runs/0/measured_iteration_s") && Contains("positive"));
+  REQUIRE_THROWS_WITH(
+      validate::load_published_runs(bad("twice.json", [](json& b) { b["runs"].push_back(b["runs"][0]); })),
+      Contains("/runs/1/id") && Contains("again"));
+  REQUIRE_THROWS_WITH(validate::load_published_runs(bad("role.json", [](json& b) { b["runs"][0]["role"] = "fit"; })),
+                      Contains("/runs/0/role") && Contains("\"fit\""));
+}
