@@ -34,15 +34,35 @@ std::vector<LinkId> route(const Fabric& fabric, GpuId a, GpuId b, int rail_a, in
   return out;
 }
 
-/// Path between two members; across nodes on the channel's rails.
+bool crosses_cpus(const Fabric& fabric, const std::vector<LinkId>& path) {
+  return std::any_of(path.begin(), path.end(),
+                     [&](LinkId l) { return fabric.link(l).cls == LinkClass::cpu_interconnect; });
+}
+
+/// Path between two members; across nodes on the channel's rails. A sender whose way to the
+/// channel's NIC crosses the CPUs' interconnect sends through the member on that NIC's rail over
+/// NVLink instead, as NCCL's PXN does (NCCL_PXN_DISABLE=0, its default since 2.12): a
+/// communicator with one GPU per PCIe switch (a data-parallel group of a TP x DP layout) leaves
+/// each node from a GPU that is not the channel's.
 std::vector<LinkId> hop_path(const Fabric& fabric, const std::vector<NodeGroup>& nodes,
                              const std::map<int, std::size_t>& node_pos, GpuId a, GpuId b,
                              int channel) {
   const int na = fabric.gpu(a).node;
   const int nb = fabric.gpu(b).node;
-  if (na == nb) return route(fabric, a, b, -1, -1, static_cast<std::uint64_t>(channel));
-  return route(fabric, a, b, channel_rail(nodes[node_pos.at(na)], channel),
-               channel_rail(nodes[node_pos.at(nb)], channel), static_cast<std::uint64_t>(channel));
+  const auto salt = static_cast<std::uint64_t>(channel);
+  if (na == nb) return route(fabric, a, b, -1, -1, salt);
+  const NodeGroup& from = nodes[node_pos.at(na)];
+  const int rail_a = channel_rail(from, channel);
+  const int rail_b = channel_rail(nodes[node_pos.at(nb)], channel);
+  auto direct = route(fabric, a, b, rail_a, rail_b, salt);
+  if (!crosses_cpus(fabric, direct) || fabric.gpu(a).nvlink_lanes == 0 || !fabric.node(na).nvswitch) return direct;
+  const Member& relay = head(from, channel);
+  if (relay.gpu == a || relay.rail != rail_a) return direct;
+  auto path = route(fabric, a, relay.gpu, -1, -1, salt);
+  const auto rest = route(fabric, relay.gpu, b, rail_a, rail_b, salt);
+  if (crosses_cpus(fabric, path) || crosses_cpus(fabric, rest)) return direct;
+  path.insert(path.end(), rest.begin(), rest.end());
+  return path;
 }
 
 }  // namespace

@@ -159,6 +159,61 @@ TEST_CASE("concurrent collectives on the same links share them under the flow mo
   REQUIRE(both(sim::NetworkKind::flow).seconds() == Approx(fixed_s + 2 * s_bus / 240e9).epsilon(0.001));
 }
 
+TEST_CASE("a ring leaving a node from a GPU off the channel's NIC goes over NVLink (PXN), not the CPUs", "[collectives]") {
+  // A data-parallel group of a TP-4 layout on DGX H100s: GPUs k, k+4, k+8, ... (two per node, on
+  // rails k and k+4). Each channel enters a node at its rail's GPU and leaves from the other,
+  // whose own PCIe switch holds another NIC: the direct way to the channel's NIC crosses both
+  // CPU sockets. NCCL sends it through the channel's GPU over NVLink (PXN), and so must the plan:
+  // no hop crosses a CPU link, and the four groups of the same nodes share no link, so four at
+  // once take as long as one alone on the flow network (issue 20's 2x gap between the network
+  // models came from the four rings sharing the sockets' link).
+  const auto cluster = topo::resolve_cluster("dgx-h100", 32);
+  const auto cfg = calibrated();
+  const auto group = [&](int k) {
+    auto r = request(CollectiveOp::all_reduce, 0, 64e6);
+    for (int g = k; g < 32; g += 4) r.ranks.push_back(sim::GpuId(g));
+    r.algorithm = Algorithm::ring;
+    r.protocol = sim::Protocol::simple;
+    return r;
+  };
+  const auto plan = sim::plan_collective(cluster, cfg, group(0));
+  REQUIRE(plan.nodes == 4);
+  REQUIRE(plan.channels == 2);  // the group's two rails
+  for (const auto& phase : plan.phases) {
+    for (const auto& ring : phase.rings) {
+      for (const auto& hop : ring.hops) {
+        for (const sim::LinkId l : hop) REQUIRE(cluster.link(l).cls != sim::LinkClass::cpu_interconnect);
+      }
+    }
+  }
+  const auto alone = sim::measure_collective(cluster, cfg, sim::NetworkKind::flow, group(0));
+  REQUIRE(sim::measure_collective(cluster, cfg, sim::NetworkKind::analytical, group(0)).time == alone.time);
+  sim::Simulator s;
+  const auto net = sim::make_network(sim::NetworkKind::flow, s, cluster, cfg.links);
+  sim::CollectiveEngine engine(s, *net);
+  struct Done : sim::EventHandler {
+    std::vector<sim::Time> at;
+    void handle(sim::Simulator& sim, const sim::Event&) override { at.push_back(sim.now()); }
+  } done;
+  const auto id = s.add_handler(done, "done");
+  for (int k = 0; k < 4; ++k) engine.start(sim::plan_collective(cluster, cfg, group(k)), {id, 0, std::uint64_t(k)});
+  s.run();
+  REQUIRE(done.at.size() == 4);
+  REQUIRE(done.at.back() == alone.time);
+  // And it takes what a group of two GPUs per node on one PCIe switch takes (GPUs 0 and 1, 8 and
+  // 9, ...: rails 0 and 1, each GPU beside its NIC): two rails either way. Through the sockets
+  // it took 2.4x as long.
+  auto beside = group(0);
+  beside.ranks.clear();
+  for (int g = 0; g < 32; g += 8) {
+    beside.ranks.push_back(sim::GpuId(g));
+    beside.ranks.push_back(sim::GpuId(g + 1));
+  }
+  const auto near = sim::measure_collective(cluster, cfg, sim::NetworkKind::flow, beside);
+  REQUIRE(near.plan.channels == 2);
+  REQUIRE(alone.time.seconds() == Approx(near.time.seconds()).epsilon(0.01));
+}
+
 TEST_CASE("all-to-all across two DGX nodes reaches about twice a NIC's bandwidth", "[collectives]") {
   // NVIDIA maintainers (nccl-tests#130, #267): all-to-all cannot aggregate NICs; on N nodes busbw
   // is about N/(N-1) x the per-GPU network bandwidth. With PXN, NIC k carries what the node's 8
