@@ -58,6 +58,25 @@ sim::CollectiveConfig calibrated() {
   return c;
 }
 
+/// When the last of `requests`, all started at time 0 on one network, ends.
+sim::Time last_end_together(const topo::Cluster& cluster, const sim::CollectiveConfig& cfg, sim::NetworkKind kind,
+                            const std::vector<sim::CollectiveRequest>& requests) {
+  sim::Simulator s;
+  const auto net = sim::make_network(kind, s, cluster, cfg.links);
+  sim::CollectiveEngine engine(s, *net);
+  struct Done : sim::EventHandler {
+    std::vector<sim::Time> at;
+    void handle(sim::Simulator& sim, const sim::Event&) override { at.push_back(sim.now()); }
+  } done;
+  const auto id = s.add_handler(done, "done");
+  for (std::size_t k = 0; k < requests.size(); ++k) {
+    engine.start(sim::plan_collective(cluster, cfg, requests[k]), {id, 0, static_cast<std::uint64_t>(k)});
+  }
+  s.run();
+  REQUIRE(done.at.size() == requests.size());
+  return done.at.back();
+}
+
 }  // namespace
 
 TEST_CASE("a ring all-reduce on an idealized ring takes 2(n-1) alpha + 2(n-1)/n S/B", "[collectives]") {
@@ -135,21 +154,7 @@ TEST_CASE("concurrent collectives on the same links share them under the flow mo
   const auto cfg = calibrated();
   const auto req = request(CollectiveOp::all_reduce, 8, 1 << 30);
   const auto alone = sim::measure_collective(cluster, cfg, sim::NetworkKind::flow, req);
-  auto both = [&](sim::NetworkKind kind) {
-    sim::Simulator s;
-    const auto net = sim::make_network(kind, s, cluster, cfg.links);
-    sim::CollectiveEngine engine(s, *net);
-    struct Done : sim::EventHandler {
-      std::vector<sim::Time> at;
-      void handle(sim::Simulator& sim, const sim::Event&) override { at.push_back(sim.now()); }
-    } done;
-    const auto id = s.add_handler(done, "done");
-    engine.start(sim::plan_collective(cluster, cfg, req), {id, 0, 0});
-    engine.start(sim::plan_collective(cluster, cfg, req), {id, 0, 1});
-    s.run();
-    REQUIRE(done.at.size() == 2);
-    return done.at.back();
-  };
+  auto both = [&](sim::NetworkKind kind) { return last_end_together(cluster, cfg, kind, {req, req}); };
   REQUIRE(both(sim::NetworkKind::analytical) == alone.time);
   // Flow: the ring flows of the two collectives share each port; the fixed part (launch,
   // latency, fill) stays. Alone, a ring flow runs at the calibrated Simple rate, 240 GB/s x 0.97
@@ -188,18 +193,8 @@ TEST_CASE("a ring leaving a node from a GPU off the channel's NIC goes over NVLi
   }
   const auto alone = sim::measure_collective(cluster, cfg, sim::NetworkKind::flow, group(0));
   REQUIRE(sim::measure_collective(cluster, cfg, sim::NetworkKind::analytical, group(0)).time == alone.time);
-  sim::Simulator s;
-  const auto net = sim::make_network(sim::NetworkKind::flow, s, cluster, cfg.links);
-  sim::CollectiveEngine engine(s, *net);
-  struct Done : sim::EventHandler {
-    std::vector<sim::Time> at;
-    void handle(sim::Simulator& sim, const sim::Event&) override { at.push_back(sim.now()); }
-  } done;
-  const auto id = s.add_handler(done, "done");
-  for (int k = 0; k < 4; ++k) engine.start(sim::plan_collective(cluster, cfg, group(k)), {id, 0, std::uint64_t(k)});
-  s.run();
-  REQUIRE(done.at.size() == 4);
-  REQUIRE(done.at.back() == alone.time);
+  REQUIRE(last_end_together(cluster, cfg, sim::NetworkKind::flow, {group(0), group(1), group(2), group(3)}) ==
+          alone.time);
   // And it takes what a group of two GPUs per node on one PCIe switch takes (GPUs 0 and 1, 8 and
   // 9, ...: rails 0 and 1, each GPU beside its NIC): two rails either way. Through the sockets
   // it took 2.4x as long.
