@@ -275,7 +275,7 @@ def gemm_shapes():
     add("gemm", ALL, cube(P2))
     return out
 
-def fam_gemm(deadline):
+def fam_gemm(deadline, shapes=None):
     def one(op, dt, m, n, k, tag):
         tdt = DT[dt]
         set_tf32(matmul=(dt == "tf32"))
@@ -285,7 +285,7 @@ def fam_gemm(deadline):
                 "layout": {"gemm": "nn", "gemm_nt": "nt", "gemm_tn": "tn"}[op]}
         run_shape("gemm", meta, make, lambda x: torch.matmul(x[0], x[1]), 2 * m * n * k,
                   (m * k + k * n + m * n) * ES[dt], deadline)
-    loop(gemm_shapes(), deadline, one)
+    loop((shapes or gemm_shapes)(), deadline, one)
     set_tf32(matmul=False)
 
 def align_shapes():
@@ -303,12 +303,7 @@ def align_shapes():
             for tag, m, n, k in heads + odd]
 
 def fam_gemm_align(deadline):
-    saved = gemm_shapes
-    try:
-        globals()["gemm_shapes"] = align_shapes
-        fam_gemm(deadline)
-    finally:
-        globals()["gemm_shapes"] = saved
+    fam_gemm(deadline, align_shapes)
 
 def fam_bmm(deadline):
     shapes = itertools.product(("bf16", "fp16"), (128, 64), (384, 96, 768), (512, 1024, 2048, 4096), ("qk", "pv"))
