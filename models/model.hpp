@@ -77,6 +77,10 @@ struct Layer {
   /// The repeated unit the layer belongs to (a ResNet basic/bottleneck block, a transformer
   /// layer), -1 outside any: the boundaries pipeline partitioning may cut at.
   int block = -1;
+  /// A linear layer that fuses several projections an eager PyTorch model runs as separate
+  /// matrix multiplies: their output widths in the order the model calls them (query, key,
+  /// value; gate, up). Empty: one. Per-op selective recompute counts matrix multiplies.
+  std::vector<std::int64_t> matmul_widths;
 };
 
 /// A Mixture-of-Experts MLP (Shazeer et al. 2017; Fedus et al. 2021, Switch; Jiang et al. 2024,

@@ -56,6 +56,16 @@ Layer with_tp(Layer l, TpRole role) {
   return l;
 }
 
+/// A column-parallel linear layer fusing projections of `widths` (in the order an eager model
+/// calls them), as Megatron fuses QKV and the gated MLP's gate and up projections.
+Layer fused_linear(std::string name, std::int64_t rows, std::int64_t in, std::vector<std::int64_t> widths, bool bias) {
+  std::int64_t out = 0;
+  for (const std::int64_t w : widths) out += w;
+  Layer l = with_tp(linear_layer(std::move(name), rows, in, out, bias), TpRole::column);
+  l.matmul_widths = std::move(widths);
+  return l;
+}
+
 }  // namespace
 
 Model build_transformer(const TransformerSpec& spec) {
@@ -64,7 +74,6 @@ Model build_transformer(const TransformerSpec& spec) {
   const std::int64_t s = t.seq_len;
   const std::int64_t h = t.hidden;
   const std::int64_t q = t.heads * d;  // query (and context) width
-  const std::int64_t qkv = (t.heads + 2LL * t.kv_heads) * d;
   const std::int64_t ffn = t.ffn;
   const Dims tokens{s, h};
 
@@ -91,7 +100,7 @@ Model build_transformer(const TransformerSpec& spec) {
     // Attention sub-layer: [norm,] fused QKV projection, core, output projection, [dropout,]
     // residual add, [post-norm].
     if (spec.pre_norm) b.add(norm_layer(p + "ln_1", spec.norm, s, h));
-    b.add(with_tp(linear_layer(p + "attn.qkv", s, h, qkv, spec.qkv_bias), TpRole::column));
+    b.add(fused_linear(p + "attn.qkv", s, h, {q, t.kv_heads * d, t.kv_heads * d}, spec.qkv_bias));
     b.add(attention_layer(p + "attn.core", attention));
     b.add(with_tp(linear_layer(p + "attn.proj", s, q, h, spec.proj_bias), TpRole::row));
     if (spec.hidden_dropout) b.add(dropout_layer(p + "attn.dropout", tokens));
@@ -108,7 +117,7 @@ Model build_transformer(const TransformerSpec& spec) {
       b.add(with_tp(experts_layer(p + "mlp.experts", s, h, m.expert_ffn, m.experts, m.top_k, t.swiglu), TpRole::expert));
       if (m.shared_experts > 0) {
         const std::int64_t f = static_cast<std::int64_t>(m.shared_experts) * m.expert_ffn;
-        b.add(with_tp(linear_layer(p + "mlp.shared.gate_up", s, h, 2 * f, spec.mlp_bias), TpRole::column));
+        b.add(fused_linear(p + "mlp.shared.gate_up", s, h, {f, f}, spec.mlp_bias));
         b.add(with_tp(swiglu_layer(p + "mlp.shared.act", s, f), TpRole::sharded));
         b.add(with_tp(linear_layer(p + "mlp.shared.proj", s, f, h, spec.mlp_bias), TpRole::row));
       }
@@ -118,7 +127,7 @@ Model build_transformer(const TransformerSpec& spec) {
       continue;
     }
     if (t.swiglu) {
-      b.add(with_tp(linear_layer(p + "mlp.gate_up", s, h, 2 * ffn, spec.mlp_bias), TpRole::column));
+      b.add(fused_linear(p + "mlp.gate_up", s, h, {ffn, ffn}, spec.mlp_bias));
       b.add(with_tp(swiglu_layer(p + "mlp.act", s, ffn), TpRole::sharded));
     } else {
       b.add(with_tp(linear_layer(p + "mlp.fc", s, h, ffn, spec.mlp_bias), TpRole::column));

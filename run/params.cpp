@@ -29,7 +29,7 @@ constexpr std::array<std::string_view, 2> kOptimizerImpls{"foreach", "fused"};
 constexpr std::array<std::string_view, 6> kSchedules{"none", "naive", "gpipe", "1f1b", "interleaved", "pipedream"};
 constexpr std::array<std::string_view, 3> kPartitions{"time", "params", "uniform"};
 constexpr std::array<std::string_view, 2> kDrivers{"per_stage", "single_process"};
-constexpr std::array<std::string_view, 4> kRecomputes{"none", "full", "except_last", "selective"};
+constexpr std::array<std::string_view, 5> kRecomputes{"none", "full", "except_last", "selective", "selective_op"};
 constexpr std::array<std::string_view, 2> kScaleAxes{"dp", "pp"};
 constexpr std::array<std::string_view, 2> kNetworks{"analytical", "flow"};
 constexpr std::array<std::string_view, 2> kCommContention{"off", "measured"};
@@ -37,7 +37,7 @@ constexpr std::array<std::string_view, 2> kZero3Schedules{"fsdp", "deepspeed"};
 constexpr std::array<std::string_view, 3> kDistributions{"balanced", "zipf", "histogram"};
 constexpr std::array<std::string_view, 2> kRoles{"calibration", "prediction"};
 
-static_assert(static_cast<int>(Schedule::pipedream) == 5 && static_cast<int>(Recompute::selective) == 3 &&
+static_assert(static_cast<int>(Schedule::pipedream) == 5 && static_cast<int>(Recompute::selective_op) == 4 &&
               static_cast<int>(sim::NetworkKind::flow) == 1 && static_cast<int>(Precision::bf16) == 4);
 
 /// Stores a value into member `Field` of the scenario part `Part`.
@@ -189,7 +189,7 @@ std::vector<Param> make_table() {
                       "Megatron sequence parallelism (needs tp > 1)", store<P, &Plan::sequence_parallel>,
                       echo<P, &Plan::sequence_parallel>));
   t.push_back(choice("plan", "recompute", kRecomputes, "none",
-                     "activation recompute: full, except_last (torchgpipe), selective (attention core only)",
+                     "activation recompute: full, except_last (torchgpipe), selective (attention core only), selective_op (torchtitan's per-op policy: every second matmul and the non-matmul ops of each block)",
                      store<P, &Plan::recompute>, echo<P, &Plan::recompute, &kRecomputes>));
   t.push_back(of_kind("plan", "fused_attention", K::boolean, "", "false",
                       "FlashAttention-style fused attention instead of Megatron's unfused core",

@@ -79,7 +79,7 @@ void read_pipeline(const JsonReader& r, const json& o, const JsonPath& p, Plan& 
   }
   if (!has("p2p_sync")) plan.p2p_sync = plan.driver == PipelineDriver::per_stage && plan.schedule != Schedule::interleaved;
   if (plan.recompute == Recompute::except_last && plan.pp == 1) {
-    r.fail(p.at("recompute"), "expected none, full or selective with pp = 1: except_last is torchgpipe's per-stage "
+    r.fail(p.at("recompute"), "expected none, full, selective or selective_op with pp = 1: except_last is torchgpipe's per-stage "
                               "checkpointing");
   }
   // A pipeline may need more steps to settle than data parallelism: 3, or 8 with the last 4

@@ -19,8 +19,9 @@ using sim::NodeId;
 class RankCompiler {
  public:
   RankCompiler(const Model& model, const Plan& plan, const std::vector<GradientBucket>& buckets,
-               const std::vector<TpExchanges>& tp, RankEmitter& e, std::uint32_t dp_comm)
-      : model_(model), plan_(plan), buckets_(buckets), e_(e), dp_comm_(dp_comm), tp_(tp) {}
+               const std::vector<TpExchanges>& tp, const std::vector<OpRecompute>& op_recompute, RankEmitter& e,
+               std::uint32_t dp_comm)
+      : model_(model), plan_(plan), buckets_(buckets), e_(e), dp_comm_(dp_comm), tp_(tp), op_recompute_(op_recompute) {}
 
   /// Emits one training step; returns (its first node, its last node).
   std::pair<NodeId, NodeId> step(int s) {
@@ -50,7 +51,7 @@ class RankCompiler {
  private:
   void micro_step(int micro, bool reduce, std::vector<NodeId>& comm) {
     e_.copy_input(micro);
-    LayerPass pass(model_, plan_, tp_, e_, dp_comm_, true, micro);
+    LayerPass pass(model_, plan_, tp_, op_recompute_, e_, dp_comm_, true, micro);
     const std::size_t n = model_.layers.size();
     const NodeId out = pass.forward(0, n, kNoNode);
     std::size_t next_bucket = 0;
@@ -72,6 +73,7 @@ class RankCompiler {
   RankEmitter& e_;
   std::uint32_t dp_comm_;
   const std::vector<TpExchanges>& tp_;
+  const std::vector<OpRecompute>& op_recompute_;
 };
 
 }  // namespace
@@ -133,6 +135,7 @@ CompiledGraph compile_data_parallel(const Model& model, const Plan& plan, const 
   if (model.layers.empty()) throw sim::ModelError(fmt::format("model {} has no layers", model.name));
   check_tensor_parallel(model, plan);
   const std::vector<TpExchanges> exchanges = tp_exchanges(model, plan);
+  const std::vector<OpRecompute> op_recompute = op_recompute_layers(model, plan);
   CompiledGraph out;
   sim::ExecutionGraph& g = out.graph;
   g.stream_names = training_stream_names();
@@ -160,7 +163,7 @@ CompiledGraph compile_data_parallel(const Model& model, const Plan& plan, const 
     e.set_moe(layout.moe_rank(g, routing ? &*routing : nullptr, d, 0, static_cast<int>(r) % layout.live_tp(), expert_comms));
     e.set_replica_communicator(comms.replica[r]);
     e.load_batches(plan.steps, plan.micro_batch * plan.grad_accum);
-    RankCompiler rc(model, plan, out.buckets, exchanges, e, comms.dp[r]);
+    RankCompiler rc(model, plan, out.buckets, exchanges, op_recompute, e, comms.dp[r]);
     for (int s = 0; s < plan.steps; ++s) {
       const auto [first, last] = rc.step(s);
       out.step_begin[static_cast<std::size_t>(s)][r] = first;

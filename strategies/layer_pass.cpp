@@ -14,11 +14,13 @@ bool is_wgrad(const OpTemplate& t) {
 
 }  // namespace
 
-LayerPass::LayerPass(const Model& model, const Plan& plan, const std::vector<TpExchanges>& tp, RankEmitter& e,
-                     std::uint32_t dp_comm, bool layer_recompute, int micro)
+LayerPass::LayerPass(const Model& model, const Plan& plan, const std::vector<TpExchanges>& tp,
+                     const std::vector<OpRecompute>& op_recompute, RankEmitter& e, std::uint32_t dp_comm,
+                     bool layer_recompute, int micro)
     : model_(model),
       plan_(plan),
       tp_(tp),
+      op_recompute_(op_recompute),
       e_(e),
       dp_comm_(dp_comm),
       layer_recompute_(layer_recompute),
@@ -126,6 +128,22 @@ void LayerPass::forward_layer(std::size_t i) {
   }
 }
 
+void LayerPass::recompute_ops(std::size_t i) {
+  const std::vector<OpTemplate>& kernels = op_recompute_[i].kernels;
+  if (kernels.empty()) return;
+  if (!tp_[i].forward_before.empty()) {
+    std::vector<NodeId> after = waits_;
+    after.push_back(last_);
+    waits_ = {collectives(tp_[i].forward_before, std::move(after), sim::Phase::forward)};
+  }
+  for (const OpTemplate& t : kernels) run(t, i, sim::Phase::forward, plan_.dispatch_forward);
+  std::vector<TpCollective> rerun;
+  for (const TpCollective& c : tp_[i].forward_after) {
+    if (c.op != sim::CollectiveOp::reduce_scatter) rerun.push_back(c);
+  }
+  if (!rerun.empty()) waits_.push_back(collectives(rerun, {last_}, sim::Phase::forward));
+}
+
 void LayerPass::run_tokens(const OpTemplate& t, std::size_t i, int expert, double tokens, sim::Phase phase,
                            sim::Time dispatch) {
   if (tokens <= 0.0) return;
@@ -209,17 +227,25 @@ NodeId LayerPass::backward(std::size_t first, std::size_t last, NodeId in, bool 
       // FSDP: the unit's gather, which its recompute and backward wait for.
       if (const NodeId unit = pre_backward(i, first); unit != kNoNode) pending.push_back(unit);
     }
-    // Recompute before the backward: a whole block's forward (full) or the attention core's
-    // (selective), with its forward collectives.
+    // Recompute before the backward: a whole block's forward (full), the attention core's
+    // (selective) or what the per-op policy drops from a block (selective_op), with its forward
+    // collectives.
     const bool block_end =
         layer.block >= 0 && (i + 1 == model_.layers.size() || model_.layers[i + 1].block != layer.block);
-    if (layer_recompute_ && ((plan_.recompute == Recompute::full && block_end) ||
+    const bool whole_block = plan_.recompute == Recompute::full || plan_.recompute == Recompute::selective_op;
+    if (layer_recompute_ && ((whole_block && block_end) ||
                              (plan_.recompute == Recompute::selective && layer.saved_score_elems > 0.0))) {
       std::size_t begin = i;
-      while (plan_.recompute == Recompute::full && begin > first && model_.layers[begin - 1].block == layer.block) --begin;
+      while (whole_block && begin > first && model_.layers[begin - 1].block == layer.block) --begin;
       waits_.insert(waits_.end(), pending.begin(), pending.end());
       recomputing_ = true;
-      for (std::size_t k = begin; k <= i; ++k) forward_layer(k);
+      for (std::size_t k = begin; k <= i; ++k) {
+        if (plan_.recompute == Recompute::selective_op) {
+          recompute_ops(k);
+        } else {
+          forward_layer(k);
+        }
+      }
       recomputing_ = false;
       pending = std::move(waits_);
       waits_.clear();

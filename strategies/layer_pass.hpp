@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "strategies/op_recompute.hpp"
 #include "strategies/rank_emitter.hpp"
 #include "strategies/tensor_parallel.hpp"
 
@@ -20,8 +21,9 @@ class LayerPass {
  public:
   /// `tp` holds tp_exchanges() of every layer of `model`. `layer_recompute`: whether
   /// plan.recompute is applied per layer here (data parallelism) rather than per stage.
-  LayerPass(const Model& model, const Plan& plan, const std::vector<TpExchanges>& tp, RankEmitter& e,
-            std::uint32_t dp_comm, bool layer_recompute, int micro);
+  LayerPass(const Model& model, const Plan& plan, const std::vector<TpExchanges>& tp,
+            const std::vector<OpRecompute>& op_recompute, RankEmitter& e, std::uint32_t dp_comm, bool layer_recompute,
+            int micro);
 
   /// Forward kernels of layers [first, last), the first waiting for `in` (kNoNode: nothing).
   /// Returns the node after which the output is ready (the last kernel, or the collective that
@@ -57,6 +59,9 @@ class LayerPass {
   /// unit's (BACKWARD_PRE), before its recompute and gradients; returns its gather.
   sim::NodeId pre_backward(std::size_t i, std::size_t first_layer);
   void forward_layer(std::size_t i);
+  /// Layer i's part of a block's per-op selective recompute (op_recompute_[i]): its kernels, and
+  /// the tensor-parallel collectives around them but reduce-scatters (whose outputs are kept).
+  void recompute_ops(std::size_t i);
   /// Whether `t` is an FP8 weight cast that Transformer Engine serves from its cache: after the
   /// step's first micro-batch (Megatron passes is_first_microbatch), and in recompute.
   bool cached_cast(const OpTemplate& t) const;
@@ -71,6 +76,7 @@ class LayerPass {
   const Model& model_;
   const Plan& plan_;
   const std::vector<TpExchanges>& tp_;
+  const std::vector<OpRecompute>& op_recompute_;  ///< op_recompute_layers(), under selective_op
   RankEmitter& e_;
   std::uint32_t dp_comm_;
   bool layer_recompute_;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "strategies/op_recompute.hpp"
 #include "strategies/tensor_parallel.hpp"
 
 namespace foresight::strategy {
@@ -63,9 +64,26 @@ double saved_activation_bytes(const Model& model, const Plan& plan, std::size_t 
   const bool sp = plan.sequence_parallel && t > 1;
   const bool full = block_checkpoints && plan.recompute == Recompute::full;
   const bool selective = plan.recompute == Recompute::selective;
+  const bool per_op = block_checkpoints && plan.recompute == Recompute::selective_op;
   double bytes = 0.0;
   for (std::size_t i = first; i < last && i < model.layers.size(); ++i) {
     const Layer& l = model.layers[i];
+    if (per_op && l.block >= 0) {
+      // The block's input and what the per-op policy keeps (op_recompute.hpp): the outputs of
+      // column-parallel and sharded layers are split t ways, the others with SP only.
+      std::size_t end = i;
+      while (end < last && end < model.layers.size() && model.layers[end].block == l.block) ++end;
+      const std::vector<OpRecompute> kept = op_recompute_block(model, i, end);
+      const double in = i == 0 ? model.input_elems : model.layers[i - 1].output_elems;
+      bytes += in * a / (sp ? t : 1);
+      for (std::size_t k = i; k < end; ++k) {
+        const TpRole role = model.layers[k].tp;
+        const bool split = role == TpRole::column || role == TpRole::sharded || role == TpRole::expert;
+        bytes += kept[k - i].saved_elems * a / (split || sp ? t : 1);
+      }
+      i = end - 1;
+      continue;
+    }
     if (full && l.block >= 0) {
       // Only the block's input survives; the rest is recomputed before the block's backward.
       const bool starts_block = i == 0 || model.layers[i - 1].block != l.block;

@@ -71,9 +71,11 @@ struct RunTask {
 class StageCompiler {
  public:
   StageCompiler(const Model& model, const Plan& plan, const std::vector<PipelineChunk>& chunks,
-                const std::vector<TpExchanges>& tp, int stage, std::vector<sim::RankId> stage_ranks,
-                std::uint32_t dp_communicator, RankEmitter& e, const ComputeModel& compute, int cc)
-      : model_(model), plan_(plan), chunks_(chunks), tp_(tp), stage_(stage), stage_ranks_(std::move(stage_ranks)),
+                const std::vector<TpExchanges>& tp, const std::vector<OpRecompute>& op_recompute, int stage,
+                std::vector<sim::RankId> stage_ranks, std::uint32_t dp_communicator, RankEmitter& e,
+                const ComputeModel& compute, int cc)
+      : model_(model), plan_(plan), chunks_(chunks), tp_(tp), op_recompute_(op_recompute), stage_(stage),
+        stage_ranks_(std::move(stage_ranks)),
         comm_id_(dp_communicator), e_(e) {
     const int v = plan.virtual_stages;
     for (int c = 0; c < v; ++c) {
@@ -194,7 +196,8 @@ class StageCompiler {
   /// checkpointing: each layer's forward again before its backward, the embedding, LM head and
   /// loss never) rather than per chunk.
   bool layer_recompute() const {
-    return plan_.recompute == Recompute::selective || (plan_.recompute == Recompute::full && model_.transformer);
+    return plan_.recompute == Recompute::selective || plan_.recompute == Recompute::selective_op ||
+           (plan_.recompute == Recompute::full && model_.transformer);
   }
 
  private:
@@ -228,7 +231,7 @@ class StageCompiler {
   /// The chunk's forward (with its tensor-parallel collectives), or its recompute before the
   /// backward pass; returns when its output is ready.
   NodeId forward(const PipelineChunk& ch, int micro, NodeId in, bool recompute = false) {
-    LayerPass pass(model_, plan_, tp_, e_, comm_id_, false, micro);
+    LayerPass pass(model_, plan_, tp_, op_recompute_, e_, comm_id_, false, micro);
     return recompute ? pass.recompute(ch.first, ch.last, in) : pass.forward(ch.first, ch.last, in);
   }
 
@@ -238,7 +241,7 @@ class StageCompiler {
     const auto& buckets = chunk_buckets_[static_cast<std::size_t>(c)];
     std::size_t next_bucket = 0;
     // Per-layer recompute (transformers) runs inside the backward pass; a partition's runs in emit.
-    LayerPass pass(model_, plan_, tp_, e_, comm_id_, layer_recompute(), micro);
+    LayerPass pass(model_, plan_, tp_, op_recompute_, e_, comm_id_, layer_recompute(), micro);
     return pass.backward(ch.first, ch.last, in, reduce, comm_, [&](std::size_t i, NodeId last) {
       if (!reduce) return;
       while (next_bucket < buckets.size() && buckets[next_bucket].layers.front() == i) {
@@ -253,6 +256,7 @@ class StageCompiler {
   const Plan& plan_;
   const std::vector<PipelineChunk>& chunks_;
   const std::vector<TpExchanges>& tp_;
+  const std::vector<OpRecompute>& op_recompute_;
   int stage_;
   std::vector<sim::RankId> stage_ranks_;  ///< the rank of each stage in this pipeline
   std::uint32_t comm_id_;
@@ -297,7 +301,7 @@ std::pair<double, int> activation_peak(const Model& model, const Plan& plan, con
   auto saved = [&](int c) { return saved_activation_bytes(model, plan, sc.chunk(c).first, sc.chunk(c).last, layers); };
   // Per-layer full recompute briefly holds one block's activations again in the backward pass.
   double block_transient = 0.0;
-  if (layers && plan.recompute == Recompute::full) {
+  if (layers && (plan.recompute == Recompute::full || plan.recompute == Recompute::selective_op)) {
     for (int c = 0; c < plan.virtual_stages; ++c) {
       for (std::size_t i = sc.chunk(c).first; i < sc.chunk(c).last;) {
         std::size_t end = i + 1;
@@ -350,6 +354,7 @@ CompiledGraph compile_pipeline(const Model& model, const Plan& plan, const topo:
   }
   check_tensor_parallel(model, plan);
   const std::vector<TpExchanges> exchanges = tp_exchanges(model, plan);
+  const std::vector<OpRecompute> op_recompute = op_recompute_layers(model, plan);
   // TP rank j of stage s of replica d runs on GPU (d x pp + s) x tp + j: TP innermost (inside a
   // node), then the pipeline, then data parallelism (Megatron's placement). Identical ranks fold.
   auto routing = moe_routing(model, plan);
@@ -415,7 +420,7 @@ CompiledGraph compile_pipeline(const Model& model, const Plan& plan, const topo:
       if (s == 0) emitters.back().load_batches(plan.steps, plan.micro_batch * plan.grad_accum);
     }
     for (int s = 0; s < p; ++s) {
-      stages.emplace_back(model, plan, chunks, exchanges, s, stage_ranks, dp_comm[static_cast<std::size_t>(s * layout.live_tp() + j)],
+      stages.emplace_back(model, plan, chunks, exchanges, op_recompute, s, stage_ranks, dp_comm[static_cast<std::size_t>(s * layout.live_tp() + j)],
                           emitters[static_cast<std::size_t>(s)], compute, cc);
       orders.push_back(run_order(plan, s));
       const auto r = static_cast<std::size_t>(stage_ranks[static_cast<std::size_t>(s)]);

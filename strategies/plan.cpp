@@ -70,6 +70,8 @@ std::string_view to_string(Recompute r) {
       return "except_last";
     case Recompute::selective:
       return "selective";
+    case Recompute::selective_op:
+      return "selective_op";
   }
   return "?";
 }

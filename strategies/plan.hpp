@@ -56,8 +56,10 @@ std::string_view to_string(PipelineDriver d);
 /// Activation recompute: none; full (each stage re-runs its forward before its backward and
 /// keeps only its input); except_last (full, except for the last micro-batch: torchgpipe's
 /// default checkpoint mode); selective (Korthikanti et al. 2022 §5: only the attention core,
-/// whose s x s tensors are not kept, is recomputed).
-enum class Recompute : std::uint8_t { none, full, except_last, selective };
+/// whose s x s tensors are not kept, is recomputed); selective_op (torchtitan's per-op policy:
+/// each transformer block keeps its matmul and fused-attention outputs except every second
+/// matmul's and recomputes the rest, strategies/op_recompute.hpp).
+enum class Recompute : std::uint8_t { none, full, except_last, selective, selective_op };
 std::string_view to_string(Recompute r);
 
 /// Which plan axis follows a change of cluster.gpus (--gpus): data parallelism, or the pipeline.
