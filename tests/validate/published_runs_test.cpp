@@ -3,6 +3,7 @@
 // entries refused with the file, the pointer and what was found.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -35,10 +36,11 @@ json read_json(const std::string& path) {
 TEST_CASE("the published runs: every run names a listed source and its scenario agrees with its figure",
           "[validate]") {
   const validate::PublishedRuns d = validate::load_published_runs(dataset_path());
-  REQUIRE(d.sources.size() >= 6);
-  REQUIRE(d.runs.size() >= 44);
+  REQUIRE(d.sources.size() >= 8);
+  REQUIRE(d.runs.size() >= 48);
   std::set<std::string> used;
   int tokens_checked = 0;
+  int tflops_checked = 0;
   for (const validate::PublishedRun& r : d.runs) {
     CAPTURE(r.id);
     used.insert(r.source);
@@ -57,13 +59,33 @@ TEST_CASE("the published runs: every run names a listed source and its scenario 
       REQUIRE(r.measured_iteration_s == Approx(tokens / rate).epsilon(1e-4));
       ++tokens_checked;
     }
+    // A figure in TFLOP/s per GPU by Megatron-Core's count (num_floating_point_operations, for
+    // query width = hidden): 12 B s L h^2 ((1 + g/a + s/h) + (f/h) k (3/2 with SwiGLU) + V/(2 L h)),
+    // V padded to a multiple of 128 x tp, over the rate of every GPU.
+    if (std::regex_search(r.reported, m, std::regex(R"(^([0-9.]+) TFLOP/s per GPU by Megatron-Core's FLOP count)"))) {
+      const auto model = strategy::scenario_model(strategy::load_scenario(r.scenario));
+      REQUIRE(model.transformer.has_value());
+      const strategy::TransformerShape& t = *model.transformer;
+      const double s = t.seq_len, h = t.hidden, layers = t.layers;
+      const double unit = 128.0 * plan.value("tp", 1);
+      const double vocab = std::ceil(t.vocab / unit) * unit;
+      const double routed = t.moe.experts > 0 ? t.moe.top_k : 1;
+      const double ffn = t.moe.experts > 0 ? t.moe.expert_ffn : t.ffn;
+      const double flops = 12.0 * plan.at("global_batch").get<double>() * s * layers * h * h *
+                           ((1.0 + double(t.kv_heads) / t.heads + s / h) + ffn / h * routed * (t.swiglu ? 1.5 : 1.0) +
+                            vocab / (2.0 * layers * h));
+      const double gpus = scenario.at("cluster").at("gpus").get<double>();
+      REQUIRE(r.measured_iteration_s == Approx(flops / (std::stod(m[1].str()) * 1e12 * gpus)).epsilon(1e-4));
+      ++tflops_checked;
+    }
     // A figure in seconds per iteration is the measured time itself.
     if (std::regex_search(r.reported, m, std::regex(R"(^([0-9.]+) s per iteration)"))) {
       REQUIRE(r.measured_iteration_s == std::stod(m[1].str()));
     }
   }
   REQUIRE(used.size() == d.sources.size());  // no source listed without a run
-  REQUIRE(tokens_checked >= 13);
+  REQUIRE(tokens_checked >= 15);
+  REQUIRE(tflops_checked == 2);
 }
 
 TEST_CASE("a published run is predicted as simulate predicts its scenario", "[validate]") {
