@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 #include <tuple>
+#include <unordered_map>
 
 #include "common/error.hpp"
 
@@ -40,11 +41,12 @@ void check_node(const ExecutionGraph& g, NodeId i) {
   for (const NodeId d : n.deps) {
     if (d >= i) fail(g, i, fmt::format("depends on node {}, which does not come before it", d));
     const RankId dr = g.nodes[d].rank;
+    if (dr == n.rank) continue;
     // Threads of one process may wait on each other (queues, joins); other ranks only communicate.
     const bool same_process = !g.host_process.empty() && dr < g.ranks() && n.rank < g.ranks() &&
                               g.rank_host[dr] < g.host_process.size() && g.rank_host[n.rank] < g.host_process.size() &&
                               g.host_process[g.rank_host[dr]] == g.host_process[g.rank_host[n.rank]];
-    if (dr != n.rank && !same_process) {
+    if (!same_process) {
       fail(g, i, fmt::format("depends on node {} of rank {}: ranks order each other only by communication "
                              "(threads of one process also by waits)", d, dr));
     }
@@ -154,21 +156,30 @@ GraphIndex check_graph(const ExecutionGraph& g, const Fabric& fabric) {
     throw GraphError(fmt::format("execution graph: host_process names {} host threads, but ranks use {}",
                                  g.host_process.size(), x.host_count));
   }
-  std::map<std::pair<RankId, StreamId>, std::uint32_t> streams;
+  // GPU streams are numbered in the order their (rank, stream) first appears; consecutive nodes
+  // mostly share one, so the last is remembered.
+  std::unordered_map<std::uint64_t, std::uint32_t> streams;
+  std::uint64_t last_stream = ~std::uint64_t{0};
+  std::uint32_t last_stream_index = 0;
   std::vector<std::uint32_t> dependents_count(n, 0);
   // Collectives: per (communicator, rank), the k-th collective of that rank there.
-  std::map<std::pair<std::uint32_t, RankId>, std::vector<NodeId>> by_comm_rank;
+  std::unordered_map<std::uint64_t, std::vector<NodeId>> by_comm_rank;
+  const auto comm_rank = [](std::uint32_t c, RankId r) { return (std::uint64_t{c} << 32) | r; };
   std::map<std::tuple<RankId, RankId, std::uint32_t>, std::vector<NodeId>> sends;
   std::map<std::tuple<RankId, RankId, std::uint32_t>, std::vector<NodeId>> recvs;
   for (NodeId i = 0; i < n; ++i) {
     check_node(g, i);
     const Node& node = g.nodes[i];
     if (node.stream != kHostStream) {
-      const auto [it, added] = streams.emplace(std::make_pair(node.rank, node.stream), static_cast<std::uint32_t>(streams.size()));
-      x.stream_of[i] = it->second;
+      const std::uint64_t key = (std::uint64_t{node.rank} << 32) | node.stream;
+      if (key != last_stream) {
+        last_stream = key;
+        last_stream_index = streams.emplace(key, static_cast<std::uint32_t>(streams.size())).first->second;
+      }
+      x.stream_of[i] = last_stream_index;
     }
     for (const NodeId d : node.deps) ++dependents_count[d];
-    if (node.kind == OpKind::collective) by_comm_rank[{node.communicator, node.rank}].push_back(i);
+    if (node.kind == OpKind::collective) by_comm_rank[comm_rank(node.communicator, node.rank)].push_back(i);
     if (node.kind == OpKind::send) sends[{node.rank, node.peer, node.tag}].push_back(i);
     if (node.kind == OpKind::recv) recvs[{node.peer, node.rank, node.tag}].push_back(i);
   }
@@ -184,9 +195,15 @@ GraphIndex check_graph(const ExecutionGraph& g, const Fabric& fabric) {
   for (std::uint32_t c = 0; c < g.communicators.size(); ++c) {
     const auto& members = g.communicators[c].ranks;
     const auto count_of = [&](RankId r) {
-      const auto it = by_comm_rank.find({c, r});
+      const auto it = by_comm_rank.find(comm_rank(c, r));
       return it == by_comm_rank.end() ? std::size_t{0} : it->second.size();
     };
+    // Each member's list, found once rather than once per collective.
+    std::vector<const std::vector<NodeId>*> lists;
+    for (const RankId r : members) {
+      const auto it = by_comm_rank.find(comm_rank(c, r));
+      lists.push_back(it == by_comm_rank.end() ? nullptr : &it->second);
+    }
     const std::size_t k_max = count_of(members.front());
     for (const RankId r : members) {
       if (count_of(r) != k_max) {
@@ -197,7 +214,7 @@ GraphIndex check_graph(const ExecutionGraph& g, const Fabric& fabric) {
     }
     for (std::size_t k = 0; k < k_max; ++k) {
       GraphIndex::Collective coll;
-      for (const RankId r : members) coll.members.push_back(by_comm_rank[{c, r}][k]);
+      for (const std::vector<NodeId>* list : lists) coll.members.push_back((*list)[k]);
       const Node& a = g.nodes[coll.members.front()];
       for (const NodeId m : coll.members) {
         const Node& b = g.nodes[m];
