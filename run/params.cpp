@@ -191,6 +191,10 @@ std::vector<Param> make_table() {
   t.push_back(choice("plan", "recompute", kRecomputes, "none",
                      "activation recompute: full, except_last (torchgpipe), selective (attention core only), selective_op (torchtitan's per-op policy: every second matmul and the non-matmul ops of each block)",
                      store<P, &Plan::recompute>, echo<P, &Plan::recompute, &kRecomputes>));
+  t.push_back(of_kind("plan", "tp_comm_overlap", K::boolean, "", "false",
+                      "Transformer Engine's tensor-parallel communication overlap: sequence-parallel all-gathers and "
+                      "reduce-scatters beside their GEMMs (needs sequence_parallel)",
+                      store<P, &Plan::tp_comm_overlap>, echo<P, &Plan::tp_comm_overlap>));
   t.push_back(of_kind("plan", "fused_attention", K::boolean, "", "false",
                       "FlashAttention-style fused attention instead of Megatron's unfused core",
                       store<P, &Plan::fused_attention>, echo<P, &Plan::fused_attention>));

@@ -219,6 +219,10 @@ Plan read_plan(const JsonReader& r, const json& o, const JsonPath& p, const std:
     r.fail(p.at("sequence_parallel"), "expected false with tp = 1: sequence parallelism splits a tensor-parallel group's "
                                       "norms and dropout");
   }
+  if (plan.tp_comm_overlap && !plan.sequence_parallel) {
+    r.fail(p.at("tp_comm_overlap"), "expected false without sequence_parallel: Transformer Engine overlaps the "
+                                    "sequence-parallel all-gathers and reduce-scatters");
+  }
   if (plan.shard_group > 0 && (plan.shard_group > plan.dp || plan.dp % plan.shard_group != 0)) {
     r.fail(p.at("shard_group"), fmt::format("expected a divisor of dp = {} (shard groups tile the data-parallel "
                                             "group), found {}", plan.dp, plan.shard_group));

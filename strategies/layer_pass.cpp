@@ -1,6 +1,7 @@
 #include "strategies/layer_pass.hpp"
 
 #include <algorithm>
+#include <utility>
 
 namespace foresight::strategy {
 
@@ -108,11 +109,23 @@ void LayerPass::forward_layer(std::size_t i) {
   } else if (zero3_ && model_.layers[i].params > 0) {
     waits_.push_back(gather(i, sim::Phase::forward));
   }
+  // With TP communication overlap, a linear layer's all-gather (column) or reduce-scatter (row)
+  // starts with its GEMM, which consumes or produces its chunks as they go, rather than before
+  // or after it; what follows waits for both.
+  const bool overlap = overlaps(i);
+  NodeId gathered = kNoNode;
   if (!tp_[i].forward_before.empty()) {
     std::vector<NodeId> after = waits_;
     after.push_back(last_);
-    waits_ = {collectives(tp_[i].forward_before, std::move(after), sim::Phase::forward)};
+    const NodeId c = collectives(tp_[i].forward_before, std::move(after), sim::Phase::forward);
+    if (overlap) {
+      gathered = c;
+    } else {
+      waits_ = {c};
+    }
   }
+  std::vector<NodeId> start = waits_;
+  start.push_back(last_);
   if (model_.layers[i].experts > 0) {
     experts(i, true);
   } else {
@@ -120,7 +133,11 @@ void LayerPass::forward_layer(std::size_t i) {
       if (!cached_cast(t)) run(t, i, sim::Phase::forward, plan_.dispatch_forward);
     }
   }
-  if (!tp_[i].forward_after.empty()) waits_.push_back(collectives(tp_[i].forward_after, {last_}, sim::Phase::forward));
+  if (gathered != kNoNode) waits_.push_back(gathered);
+  if (!tp_[i].forward_after.empty()) {
+    waits_.push_back(collectives(tp_[i].forward_after, overlap ? std::move(start) : std::vector<NodeId>{last_},
+                                 sim::Phase::forward));
+  }
   // FSDP reshards a unit after its forward: its free is recorded after its last kernel.
   if (fsdp_ && !recomputing_ && unit_last(i) == i && last_ != kNoNode) {
     const auto g = gathered_.find(unit_first(i));
@@ -181,6 +198,11 @@ void LayerPass::experts(std::size_t i, bool forward) {
   waits_.push_back(
       e_.expert_all_to_all(i, micro_, false, l.name + (forward ? " combine" : " dispatch backward"), {last_}, phase));
   run_tokens(kernels.back(), i, -1, sent, phase, d);
+}
+
+bool LayerPass::overlaps(std::size_t i) const {
+  const Layer& l = model_.layers[i];
+  return plan_.tp_comm_overlap && plan_.tp > 1 && l.kind == "linear" && (l.tp == TpRole::column || l.tp == TpRole::row);
 }
 
 NodeId LayerPass::ready() {
@@ -252,10 +274,19 @@ NodeId LayerPass::backward(std::size_t first, std::size_t last, NodeId in, bool 
     }
     // The backward waits for the input-gradient collectives of the layer after it, for its own
     // gathers (which follow those), and under ZeRO-3 for its parameters.
+    // With TP communication overlap the gather runs beside the input-gradient GEMM (the output
+    // gradient's, chunk by chunk; the input's for the weight gradient, in bulk), and the
+    // weight-gradient GEMM waits for it.
+    NodeId gathered = kNoNode;
     if (!tp_[i].backward_before.empty()) {
       std::vector<NodeId> after = pending;
       after.push_back(last_);
-      pending = {collectives(tp_[i].backward_before, std::move(after), sim::Phase::backward)};
+      const NodeId c = collectives(tp_[i].backward_before, std::move(after), sim::Phase::backward);
+      if (overlaps(i)) {
+        gathered = c;
+      } else {
+        pending = {c};
+      }
     }
     if (zero3_ && !fsdp_ && layer.params > 0) pending.push_back(gather(i, sim::Phase::backward));
     waits_ = std::move(pending);
@@ -273,9 +304,11 @@ NodeId LayerPass::backward(std::size_t first, std::size_t last, NodeId in, bool 
     }
     for (const OpTemplate& t : layer.bwd) {
       const bool w = is_wgrad(t);
+      if (w && gathered != kNoNode) waits_.push_back(std::exchange(gathered, kNoNode));
       run(t, i, w ? sim::Phase::wgrad : sim::Phase::backward, plan_.dispatch_backward);
       if (!w && dgrad == kNoNode) dgrad = last_;
     }
+    if (gathered != kNoNode) waits_.push_back(gathered);
     if (!tp_[i].backward_after_dgrad.empty() && dgrad != kNoNode) {
       pending.push_back(collectives(tp_[i].backward_after_dgrad, {dgrad}, sim::Phase::backward));
     }

@@ -59,6 +59,9 @@ class LayerPass {
   /// unit's (BACKWARD_PRE), before its recompute and gradients; returns its gather.
   sim::NodeId pre_backward(std::size_t i, std::size_t first_layer);
   void forward_layer(std::size_t i);
+  /// Whether layer i's tensor-parallel collectives overlap its GEMMs (plan.tp_comm_overlap on a
+  /// column- or row-parallel linear layer).
+  bool overlaps(std::size_t i) const;
   /// Layer i's part of a block's per-op selective recompute (op_recompute_[i]): its kernels, and
   /// the tensor-parallel collectives around them but reduce-scatters (whose outputs are kept).
   void recompute_ops(std::size_t i);

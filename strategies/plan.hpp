@@ -154,6 +154,11 @@ struct Plan {
   /// Megatron's sequence parallelism (Korthikanti et al. 2022 §4.2.2): with tp > 1, norms and
   /// dropout work on 1/t of the sequence.
   bool sequence_parallel = false;
+  /// Transformer Engine's tensor-parallel communication overlap (Megatron-Core's
+  /// --tp-comm-overlap, userbuffers; needs sequence parallelism): each linear layer's
+  /// sequence-parallel all-gather or reduce-scatter runs beside its GEMM, split into chunks that
+  /// the GEMM consumes or produces one by one (docs/strategies.md, "Tensor parallelism").
+  bool tp_comm_overlap = false;
   /// ZeRO stage (Rajbhandari et al. 2020): 1 shards optimizer states over the data-parallel
   /// group (Megatron's distributed optimizer), 2 also gradients, 3 also parameters.
   int zero = 0;

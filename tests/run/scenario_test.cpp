@@ -116,6 +116,9 @@ TEST_CASE("every kind of bad scenario names its field", "[training]") {
   doc["plan"]["sequence_parallel"] = true;
   REQUIRE_THROWS_WITH(parse(doc), Contains("/plan/sequence_parallel") && Contains("expected false with tp = 1"));
   doc = base();
+  doc["plan"]["tp_comm_overlap"] = true;
+  REQUIRE_THROWS_WITH(parse(doc), Contains("/plan/tp_comm_overlap") && Contains("expected false without sequence_parallel"));
+  doc = base();
   doc["plan"]["precision"] = "fp64";
   REQUIRE_THROWS_WITH(parse(doc), Contains("/plan/precision") && Contains("amp_bf16") && Contains("fp64"));
   doc = base();
