@@ -191,3 +191,56 @@ TEST_CASE("per-op recompute inside a pipeline", "[training][recompute]") {
   CHECK(op_swiglu == 2 * none_swiglu);
   CHECK(op_peak < none_peak);
 }
+
+TEST_CASE("per-op recompute with tensor parallelism splits the recomputed GEMMs as their layers", "[training][recompute][tp]") {
+  const strategy::Model m = llama();
+  const strategy::ComputeModel compute(dgx().gpu_model(0));
+  auto p = plan(strategy::Recompute::selective_op);
+  p.tp = 2;
+  p.sequence_parallel = true;
+  const auto c = strategy::compile_data_parallel(m, p, dgx(), compute);
+  // Forward kernels of h.1.attn.qkv on rank 0: the whole projection (q + k + v) and, recomputed,
+  // the key part, each split two ways by output features.
+  std::vector<std::int64_t> widths;
+  for (const auto& n : c.graph.nodes) {
+    if (n.rank == 0 && n.micro_batch == 0 && n.phase == sim::Phase::forward &&
+        c.graph.names[n.name] == "h.1.attn.qkv.linear_fwd") {
+      widths.push_back(c.graph.signatures[n.signature].shape[1]);
+    }
+  }
+  REQUIRE(widths.size() == 2);
+  CHECK(widths[0] == (kQ + 2 * kKv) / 2);
+  CHECK(widths[1] == kKv / 2);
+  REQUIRE(sim::execute(c.graph, dgx(), sim::CollectiveConfig{}, sim::NetworkKind::analytical).makespan.seconds() > 0);
+}
+
+TEST_CASE("per-op recompute keeps routed experts whole and recomputes the rest of a MoE block", "[training][recompute]") {
+  strategy::TransformerSpec spec;
+  spec.name = "tiny-moe";
+  spec.shape = strategy::TransformerShape{2, kHidden, kHeads, kKvHeads, kFfn, kVocab, kSeq, true, true, {}};
+  spec.shape.moe = strategy::MoeShape{4, 2, kFfn, 0, 0, 0.0};
+  spec.norm = strategy::Norm::rmsnorm;
+  spec.qkv_bias = spec.proj_bias = spec.mlp_bias = false;
+  spec.hidden_dropout = spec.attention_dropout = false;
+  const strategy::Model m = strategy::with_fused_attention(strategy::build_transformer(spec));
+  std::size_t first = 0;
+  while (m.layers[first].block != 0) ++first;
+  std::size_t end = first;
+  while (end < m.layers.size() && m.layers[end].block == 0) ++end;
+  const auto block = strategy::op_recompute_block(m, first, end);
+  bool experts = false;
+  for (std::size_t i = first; i < end; ++i) {
+    if (m.layers[i].experts == 0) continue;
+    experts = true;
+    CHECK(block[i - first].kernels.empty());
+    CHECK(block[i - first].saved_elems == m.layers[i].saved_elems);
+  }
+  REQUIRE(experts);
+  const strategy::ComputeModel compute(dgx().gpu_model(0));
+  auto p = plan(strategy::Recompute::selective_op);
+  p.ep = 2;
+  p.dp = 2;
+  p.global_batch = 12;
+  const auto c = strategy::compile_data_parallel(m, p, dgx(), compute);
+  REQUIRE(sim::execute(c.graph, dgx(), sim::CollectiveConfig{}, sim::NetworkKind::analytical).makespan.seconds() > 0);
+}

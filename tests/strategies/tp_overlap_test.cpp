@@ -10,6 +10,7 @@
 #include "exec/executor.hpp"
 #include "models/model_zoo.hpp"
 #include "strategies/data_parallel.hpp"
+#include "strategies/pipeline.hpp"
 #include "tests/strategies/toy_model.hpp"
 
 using namespace foresight;
@@ -109,4 +110,24 @@ TEST_CASE("TP overlap hides communication but never the compute stream", "[train
   const double b = makespan(with);
   CHECK(b < 0.97 * a);  // 4 of the 6 collectives per layer were exposed
   CHECK(b >= kernels);
+}
+
+TEST_CASE("TP overlap inside an interleaved pipeline with recompute runs and is not slower", "[training][tp]") {
+  const strategy::ComputeModel compute(dgx().gpu_model(0));
+  const auto m = strategy::build_model("gpt3-1.3b");
+  for (const auto r : {strategy::Recompute::full, strategy::Recompute::selective_op}) {
+    auto time = [&](bool overlap) {
+      auto p = plan(overlap);
+      p.tp = 2;
+      p.pp = 2;
+      p.schedule = strategy::Schedule::interleaved;
+      p.virtual_stages = 2;
+      p.partition = strategy::PartitionMode::uniform;
+      p.grad_accum = 4;
+      p.global_batch = 8;
+      p.recompute = r;
+      return makespan(strategy::compile_pipeline(m, p, dgx(), compute));
+    };
+    CHECK(time(true) < time(false));
+  }
 }
