@@ -14,6 +14,13 @@ namespace {
 constexpr double kZeroReduceBucketElems = 5e8;
 
 /// How many ways a layer's saved tensors are split on a tensor-parallel rank.
+/// Whether `l` is a linear layer whose GEMMs run in FP8 (with_fp8): Transformer Engine keeps the
+/// FP8 transpose of its input for the weight gradient, 1 byte per element.
+bool fp8_linear(const Layer& l) {
+  return l.kind == "linear" &&
+         std::any_of(l.fwd.begin(), l.fwd.end(), [](const OpTemplate& t) { return t.math == MathKind::matmul_fp8; });
+}
+
 double tp_divisor(TpRole role, int tp, bool sp) {
   switch (role) {
     case TpRole::sharded:
@@ -99,7 +106,7 @@ double saved_activation_bytes(const Model& model, const Plan& plan, std::size_t 
       elems -= l.saved_score_elems;
       masks -= l.saved_score_mask_elems;
     }
-    bytes += (elems * a + masks) / tp_divisor(l.tp, t, sp);
+    bytes += (elems * (fp8_linear(l) ? 1.0 : a) + masks) / tp_divisor(l.tp, t, sp);
   }
   return bytes * plan.micro_batch;
 }

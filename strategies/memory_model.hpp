@@ -47,7 +47,9 @@ MemoryBreakdown model_state_memory(double params, const Plan& plan, int shard);
 /// - full recompute (when `block_checkpoints`) keeps only each block's input (1/t with sequence
 ///   parallelism); layers outside blocks keep theirs;
 /// - per-op selective recompute (when `block_checkpoints`) keeps each block's input and the
-///   outputs its policy saves (op_recompute.hpp).
+///   outputs its policy saves (op_recompute.hpp);
+/// - an FP8 linear layer (with_fp8) keeps its input as Transformer Engine does, as the FP8
+///   transpose its weight gradient reads: 1 byte per element.
 /// Per transformer layer this gives K22 Table 2's sbh(34 + 5as/h), sbh(10 + 24/t + 5as/ht),
 /// sbh(34/t + 5as/ht), sbh(10 + 24/t), 34sbh/t and 2sbh (tests/strategies/memory_test.cpp).
 double saved_activation_bytes(const Model& model, const Plan& plan, std::size_t first, std::size_t last,

@@ -13,6 +13,7 @@
 #include "run/calibration.hpp"
 #include "run/scenario.hpp"
 #include "run/simulation.hpp"
+#include "strategies/memory_model.hpp"
 #include "strategies/rank_emitter.hpp"
 #include "topologies/gpu_spec.hpp"
 
@@ -178,4 +179,26 @@ TEST_CASE("FP8 weights are cast once per step: later micro-batches and recompute
       REQUIRE(inputs == passes * weights);
     }
   }
+}
+
+TEST_CASE("FP8 linear layers keep their inputs in FP8 for the backward pass: one byte per element", "[fp8][memory]") {
+  // Transformer Engine saves the FP8 transpose of each FP8 linear layer's input (what the weight
+  // gradient reads) instead of the BF16 input; other saved tensors stay BF16.
+  const Model base = build_model("gpt3-1.3b");
+  const Model fp8 = with_fp8(base);
+  Plan p;
+  p.precision = Precision::bf16;
+  p.micro_batch = 2;
+  double block_linear_inputs = 0.0;
+  for (const Layer& l : base.layers) {
+    if (l.kind == "linear" && l.block >= 0) block_linear_inputs += l.saved_elems;
+  }
+  REQUIRE(block_linear_inputs > 0.0);
+  const std::size_t n = base.layers.size();
+  const double drop = saved_activation_bytes(base, p, 0, n, false) - saved_activation_bytes(fp8, p, 0, n, false);
+  REQUIRE(drop == Approx(block_linear_inputs * (2.0 - 1.0) * p.micro_batch));
+  // The LM head (outside the blocks) stays BF16.
+  const Layer& head = base.layers[n - 2];
+  REQUIRE(head.name == "lm_head");
+  REQUIRE(saved_activation_bytes(fp8, p, n - 2, n - 1, false) == saved_activation_bytes(base, p, n - 2, n - 1, false));
 }
