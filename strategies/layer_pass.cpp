@@ -148,6 +148,9 @@ void LayerPass::forward_layer(std::size_t i) {
 void LayerPass::recompute_ops(std::size_t i) {
   const std::vector<OpTemplate>& kernels = op_recompute_[i].kernels;
   if (kernels.empty()) return;
+  // DeepSpeed-style ZeRO-3 gathers a layer's parameters before each use (FSDP's unit gather
+  // came before the recompute).
+  if (zero3_ && !fsdp_ && model_.layers[i].params > 0) waits_.push_back(gather(i, sim::Phase::forward));
   if (!tp_[i].forward_before.empty()) {
     std::vector<NodeId> after = waits_;
     after.push_back(last_);
