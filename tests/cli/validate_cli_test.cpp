@@ -19,17 +19,20 @@ TEST_CASE("foresight validate: every dataset with its error, JSON, Markdown and 
           "[cli][validate]") {
   const std::string md = scratch("validation.md");
   const std::string svg = scratch("validation.svg");
-  const auto r = run_foresight("validate --no-traces --markdown " + md + " --plot " + svg);
+  // The two slowest datasets (the SC21 rows, the published runs) have Meson tests of their own
+  // through this same command (validate/foresight_validate_sc21, _runs): left out here.
+  const auto r = run_foresight("validate --no-traces --skip megatron_sc21_table1,published_runs --markdown " + md +
+                               " --plot " + svg);
   INFO(r.out);
   REQUIRE(r.status == 0);
   for (const char* s : {"== thetagpu_resnet18_ddp: MAPE", "== thetagpu_resnet18_gpipe: MAPE", "== nccl_busbw: MAPE",
-                        "== gemm_and_memory: MAPE", "== megatron_sc21_table1", "== h200_steps_analytical: MAPE",
+                        "== gemm_and_memory: MAPE", "== h200_steps_analytical: MAPE",
                         "== h200_steps_profile: MAPE", "== h200_steps_replay: MAPE", "== h200_kernels_gemm: MAPE",
                         "== h200_kernels_memory: MAPE", "== h100_steps_analytical: MAPE", "== h100_gemm: MAPE",
-                        "== h100_kernels_gemm: MAPE", "== h100_gemm_alignment: MAPE", "== published_runs: MAPE",
-                        "21 datasets, 21 passed, 0 failed"}) {
+                        "== h100_kernels_gemm: MAPE", "== h100_gemm_alignment: MAPE", "19 datasets, 19 passed, 0 failed"}) {
     REQUIRE(r.out.find(s) != std::string::npos);
   }
+  REQUIRE(r.out.find("== published_runs") == std::string::npos);
   std::ifstream m(md);
   const std::string markdown((std::istreambuf_iterator<char>(m)), std::istreambuf_iterator<char>());
   REQUIRE(markdown.find("![predicted vs measured](validation.svg)") != std::string::npos);

@@ -4,6 +4,7 @@
 // errors may come out; an InternalError, another exception or a crash is a finding. Coverage-guided
 // fuzzing for longer runs is scripts/fuzz.sh (clang's libFuzzer).
 //
+// FORESIGHT_FUZZ_TARGET=NAME runs one reader only (Meson runs each reader as its own test);
 // FORESIGHT_FUZZ_RUNS=N sets the inputs per target (default kDefaultRuns); FORESIGHT_FUZZ_WRITE=N
 // writes input number N of each target to fuzz-input-<target>-N in the working directory (a
 // crash's message names the target and number), to reproduce or minimize it.
@@ -66,9 +67,14 @@ fuzz::Mutator mutator_for(const fuzz::FuzzTarget& target, std::size_t index) {
 TEST_CASE("mutated inputs of every reader end in a result or a user-facing error", "[fuzz]") {
   const std::size_t runs = env_count("FORESIGHT_FUZZ_RUNS", kDefaultRuns);
   const std::size_t write = env_count("FORESIGHT_FUZZ_WRITE", static_cast<std::size_t>(-1));
+  // FORESIGHT_FUZZ_TARGET=NAME runs one reader (Meson runs each as its own test).
+  const char* only = std::getenv("FORESIGHT_FUZZ_TARGET");
   const auto targets = fuzz::fuzz_targets();
+  int ran = 0;
   for (std::size_t t = 0; t < targets.size(); ++t) {
     const fuzz::FuzzTarget& target = targets[t];
+    if (only != nullptr && *only != '\0' && target.name != std::string_view(only)) continue;
+    ++ran;
     fuzz::Mutator m = mutator_for(target, t);
     std::set<std::string> checks;  // the errors' texts without their numbers: which checks refused
     std::set<std::size_t> hashes;
@@ -95,6 +101,7 @@ TEST_CASE("mutated inputs of every reader end in a result or a user-facing error
     CHECK(hashes.size() > runs / 2);
     CHECK(checks.size() >= std::min<std::size_t>(runs / 50, 10));
   }
+  REQUIRE(ran > 0);  // a FORESIGHT_FUZZ_TARGET that names no reader is an error, not a pass
 }
 
 TEST_CASE("the mutator is deterministic, bounded and uses its dictionary", "[fuzz]") {
@@ -132,5 +139,18 @@ TEST_CASE("dictionaries are read as libFuzzer writes them, and a bad line names 
   for (const fuzz::FuzzTarget& t : fuzz::fuzz_targets()) {
     const std::string p = test::source_path("fuzz/" + std::string(t.name) + ".dict");
     CHECK_FALSE(fuzz::parse_dictionary(test::slurp(p), p).empty());
+  }
+}
+
+TEST_CASE("every reader's mutation run is its own Meson test", "[fuzz]") {
+  // tests/meson.build lists the readers for FORESIGHT_FUZZ_TARGET; a reader missing there would
+  // never be mutated in CI.
+  const std::string meson = test::slurp(test::source_path("tests/meson.build"));
+  const auto at = meson.find("foreach target : [");
+  REQUIRE(at != std::string::npos);
+  const std::string list = meson.substr(at, meson.find(']', at) - at);
+  for (const fuzz::FuzzTarget& t : fuzz::fuzz_targets()) {
+    INFO(t.name);
+    CHECK(list.find(fmt::format("'{}'", t.name)) != std::string::npos);
   }
 }
