@@ -194,22 +194,20 @@ GraphIndex check_graph(const ExecutionGraph& g, const Fabric& fabric) {
 
   for (std::uint32_t c = 0; c < g.communicators.size(); ++c) {
     const auto& members = g.communicators[c].ranks;
-    const auto count_of = [&](RankId r) {
-      const auto it = by_comm_rank.find(comm_rank(c, r));
-      return it == by_comm_rank.end() ? std::size_t{0} : it->second.size();
-    };
-    // Each member's list, found once rather than once per collective.
+    // Each member's list of collectives here, found once.
     std::vector<const std::vector<NodeId>*> lists;
     for (const RankId r : members) {
       const auto it = by_comm_rank.find(comm_rank(c, r));
       lists.push_back(it == by_comm_rank.end() ? nullptr : &it->second);
     }
-    const std::size_t k_max = count_of(members.front());
-    for (const RankId r : members) {
-      if (count_of(r) != k_max) {
+    const auto count_of = [&](std::size_t m) { return lists[m] == nullptr ? std::size_t{0} : lists[m]->size(); };
+    const std::size_t k_max = count_of(0);
+    for (std::size_t m = 0; m < members.size(); ++m) {
+      const RankId r = members[m];
+      if (count_of(m) != k_max) {
         throw GraphError(fmt::format("execution graph: on communicator {}, rank {} calls {} collectives but rank {} "
                                      "calls {}: every member must call the same ones",
-                                     c, members.front(), k_max, r, count_of(r)));
+                                     c, members.front(), k_max, r, count_of(m)));
       }
     }
     for (std::size_t k = 0; k < k_max; ++k) {

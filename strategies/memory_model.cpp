@@ -13,7 +13,6 @@ namespace {
 /// DeepSpeed's reduce_bucket_size default: 5e8 elements (deepspeed/runtime/zero/config.py).
 constexpr double kZeroReduceBucketElems = 5e8;
 
-/// How many ways a layer's saved tensors are split on a tensor-parallel rank.
 /// Whether `l` is a linear layer whose GEMMs run in FP8 (with_fp8): Transformer Engine keeps the
 /// FP8 transpose of its input for the weight gradient, 1 byte per element.
 bool fp8_linear(const Layer& l) {
@@ -21,6 +20,7 @@ bool fp8_linear(const Layer& l) {
          std::any_of(l.fwd.begin(), l.fwd.end(), [](const OpTemplate& t) { return t.math == MathKind::matmul_fp8; });
 }
 
+/// How many ways a layer's saved tensors are split on a tensor-parallel rank.
 double tp_divisor(TpRole role, int tp, bool sp) {
   switch (role) {
     case TpRole::sharded:
