@@ -32,6 +32,21 @@ DType parse_dtype(std::string_view text, std::string_view where);
 /// Bytes per element (tf32: 4).
 int dtype_bytes(DType d);
 
+/// How a memory-bound kernel reaches memory: PyTorch's TensorIterator picks its code path from the
+/// operands (aten/src/ATen/native/cuda/Loops.cuh, CUDALoops.cuh), and the paths differ in speed.
+enum class MemoryPath : std::uint8_t {
+  vectorized,   ///< contiguous operands of one dtype: vector loads (vectorized_elementwise_kernel);
+                ///< also every fused or library kernel
+  cast,         ///< operands of different dtypes: scalar loads with a dynamic cast per element
+                ///< (unrolled_elementwise_kernel)
+  broadcast,    ///< operands in one layout other than contiguous, or broadcast: an offset
+                ///< calculation per element, sequential accesses (elementwise_kernel)
+  strided,      ///< a layout change (a transposing copy, a permuted view): elementwise_kernel
+                ///< with scattered accesses
+  strided_cat,  ///< torch.cat of non-contiguous inputs (CatArrayBatchedCopy, not vectorized)
+};
+inline constexpr int kMemoryPathCount = 5;
+
 struct OpSignature {
   OpType type = OpType::memory;
   DType dtype = DType::fp32;
@@ -45,6 +60,8 @@ struct OpSignature {
   std::uint8_t batch_axis = 0;
   double flops = 0.0;  ///< floating-point operations (a multiply-add is 2)
   double bytes = 0.0;  ///< bytes read plus written in HBM
+  /// A memory-bound kernel's code path (not part of the key: the kernel name tells them apart).
+  MemoryPath path = MemoryPath::vectorized;
 
   /// Canonical text of everything but the batch dimension ("conv2d tf32 _x64x32x32x64x3x3x1x1x1"):
   /// the profile database's key.

@@ -140,8 +140,9 @@ double ComputeModel::gemm_split_efficiency(double m, double n, double k, double 
   return best * slice / (slice + c_.k0);
 }
 
-double ComputeModel::memory_seconds(double bytes) const {
-  return bytes / (gpu_.memory_bandwidth * c_.hbm_fraction).bytes_per_second();
+double ComputeModel::memory_seconds(double bytes, sim::MemoryPath path) const {
+  const double factor = c_.memory_path_factor[static_cast<std::size_t>(path)];
+  return bytes / ((gpu_.memory_bandwidth * c_.hbm_fraction).bytes_per_second() * factor);
 }
 
 double ComputeModel::gemm_seconds(double m, double n, double k, double count, sim::DType dtype,
@@ -215,7 +216,7 @@ sim::Time ComputeModel::analytical(const sim::OpSignature& sig) const {
     case sim::OpType::memory:
       break;
   }
-  const double seconds = std::max(compute, memory_seconds(sig.bytes));
+  const double seconds = std::max(compute, memory_seconds(sig.bytes, sig.type == sim::OpType::memory ? sig.path : sim::MemoryPath::vectorized));
   return sim::Time::from_seconds(seconds) + c_.launch_gap;
 }
 

@@ -43,6 +43,16 @@ struct ComputeConstants {
   /// 4096 and 4096 x 4098 x 4096 against the aligned 4096 cube); the other 196 rows are predictions.
   double unaligned_4_8_byte = 1.0;  ///< leading dimensions aligned to 4 or 8 bytes, not 16
   double unaligned_1_2_byte = 1.0;  ///< aligned to 1 or 2 bytes only (an odd 16-bit edge)
+  /// Memory-bound kernels off PyTorch's vectorized path (sim::MemoryPath) move their bytes at
+  /// these fractions of the vectorized rate: the achieved bandwidth of each path's kernels over
+  /// the vectorized kernels' (4.35 TB/s) in one declared calibration case, the H200 trace of
+  /// GPT-2 AMP bf16 at batch 8 (validate/data/h200_single_gpu_steps; kernels of 10 us or more,
+  /// bytes from their recorded shapes and dtypes): 236 cast kernels at 2.29 TB/s, the broadcast
+  /// position add at 2.6, 48 transposing gradient copies at 1.26, 48 strided cats at 0.60.
+  /// Other GPUs take the same fractions (an assumption: the paths differ in loads and index
+  /// arithmetic per byte, nothing Hopper-specific).
+  std::array<double, sim::kMemoryPathCount> memory_path_factor{1.0, 2.29 / 4.35, 2.6 / 4.35, 1.26 / 4.35,
+                                                              0.60 / 4.35};
   /// GPU-side time every kernel adds (launch and teardown between back-to-back kernels): 2 us,
   /// an assumption (the host-side launch, ~4-6 us, is the strategy's dispatch cost).
   sim::Time launch_gap = sim::Time::from_ps(2'000'000);
@@ -129,7 +139,7 @@ class ComputeModel {
 
  private:
   double gemm_seconds(double m, double n, double k, double count, sim::DType dtype, double factor) const;
-  double memory_seconds(double bytes) const;
+  double memory_seconds(double bytes, sim::MemoryPath path = sim::MemoryPath::vectorized) const;
 
   const topo::GpuSpec& gpu_;
   ComputeConstants c_;

@@ -79,6 +79,7 @@ TransformerSpec gpt2_style(const JsonReader& r, const json& doc) {
   s.hidden_dropout = optional_number(r, doc, "resid_pdrop", 0.1) > 0.0 ||
                      optional_number(r, doc, "embd_pdrop", 0.1) > 0.0;
   s.attention_dropout = optional_number(r, doc, "attn_pdrop", 0.1) > 0.0;
+  s.shape.gelu_tanh = optional_string(r, doc, "activation_function", "gelu_new") == "gelu_new";
   return s;
 }
 

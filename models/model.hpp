@@ -34,6 +34,12 @@ struct OpTemplate {
   double flops = 0.0;                ///< per sample
   double act_elems = 0.0;            ///< activation elements read + written, per sample
   double param_elems = 0.0;          ///< parameter elements read (+ written), whatever the batch
+  /// Bytes read + written per sample (of the whole kernel where not `batched`) whatever the
+  /// precision, for kernels whose dtypes are fixed (eager PyTorch under autocast: an fp32
+  /// residual stream beside bf16 GEMM outputs). 0: act_elems and param_elems in the precision's
+  /// dtypes decide.
+  double bytes = 0.0;
+  sim::MemoryPath path = sim::MemoryPath::vectorized;  ///< memory kernels: see sim::MemoryPath
 };
 
 /// How Megatron-style tensor parallelism splits a layer over the t ranks of a TP group
@@ -109,6 +115,9 @@ struct TransformerShape {
   bool swiglu = false;   ///< gated MLP (three matrices)
   bool causal = true;    ///< decoder (GPT, Llama) vs encoder (BERT)
   MoeShape moe;
+  /// GELU as the tanh approximation written out in Python, eight elementwise ops (Hugging Face's
+  /// NewGELUActivation, GPT-2's "gelu_new"): what an eager run launches (with_eager_kernels).
+  bool gelu_tanh = false;
 };
 
 struct Model {

@@ -147,10 +147,16 @@ TransformerSpec bert_large() {
 std::optional<TransformerSpec> transformer_spec(std::string_view name) {
   if (name == "bert-large") return bert_large();
   // Radford et al. 2019 Table 2 and the HF configs: 1024 positions.
-  if (name == "gpt2") return gpt(name, 12, 768, 12, 1024);
-  if (name == "gpt2-medium") return gpt(name, 24, 1024, 16, 1024);
-  if (name == "gpt2-large") return gpt(name, 36, 1280, 20, 1024);
-  if (name == "gpt2-xl") return gpt(name, 48, 1600, 25, 1024);
+  // HF's GPT-2 configs: activation_function "gelu_new".
+  const auto gpt2 = [&](int layers, int hidden, int heads) {
+    TransformerSpec s = gpt(name, layers, hidden, heads, 1024);
+    s.shape.gelu_tanh = true;
+    return s;
+  };
+  if (name == "gpt2") return gpt2(12, 768, 12);
+  if (name == "gpt2-medium") return gpt2(24, 1024, 16);
+  if (name == "gpt2-large") return gpt2(36, 1280, 20);
+  if (name == "gpt2-xl") return gpt2(48, 1600, 25);
   // Brown et al. 2020 Table 2.1, n_ctx 2048. The table's XL row (24 heads of 128) does not
   // multiply to d_model 2048: 16 heads of 128 are used. Its 13B row prints d_model 5140, which
   // 40 heads of 128 do not give: 5120 = 40 x 128 is used.

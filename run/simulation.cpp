@@ -11,6 +11,7 @@
 
 #include "common/error.hpp"
 #include "strategies/memory_model.hpp"
+#include "models/eager_kernels.hpp"
 #include "models/model_builder.hpp"
 #include "models/model_zoo.hpp"
 #include "strategies/pipeline.hpp"
@@ -34,6 +35,7 @@ std::string plan_summary(const Plan& p, int cc) {
   if (p.hybrid_shard()) out += fmt::format(" sharded in groups of {} (hybrid)", p.shard_group);
   if (p.recompute != Recompute::none) out += fmt::format(", {} recompute", to_string(p.recompute));
   if (p.fused_attention) out += ", fused attention";
+  if (p.kernels == Kernels::eager) out += ", eager kernels";
   if (p.fp8) out += ", FP8 linear layers";
   out += fmt::format(", micro-batch {}, global batch {}", p.micro_batch, p.global_batch);
   if (p.grad_accum > 1) out += fmt::format(" ({} accumulation steps)", p.grad_accum);
@@ -203,6 +205,18 @@ Model plan_model(const Scenario& scenario, const Plan& plan) {
                                          scenario.path, to_string(plan.precision)));
     }
     model = with_fp8(std::move(model));
+  }
+  if (plan.kernels == Kernels::eager) {
+    const auto refuse = [&](const std::string& why) {
+      throw sim::ConfigError(fmt::format("{}: /plan/kernels: expected \"fused\" {}, found \"eager\"", scenario.path, why));
+    };
+    if (!model.transformer) refuse(fmt::format("for {}: eager kernels are those of Hugging Face transformers' modules", model.name));
+    if (plan.tp > 1) refuse("with tp > 1: Hugging Face's modules have no tensor parallelism");
+    if (plan.fp8) refuse("with fp8: Transformer Engine's layers are fused");
+    const bool autocast = plan.precision == Precision::amp_fp16 || plan.precision == Precision::amp_bf16;
+    model = with_eager_kernels(std::move(model), EagerDtypes{.activation = activation_bytes(plan.precision),
+                                                           .autocast = autocast,
+                                                           .kv_cache = plan.recompute == Recompute::none});
   }
   // Bounded work: every layer runs forward and backward once per micro-batch and step, so a
   // graph has at least this many nodes; a plan past the graph's limit fails before any is built.

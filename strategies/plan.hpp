@@ -50,6 +50,12 @@ enum class CommContention : std::uint8_t { off, measured };
 /// prefetch (docs/strategies.md, "ZeRO").
 enum class Zero3Schedule : std::uint8_t { fsdp, deepspeed };
 
+/// Which kernels a transformer's non-matmul work runs as: fused (Megatron-LM, Transformer
+/// Engine, torchtitan: one kernel per norm, activation or residual add, in the activation dtype)
+/// or eager (PyTorch eager as Hugging Face transformers' modules run it: unfused activations,
+/// RMSNorm and RoPE, and under autocast the casts and the fp32 residual stream; with_eager_kernels).
+enum class Kernels : std::uint8_t { fused, eager };
+
 enum class PipelineDriver : std::uint8_t { per_stage, single_process };
 std::string_view to_string(PipelineDriver d);
 
@@ -179,6 +185,7 @@ struct Plan {
   /// FlashAttention-style fused attention kernels instead of Megatron's unfused core (which
   /// the SC21 runs used).
   bool fused_attention = false;
+  Kernels kernels = Kernels::fused;
   /// Transformer Engine FP8 for the transformer blocks' linear layers (strategy::with_fp8); needs
   /// a GPU with FP8 tensor cores and a bf16 or amp_bf16 precision.
   bool fp8 = false;

@@ -50,7 +50,8 @@ sim::OpSignature instantiate(const OpTemplate& t, int batch, const Plan& plan, i
   const int elem = sim::dtype_bytes(sig.dtype);
   sig.flops = t.flops * scale;
   const int param_elem = t.math == MathKind::pointwise ? parameter_bytes(plan.precision) : elem;
-  sig.bytes = t.act_elems * scale * elem + t.param_elems * param_elem;
+  sig.bytes = t.bytes > 0.0 ? t.bytes * scale : t.act_elems * scale * elem + t.param_elems * param_elem;
+  sig.path = t.path;
   return sig;
 }
 

@@ -1,0 +1,219 @@
+// Eager PyTorch kernels (plan.kernels "eager", models/eager_kernels.hpp): what Hugging Face's
+// modules launch under autocast and without it, derived here from their Python code, and what
+// the compute model makes of each memory path.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "exec/op_signature.hpp"
+#include "models/compute_model.hpp"
+#include "models/eager_kernels.hpp"
+#include "models/model_builder.hpp"
+#include "models/model_zoo.hpp"
+#include "run/scenario.hpp"
+#include "run/simulation.hpp"
+#include "topologies/gpu_spec.hpp"
+
+using namespace foresight;
+using namespace foresight::strategy;
+using nlohmann::json;
+using sim::MemoryPath;
+
+namespace {
+
+const Layer& layer(const Model& m, const std::string& name) {
+  const auto it = std::find_if(m.layers.begin(), m.layers.end(), [&](const Layer& l) { return l.name == name; });
+  REQUIRE(it != m.layers.end());
+  return *it;
+}
+
+std::vector<const OpTemplate*> named(const std::vector<OpTemplate>& ops, const std::string& kernel) {
+  std::vector<const OpTemplate*> out;
+  for (const OpTemplate& t : ops) {
+    if (t.kernel == kernel) out.push_back(&t);
+  }
+  return out;
+}
+
+double bytes(const std::vector<OpTemplate>& ops) {
+  double b = 0.0;
+  for (const OpTemplate& t : ops) b += t.bytes;
+  return b;
+}
+
+constexpr EagerDtypes kAmpBf16{.activation = 2, .autocast = true, .kv_cache = true};
+constexpr EagerDtypes kFp32{.activation = 4, .autocast = false, .kv_cache = true};
+
+// GPT-2 124M: s = 1024, h = 768, ffn = 3072, vocab 50257.
+constexpr double kS = 1024;
+constexpr double kH = 768;
+constexpr double kFfn = 3072;
+
+SimulationOutput simulate(const std::string& model, const json& plan_extra) {
+  json doc{{"model", {{"name", model}}},
+           {"cluster", {{"preset", "dgx-h200"}, {"gpus", 1}}},
+           {"plan", {{"micro_batch", 2}, {"precision", "amp_bf16"}, {"optimizer", "adam"}, {"fused_attention", true}}},
+           {"workload", {{"steps", 2}}}};
+  for (const auto& [k, v] : plan_extra.items()) doc["plan"][k] = v;
+  return simulate_scenario(parse_scenario(doc, "eager.json"), SimulationInputs{});
+}
+
+}  // namespace
+
+TEST_CASE("eager GPT-2 under autocast: NewGELU's ops in fp32 after pow, nine kernels forward", "[eager]") {
+  const Model m = with_eager_kernels(with_fused_attention(build_model("gpt2")), kAmpBf16);
+  const Layer& act = layer(m, "h.3.mlp.act");
+  // Forward: 0.5 * x (bf16: 2 + 2), x -> fp32 for pow (2 + 4), pow, * 0.044715 (4 + 4 each),
+  // x + . (bf16 + fp32 -> fp32: 2 + 4 + 4), * sqrt(2 / pi), tanh, 1 + . (4 + 4 each),
+  // (0.5 x) * . (2 + 4 + 4): 70 bytes per element.
+  REQUIRE(act.fwd.size() == 9);
+  REQUIRE(bytes(act.fwd) == Approx(70.0 * kS * kFfn));
+  // The three mixed-dtype kernels take the cast path, the rest are vectorized.
+  REQUIRE(std::count_if(act.fwd.begin(), act.fwd.end(), [](const OpTemplate& t) { return t.path == MemoryPath::cast; }) == 3);
+  REQUIRE(act.bwd.size() == 14);
+  // The model FLOPs MFU counts are the builder's, whatever the kernels.
+  const Model fused = with_fused_attention(build_model("gpt2"));
+  REQUIRE(m.fwd_flops() == fused.fwd_flops());
+  REQUIRE(m.bwd_flops() == fused.bwd_flops());
+}
+
+TEST_CASE("eager GPT-2 in fp32: no casts, eight GELU kernels forward and eleven backward", "[eager]") {
+  const Model m = with_eager_kernels(with_fused_attention(build_model("gpt2")), kFp32);
+  for (const Layer& l : m.layers) {
+    for (const auto* list : {&l.fwd, &l.bwd}) {
+      for (const OpTemplate& t : *list) {
+        INFO(l.name << " " << t.kernel);
+        REQUIRE(t.kernel.find("cast") == std::string::npos);
+        REQUIRE(t.path != MemoryPath::cast);
+      }
+    }
+  }
+  const Layer& act = layer(m, "h.0.mlp.act");
+  REQUIRE(act.fwd.size() == 8);
+  REQUIRE(act.bwd.size() == 11);
+  // Each op reads its tensor operands and writes one: 2 x 6 unary + 3 x 2 binary = 18 fp32
+  // elements forward per element.
+  REQUIRE(bytes(act.fwd) == Approx(18.0 * 4.0 * kS * kFfn));
+  // fp32 logits need no upcast: log-softmax reads them three times and writes once.
+  const Layer& loss = layer(m, "loss");
+  REQUIRE(named(loss.fwd, "eager_logits_upcast").empty());
+  REQUIRE(named(loss.fwd, "eager_log_softmax").at(0)->bytes == Approx(16.0 * kS * 50257));
+}
+
+TEST_CASE("eager linear layers under autocast: each weight cast, inputs cast where the stream is fp32", "[eager]") {
+  const Model m = with_eager_kernels(with_fused_attention(build_model("gpt2")), kAmpBf16);
+  // qkv reads ln_1's fp32 output: its weight (h x 3h + 3h bias) and, per projection the model
+  // counts (query, key, value), its input cast to bf16, 4 + 2 bytes per element.
+  const Layer& qkv = layer(m, "h.2.attn.qkv");
+  const auto weight = named(qkv.fwd, "eager_weight_cast");
+  REQUIRE(weight.size() == 1);
+  REQUIRE_FALSE(weight[0]->batched);
+  REQUIRE(weight[0]->bytes == Approx(6.0 * (kH * 3 * kH + 3 * kH)));
+  const auto inputs = named(qkv.fwd, "eager_input_cast");
+  REQUIRE(inputs.size() == 3);
+  REQUIRE(inputs[0]->bytes == Approx(6.0 * kS * kH));
+  // Backward: the weight gradient back to fp32 (cast path), each input gradient too, and the
+  // three projections' input gradients summed (two adds in fp32).
+  REQUIRE(named(qkv.bwd, "eager_weight_grad_cast").at(0)->path == MemoryPath::cast);
+  REQUIRE(named(qkv.bwd, "eager_input_grad_cast").size() == 3);
+  REQUIRE(named(qkv.bwd, "eager_input_grad_add").size() == 2);
+  REQUIRE(named(qkv.bwd, "eager_bias_grad").size() == 1);
+  // The attention projection reads the attention output, already bf16: no input cast.
+  const Layer& proj = layer(m, "h.2.attn.proj");
+  REQUIRE(named(proj.fwd, "eager_weight_cast").size() == 1);
+  REQUIRE(named(proj.fwd, "eager_input_cast").empty());
+  REQUIRE(named(proj.bwd, "eager_input_grad_cast").empty());
+  // The MLP's output projection reads NewGELU's fp32 output: cast.
+  REQUIRE(named(layer(m, "h.2.mlp.proj").fwd, "eager_input_cast").size() == 1);
+  // The residual add: bf16 branch + fp32 stream -> fp32, 2 + 4 + 4 bytes, cast path.
+  const Layer& add = layer(m, "h.2.attn.residual");
+  REQUIRE(add.fwd.size() == 1);
+  REQUIRE(add.fwd[0].path == MemoryPath::cast);
+  REQUIRE(add.fwd[0].bytes == Approx(10.0 * kS * kH));
+  // The logits (bf16) upcast before the loss: 2 + 4 bytes per logit.
+  REQUIRE(named(layer(m, "loss").fwd, "eager_logits_upcast").at(0)->bytes == Approx(6.0 * kS * 50257));
+}
+
+TEST_CASE("eager decoders append K and V to a cache unless checkpointing; RMSNorm and RoPE unfused", "[eager]") {
+  const Model gpt = with_eager_kernels(with_fused_attention(build_model("gpt2")), kAmpBf16);
+  REQUIRE(named(layer(gpt, "h.0.attn.core").fwd, "eager_cache_cat_key").size() == 1);
+  EagerDtypes checkpointed = kAmpBf16;
+  checkpointed.kv_cache = false;
+  const Model ckpt = with_eager_kernels(with_fused_attention(build_model("gpt2")), checkpointed);
+  REQUIRE(named(layer(ckpt, "h.0.attn.core").fwd, "eager_cache_cat_key").empty());
+  // BERT is an encoder: no cache.
+  const Model bert = with_eager_kernels(with_fused_attention(build_model("bert-large")), kAmpBf16);
+  for (const Layer& l : bert.layers) REQUIRE(named(l.fwd, "eager_cache_cat_key").empty());
+
+  // Llama 2 7B: s = 4096, 32 heads of 128, no GQA. RoPE on the query and on the key, each:
+  // two products with fp32 cos/sin (2 + 4 bytes, strided), the negated half (2), the cat (2 + 2)
+  // and the fp32 sum (12), then the cast to bf16 for SDPA (6): 36 bytes per element.
+  const Model llama = with_eager_kernels(with_fused_attention(build_model("llama2-7b")), kAmpBf16);
+  const Layer& core = layer(llama, "h.0.attn.core");
+  double rope = 0.0;
+  for (const OpTemplate& t : core.fwd) rope += t.kernel.rfind("eager_rope", 0) == 0 ? t.bytes : 0.0;
+  REQUIRE(rope == Approx(36.0 * 2 * 4096.0 * 4096.0));
+  REQUIRE(named(core.fwd, "eager_rope_cat").at(0)->path == MemoryPath::strided_cat);
+  // The fused attention kernel stays, and runs after RoPE and the cache.
+  REQUIRE(core.fwd.back().kernel == "flash_attn_fwd");
+  // LlamaRMSNorm in fp32: pow, mean, the eps add and rsqrt per row, two broadcast products.
+  const Layer& norm = layer(llama, "h.0.ln_1");
+  REQUIRE(norm.fwd.size() == 6);
+  REQUIRE(named(norm.fwd, "eager_rmsnorm_scale").at(0)->path == MemoryPath::broadcast);
+  REQUIRE(norm.bwd.size() == 12);
+  // SwiGLU: SiLU and the product (2 + 2 and 2 + 2 + 2 bytes), three kernels backward.
+  const Layer& act = layer(llama, "h.0.mlp.act");
+  REQUIRE(bytes(act.fwd) == Approx(10.0 * 4096.0 * 11008.0));
+  REQUIRE(act.bwd.size() == 3);
+}
+
+TEST_CASE("memory paths: the same bytes take 1 / factor as long off the vectorized path", "[eager]") {
+  const topo::GpuSpec& gpu = topo::find_gpu_spec("H200-SXM-141GB");
+  const ComputeModel model(gpu);
+  const ComputeConstants& c = model.constants();
+  sim::OpSignature sig;
+  sig.type = sim::OpType::memory;
+  sig.dtype = sim::DType::bf16;
+  sig.kernel = "eager_test";
+  sig.shape = {1, 1 << 20, 64};
+  sig.bytes = 1e9;
+  const double launch = c.launch_gap.seconds();
+  const double vectorized = model.analytical(sig).seconds() - launch;
+  // 1 GB at peak x hbm_fraction.
+  REQUIRE(vectorized == Approx(1e9 / (gpu.memory_bandwidth.bytes_per_second() * c.hbm_fraction)).epsilon(1e-6));
+  for (const MemoryPath p : {MemoryPath::cast, MemoryPath::broadcast, MemoryPath::strided, MemoryPath::strided_cat}) {
+    sig.path = p;
+    const double factor = c.memory_path_factor[static_cast<std::size_t>(p)];
+    REQUIRE(factor < 1.0);
+    REQUIRE(model.analytical(sig).seconds() - launch == Approx(vectorized / factor).epsilon(1e-6));
+  }
+  // The path is no part of the profile database's key.
+  sim::OpSignature other = sig;
+  other.path = MemoryPath::vectorized;
+  REQUIRE(other.key() == sig.key());
+}
+
+TEST_CASE("plan.kernels eager: slower than fused for GPT-2 AMP, refused where it has no meaning", "[eager]") {
+  using Catch::Matchers::Contains;
+  const SimulationOutput fused = simulate("gpt2", json::object());
+  const SimulationOutput eager = simulate("gpt2", json{{"kernels", "eager"}});
+  // Every fused memory kernel has eager ones at least as large, and GELU alone adds 70 - 4 and
+  // (14 kernels) more bytes per element: the eager step is longer.
+  REQUIRE(eager.report.iteration_time_s > fused.report.iteration_time_s);
+  REQUIRE_THROWS_WITH(simulate("resnet50", json{{"kernels", "eager"}, {"fused_attention", false}}),
+                      Contains("/plan/kernels") && Contains("Hugging Face"));
+  json doc{{"model", {{"name", "gpt2"}}},
+           {"cluster", {{"preset", "dgx-h200"}, {"gpus", 2}}},
+           {"plan", {{"tp", 2}, {"micro_batch", 2}, {"precision", "amp_bf16"}, {"kernels", "eager"}}},
+           {"workload", {{"steps", 2}}}};
+  REQUIRE_THROWS_WITH(simulate_scenario(parse_scenario(doc, "tp.json"), SimulationInputs{}),
+                      Contains("/plan/kernels") && Contains("tp > 1"));
+  REQUIRE_THROWS_WITH(parse_scenario(json{{"model", {{"name", "gpt2"}}},
+                                          {"cluster", {{"preset", "dgx-h200"}, {"gpus", 1}}},
+                                          {"plan", {{"kernels", "lazy"}}}},
+                                     "bad.json"),
+                      Contains("/plan/kernels") && Contains("lazy"));
+}
