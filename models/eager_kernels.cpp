@@ -77,19 +77,25 @@ void linear(Layer& l, bool input_fp32, const Context& c) {
   const std::int64_t rows = gemm->shape[0];
   const std::int64_t out = gemm->shape[1];
   const std::int64_t in = gemm->shape[2];
-  const double weights = gemm->param_elems;
-  const double bias = weights - as_double(in) * as_double(out);
+  const double weight = as_double(in) * as_double(out);
+  const double bias = gemm->param_elems - weight;
   const int projections = std::max<int>(1, static_cast<int>(l.matmul_widths.size()));
   const bool cast_input = c.d.autocast && input_fp32;
   std::vector<OpTemplate> fwd;
   KernelList f(fwd);
-  if (c.d.autocast) f.add_weight("weight_cast", weights, kFp32 + c.a);
+  if (c.d.autocast) {  // the weight and the bias, each its own kernel
+    f.add_weight("weight_cast", weight, kFp32 + c.a);
+    if (bias > 0.0) f.add_weight("bias_cast", bias, kFp32 + c.a);
+  }
   for (int i = 0; cast_input && i < projections; ++i) f.add("input_cast", rows, in, kFp32 + c.a);
   fwd.insert(fwd.end(), l.fwd.begin(), l.fwd.end());
   std::vector<OpTemplate> bwd = l.bwd;
   KernelList b(bwd);
   if (bias > 0.0) b.add("bias_grad", rows, out, c.a);  // sum of the output gradient over the rows
-  if (c.d.autocast) b.add_weight("weight_grad_cast", weights, c.a + kFp32, MemoryPath::cast);
+  if (c.d.autocast) {
+    b.add_weight("weight_grad_cast", weight, c.a + kFp32, MemoryPath::cast);
+    if (bias > 0.0) b.add_weight("bias_grad_cast", bias, c.a + kFp32, MemoryPath::cast);
+  }
   for (int i = 0; cast_input && i < projections; ++i) b.add("input_grad_cast", rows, in, c.a + kFp32, MemoryPath::cast);
   const double grad = cast_input ? kFp32 : c.a;
   for (int i = 1; i < projections; ++i) b.add("input_grad_add", rows, in, 3.0 * grad);

@@ -21,7 +21,7 @@ struct EagerDtypes {
 
 /// `model` with its transformer layers' memory-bound kernels replaced by what eager PyTorch
 /// launches, each with its bytes and its sim::MemoryPath:
-/// - linear layers: under autocast, the weight cast (fp32 to the GEMM dtype) in every forward,
+/// - linear layers: under autocast, the weight and bias casts (fp32 to the GEMM dtype) in every forward,
 ///   the input cast where the input is fp32 (after a norm, a residual add or an fp32 GELU; one
 ///   per separate projection), and in backward the weight gradient's and such an input
 ///   gradient's cast back to fp32 (cast path); a bias gradient reduction; separate projections

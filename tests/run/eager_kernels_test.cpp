@@ -105,19 +105,22 @@ TEST_CASE("eager GPT-2 in fp32: no casts, eight GELU kernels forward and eleven 
 
 TEST_CASE("eager linear layers under autocast: each weight cast, inputs cast where the stream is fp32", "[eager]") {
   const Model m = with_eager_kernels(with_fused_attention(build_model("gpt2")), kAmpBf16);
-  // qkv reads ln_1's fp32 output: its weight (h x 3h + 3h bias) and, per projection the model
-  // counts (query, key, value), its input cast to bf16, 4 + 2 bytes per element.
+  // qkv reads ln_1's fp32 output: its weight (h x 3h) and bias (3h), each cast by its own
+  // kernel, and, per projection the model counts (query, key, value), its input cast to bf16,
+  // 4 + 2 bytes per element.
   const Layer& qkv = layer(m, "h.2.attn.qkv");
   const auto weight = named(qkv.fwd, "eager_weight_cast");
   REQUIRE(weight.size() == 1);
   REQUIRE_FALSE(weight[0]->batched);
-  REQUIRE(weight[0]->bytes == Approx(6.0 * (kH * 3 * kH + 3 * kH)));
+  REQUIRE(weight[0]->bytes == Approx(6.0 * kH * 3 * kH));
+  REQUIRE(named(qkv.fwd, "eager_bias_cast").at(0)->bytes == Approx(6.0 * 3 * kH));
   const auto inputs = named(qkv.fwd, "eager_input_cast");
   REQUIRE(inputs.size() == 3);
   REQUIRE(inputs[0]->bytes == Approx(6.0 * kS * kH));
   // Backward: the weight gradient back to fp32 (cast path), each input gradient too, and the
   // three projections' input gradients summed (two adds in fp32).
   REQUIRE(named(qkv.bwd, "eager_weight_grad_cast").at(0)->path == MemoryPath::cast);
+  REQUIRE(named(qkv.bwd, "eager_bias_grad_cast").size() == 1);
   REQUIRE(named(qkv.bwd, "eager_input_grad_cast").size() == 3);
   REQUIRE(named(qkv.bwd, "eager_input_grad_add").size() == 2);
   REQUIRE(named(qkv.bwd, "eager_bias_grad").size() == 1);
@@ -159,6 +162,11 @@ TEST_CASE("eager decoders append K and V to a cache unless checkpointing; RMSNor
   REQUIRE(named(core.fwd, "eager_rope_cat").at(0)->path == MemoryPath::strided_cat);
   // The fused attention kernel stays, and runs after RoPE and the cache.
   REQUIRE(core.fwd.back().kernel == "flash_attn_fwd");
+  // Llama's projections have no bias: nothing to cast or reduce.
+  const Layer& gate_up = layer(llama, "h.0.mlp.gate_up");
+  REQUIRE(named(gate_up.fwd, "eager_bias_cast").empty());
+  REQUIRE(named(gate_up.bwd, "eager_bias_grad").empty());
+  REQUIRE(named(gate_up.fwd, "eager_weight_cast").size() == 1);
   // LlamaRMSNorm in fp32: pow, mean, the eps add and rsqrt per row, two broadcast products.
   const Layer& norm = layer(llama, "h.0.ln_1");
   REQUIRE(norm.fwd.size() == 6);
