@@ -33,11 +33,14 @@ struct ValidateCliOptions {
 int run_validate(const ValidateCliOptions& o) {
   const std::string suite_path = o.suite.empty() ? validate::default_suite_path() : o.suite;
   const std::string cal_path = o.calibration.empty() ? run::default_calibration_path() : o.calibration;
-  const validate::Suite suite = validate::select_datasets(validate::load_suite(suite_path), o.only, o.skip, o.only.empty() ? "--skip" : "--only");
+  const validate::Suite whole = validate::load_suite(suite_path);
+  const validate::Suite suite = validate::select_datasets(whole, o.only, o.skip, o.only.empty() ? "--skip" : "--only");
   validate::Calibration calibration;
   if (o.calibrate) {
+    // The refit takes every calibration case of the whole suite; --only and --skip choose what
+    // is validated after it.
     std::fputs("foresight validate: refitting every constant on the calibration cases...\n", stderr);
-    calibration = validate::calibrate(suite);
+    calibration = validate::calibrate(whole);
     emit(cal_path, run::to_json_text(calibration));
     fmt::print(stderr, "foresight validate: wrote {}\n", cal_path);
   } else {
@@ -88,8 +91,9 @@ void add_validate_command(CLI::App& app, Runner& run) {
   auto o = std::make_shared<ValidateCliOptions>();
   CLI::App* cmd = app.add_subcommand(
       "validate", "Predict every measured case of validate/data; exit 1 when a dataset exceeds its threshold");
-  auto* calibrate = cmd->add_flag("--calibrate", o->calibrate,
-                "Refit every constant on the calibration cases, write the calibration file, then validate");
+  cmd->add_flag("--calibrate", o->calibrate,
+                "Refit every constant on the calibration cases of the whole suite, write the calibration file, then "
+                "validate (the datasets --only or --skip choose)");
   cmd->add_option("--suite", o->suite, "Suite manifest (default: validate/data/suite.json)");
   cmd->add_option("--calibration", o->calibration, "Calibration file (default: validate/data/calibration.json)");
   cmd->add_option("--traces", o->traces, "Folder of third-party measured traces (default: validation/traces under the build's shared_dir option; cases whose traces are absent are skipped)");
@@ -100,12 +104,10 @@ void add_validate_command(CLI::App& app, Runner& run) {
   cmd->add_option("--plot", o->plot, "Also write an SVG scatter of predicted vs measured to this file");
   cmd->add_option("--network", o->network, "Network model: flow or analytical")->capture_default_str();
   auto* only = cmd->add_option("--only", o->only, "Run only these datasets of the suite (names, comma-separated)")
-                   ->delimiter(',')
-                   ->excludes(calibrate);  // a refit takes the whole suite
+                   ->delimiter(',');
   cmd->add_option("--skip", o->skip, "Leave out these datasets of the suite (names, comma-separated)")
       ->delimiter(',')
-      ->excludes(only)
-      ->excludes(calibrate);
+      ->excludes(only);
   cmd->callback([o, &run] { run = [o] { return run_validate(*o); }; });
 }
 
