@@ -101,6 +101,8 @@ void linear(Layer& l, bool input_fp32, const Context& c) {
   for (int i = 1; i < projections; ++i) b.add("input_grad_add", rows, in, 3.0 * grad);
   l.fwd = std::move(fwd);
   l.bwd = std::move(bwd);
+  // Each projection's GEMM keeps its own cast copy of the input.
+  if (cast_input) l.saved_bytes = projections * as_double(rows) * as_double(in) * c.a;
 }
 
 void layernorm(Layer& l, const Context& c) {
@@ -112,6 +114,8 @@ void layernorm(Layer& l, const Context& c) {
   KernelList b(l.bwd);
   b.add("layernorm_bwd_input", rows, h, 3.0 * x);
   b.add("layernorm_bwd_params", rows, h, 2.0 * x, MemoryPath::strided);  // gamma and beta: a column reduction
+  l.saved_bytes = as_double(rows) * (as_double(h) * x + 2.0 * kFp32);  // the input, mean and rstd
+  l.output_bytes = as_double(rows) * as_double(h) * x;
 }
 
 void rmsnorm(Layer& l, const Context& c) {
@@ -146,6 +150,10 @@ void rmsnorm(Layer& l, const Context& c) {
   b.add("rmsnorm_bwd_pow", rows, h, 3.0 * kFp32);
   b.add("rmsnorm_bwd_accumulate_pow", rows, h, 3.0 * kFp32);
   if (upcast) b.add("rmsnorm_bwd_downcast", rows, h, kFp32 + c.stream);
+  // pow and the first product keep the fp32 input, the weight's product the fp32 normalized
+  // tensor, rsqrt its output per row.
+  l.saved_bytes = as_double(rows) * (2.0 * as_double(h) * kFp32 + kFp32);
+  l.output_bytes = as_double(rows) * as_double(h) * c.stream;
 }
 
 /// NewGELUActivation: 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))), one kernel per op.
@@ -183,11 +191,16 @@ void gelu_tanh(Layer& l, const Context& c) {
     bw.add("gelu_bwd_accumulate", rows, f, 3.0 * a);
     bw.add("gelu_bwd_mul_half", rows, f, 2.0 * a);
     bw.add("gelu_bwd_accumulate", rows, f, 3.0 * a);
+    // Kept: pow's fp32 input, tanh's output, and the last product's operands (0.5 x in bf16,
+    // 1 + tanh in fp32).
+    l.saved_bytes = as_double(rows) * as_double(f) * (3.0 * kFp32 + a);
+    l.output_bytes = as_double(rows) * as_double(f) * kFp32;
     return;
   }
   // One dtype throughout: eight kernels forward, eleven backward.
   for (const double per : {2.0, 2.0, 2.0, 3.0, 2.0, 2.0, 2.0, 3.0}) fw.add("gelu_op", rows, f, per * a);
   for (const double per : {3.0, 3.0, 3.0, 2.0, 2.0, 2.0, 2.0, 3.0, 3.0, 2.0, 3.0}) bw.add("gelu_bwd_op", rows, f, per * a);
+  l.saved_bytes = 4.0 * as_double(rows) * as_double(f) * a;
 }
 
 /// LlamaMLP's act_fn(gate_proj(x)) * up_proj(x): SiLU, then the product; backward the product's
@@ -203,6 +216,7 @@ void swiglu(Layer& l, const Context& c) {
   bw.add("swiglu_bwd_mul_up", rows, f, 3.0 * c.a);
   bw.add("swiglu_bwd_mul_gate", rows, f, 3.0 * c.a);
   bw.add("silu_bwd", rows, f, 3.0 * c.a);
+  l.saved_bytes = 3.0 * as_double(rows) * as_double(f) * c.a;  // the gate, SiLU's output and up
 }
 
 void residual_add(Layer& l, const Context& c) {
@@ -219,6 +233,7 @@ void residual_add(Layer& l, const Context& c) {
     f.add("residual_add", rows, h, 3.0 * c.a);
     b.add("residual_grad_add", rows, h, 3.0 * c.a);
   }
+  l.output_bytes = as_double(rows) * as_double(h) * c.stream;
 }
 
 void dropout(Layer& l, bool input_fp32, const Context& c) {
@@ -228,6 +243,7 @@ void dropout(Layer& l, bool input_fp32, const Context& c) {
   l.bwd.clear();
   KernelList(l.fwd).add("dropout_fwd", rows, h, 2.0 * x + 1.0);  // and the 1-byte mask
   KernelList(l.bwd).add("dropout_bwd", rows, h, 2.0 * x + 1.0);
+  l.output_bytes = as_double(rows) * as_double(h) * x;
 }
 
 /// apply_rotary_pos_emb for one of the query or key, `width` features per token:
@@ -316,6 +332,7 @@ void loss(Layer& l, const Context& c) {
   b.add("nll_loss_bwd", rows, 1, 2.0 * kFp32);
   b.add("log_softmax_bwd", rows, classes, 4.0 * kFp32);
   if (upcast) b.add("logits_grad_downcast", rows, classes, kFp32 + c.a);
+  l.saved_bytes = as_double(rows) * as_double(classes) * kFp32;  // log-softmax's fp32 output
 }
 
 }  // namespace
@@ -334,6 +351,7 @@ Model with_eager_kernels(Model model, EagerDtypes dtypes) {
     const std::string& kind = l.kind;
     if (kind == "embedding") {
       fp32 = true;
+      if (dtypes.autocast) l.output_bytes = l.output_elems * kFp32;  // fp32 tables
     } else if (kind == "linear") {
       linear(l, fp32, c);
       fp32 = false;
@@ -359,6 +377,11 @@ Model with_eager_kernels(Model model, EagerDtypes dtypes) {
       fp32 = false;
     } else if (kind == "loss") {
       loss(l, c);
+      // The loss holds the logits upcast to fp32, and their gradient is fp32 until cast back.
+      if (&l != &model.layers.front() && c.a < kFp32) {
+        Layer& logits = *(&l - 1);
+        logits.output_bytes = logits.output_elems * kFp32;
+      }
     } else {
       fp32 = false;  // other activations (erf GELU, tanh), routers, experts: their own kernels
     }

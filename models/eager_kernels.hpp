@@ -39,6 +39,11 @@ struct EagerDtypes {
 ///   the heads' layout (strided);
 /// - the loss: logits upcast to fp32 (HF's ForCausalLMLoss), log-softmax and its backward in fp32,
 ///   the gradient zero-filled first and cast back.
+/// Each rewritten layer also states what its ops keep for backward (Layer::saved_bytes) and, where
+/// it is fp32, its output's size (Layer::output_bytes): LayerNorm its input; RMSNorm its input
+/// and the normalized tensor; NewGELU pow's input, tanh's output and the last product's
+/// operands; SwiGLU the gate, SiLU's output and up; each projection its cast input; the loss
+/// log-softmax's fp32 output (and the LM head's logits count as fp32, upcast for the loss).
 /// Layer FLOPs (what MFU counts) are unchanged. Expert and router layers keep their kernels.
 Model with_eager_kernels(Model model, EagerDtypes dtypes);
 

@@ -87,6 +87,13 @@ struct Layer {
   /// matrix multiplies: their output widths in the order the model calls them (query, key,
   /// value; gate, up). Empty: one. Per-op selective recompute counts matrix multiplies.
   std::vector<std::int64_t> matmul_widths;
+  /// Bytes kept for the backward pass per sample whatever the precision, where eager kernels fix
+  /// the dtypes (with_eager_kernels); unset: saved_elems in the activation dtype plus the 1-byte
+  /// masks.
+  std::optional<double> saved_bytes;
+  /// Bytes of the output as the next layer holds it, per sample (eager under autocast: an fp32
+  /// residual stream, fp32 logits for the loss); unset: output_elems in the activation dtype.
+  std::optional<double> output_bytes;
 };
 
 /// A Mixture-of-Experts MLP (Shazeer et al. 2017; Fedus et al. 2021, Switch; Jiang et al. 2024,

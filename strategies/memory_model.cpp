@@ -38,6 +38,8 @@ double tp_divisor(TpRole role, int tp, bool sp) {
 
 }  // namespace
 
+double layer_output_bytes(const Layer& l, double a) { return l.output_bytes.value_or(l.output_elems * a); }
+
 MemoryBreakdown model_state_memory(double params, const Plan& plan, int shard) {
   MemoryBreakdown m;
   const double n = std::max(1, shard);
@@ -95,8 +97,8 @@ double saved_activation_bytes(const Model& model, const Plan& plan, std::size_t 
       // Only the block's input survives; the rest is recomputed before the block's backward.
       const bool starts_block = i == 0 || model.layers[i - 1].block != l.block;
       if (starts_block) {
-        const double in = i == 0 ? model.input_elems : model.layers[i - 1].output_elems;
-        bytes += in * a / (sp ? t : 1);
+        const double in = i == 0 ? model.input_elems * a : layer_output_bytes(model.layers[i - 1], a);
+        bytes += in / (sp ? t : 1);
       }
       continue;
     }
@@ -106,19 +108,21 @@ double saved_activation_bytes(const Model& model, const Plan& plan, std::size_t 
       elems -= l.saved_score_elems;
       masks -= l.saved_score_mask_elems;
     }
-    bytes += (elems * (fp8_linear(l) ? 1.0 : a) + masks) / tp_divisor(l.tp, t, sp);
+    const double kept = l.saved_bytes.value_or(elems * (fp8_linear(l) ? 1.0 : a) + masks);
+    bytes += kept / tp_divisor(l.tp, t, sp);
   }
   return bytes * plan.micro_batch;
 }
 
 MemoryBreakdown data_parallel_memory(const Model& model, const Plan& plan) {
   MemoryBreakdown m = model_state_memory(tp_rank_params(model, plan.tp, 0, 0, plan.ep), plan, plan.shard_size());
-  double largest_output = 0.0;
-  for (const Layer& l : model.layers) largest_output = std::max(largest_output, l.output_elems);
+  const double a = activation_bytes(plan.precision);
+  double largest_output = 0.0;  // bytes
+  for (const Layer& l : model.layers) largest_output = std::max(largest_output, layer_output_bytes(l, a));
   // Saved activations and 1-byte dropout masks, plus the largest transient output and its
   // gradient (the tensors in flight at the turn from forward to backward).
   m.activations = saved_activation_bytes(model, plan, 0, model.layers.size(), true) +
-                  2.0 * largest_output * activation_bytes(plan.precision) * plan.micro_batch;
+                  2.0 * largest_output * plan.micro_batch;
   m.allocator = std::ceil(kAllocatorFraction * (m.activations + m.buffers));  // whole bytes
   return m;
 }

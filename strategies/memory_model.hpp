@@ -52,6 +52,9 @@ MemoryBreakdown model_state_memory(double params, const Plan& plan, int shard);
 ///   transpose its weight gradient reads: 1 byte per element.
 /// Per transformer layer this gives K22 Table 2's sbh(34 + 5as/h), sbh(10 + 24/t + 5as/ht),
 /// sbh(34/t + 5as/ht), sbh(10 + 24/t), 34sbh/t and 2sbh (tests/strategies/memory_test.cpp).
+/// Bytes of layer `l`'s output per sample: Layer::output_bytes, else output_elems x `a`.
+double layer_output_bytes(const Layer& l, double a);
+
 double saved_activation_bytes(const Model& model, const Plan& plan, std::size_t first, std::size_t last,
                               bool block_checkpoints);
 

@@ -334,11 +334,11 @@ std::pair<double, int> activation_peak(const Model& model, const Plan& plan, con
   double largest_output = 0.0;
   for (int c = 0; c < plan.virtual_stages; ++c) {
     for (std::size_t i = sc.chunk(c).first; i < sc.chunk(c).last; ++i) {
-      largest_output = std::max(largest_output, model.layers[i].output_elems);
+      largest_output = std::max(largest_output, layer_output_bytes(model.layers[i], bytes));
     }
   }
   // The tensors in flight at the turn from forward to backward: an output and its gradient.
-  return {peak + 2.0 * largest_output * bytes * plan.micro_batch, most};
+  return {peak + 2.0 * largest_output * plan.micro_batch, most};
 }
 
 }  // namespace

@@ -74,6 +74,10 @@ TEST_CASE("eager GPT-2 under autocast: NewGELU's ops in fp32 after pow, nine ker
   // The three mixed-dtype kernels take the cast path, the rest are vectorized.
   REQUIRE(std::count_if(act.fwd.begin(), act.fwd.end(), [](const OpTemplate& t) { return t.path == MemoryPath::cast; }) == 3);
   REQUIRE(act.bwd.size() == 14);
+  // Kept for backward: pow's fp32 input, tanh's fp32 output, and the last product's operands
+  // (0.5 x in bf16, 1 + tanh in fp32): 4 + 4 + 2 + 4 bytes per element; the output is fp32.
+  REQUIRE(act.saved_bytes.value() == Approx(14.0 * kS * kFfn));
+  REQUIRE(act.output_bytes.value() == Approx(4.0 * kS * kFfn));
   // The model FLOPs MFU counts are the builder's, whatever the kernels.
   const Model fused = with_fused_attention(build_model("gpt2"));
   REQUIRE(m.fwd_flops() == fused.fwd_flops());
@@ -124,6 +128,16 @@ TEST_CASE("eager linear layers under autocast: each weight cast, inputs cast whe
   REQUIRE(named(qkv.bwd, "eager_input_grad_cast").size() == 3);
   REQUIRE(named(qkv.bwd, "eager_input_grad_add").size() == 2);
   REQUIRE(named(qkv.bwd, "eager_bias_grad").size() == 1);
+  // Each projection's GEMM keeps its own bf16 copy of the input.
+  REQUIRE(qkv.saved_bytes.value() == Approx(3 * 2.0 * kS * kH));
+  // LayerNorm keeps its fp32 input and an fp32 mean and rstd per row; its output is fp32.
+  const Layer& ln = layer(m, "h.2.ln_1");
+  REQUIRE(ln.saved_bytes.value() == Approx(4.0 * kS * kH + 8.0 * kS));
+  REQUIRE(ln.output_bytes.value() == Approx(4.0 * kS * kH));
+  // The loss keeps log-softmax's fp32 output, and holds the logits upcast: the LM head's output
+  // counts 4 bytes per logit at the turn from forward to backward.
+  REQUIRE(layer(m, "loss").saved_bytes.value() == Approx(4.0 * kS * 50257));
+  REQUIRE(layer(m, "lm_head").output_bytes.value() == Approx(4.0 * kS * 50257));
   // The attention projection reads the attention output, already bf16: no input cast.
   const Layer& proj = layer(m, "h.2.attn.proj");
   REQUIRE(named(proj.fwd, "eager_weight_cast").size() == 1);
