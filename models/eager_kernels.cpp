@@ -65,7 +65,7 @@ const OpTemplate* find_kernel(const std::vector<OpTemplate>& list, std::string_v
 std::pair<std::int64_t, std::int64_t> rows_width(const OpTemplate& t) { return {t.shape.at(1), t.shape.at(2)}; }
 
 struct Context {
-  EagerDtypes d;
+  EagerOptions d;
   double a = 2.0;         ///< GEMM-output (activation) bytes
   double stream = 2.0;    ///< residual-stream bytes: fp32 under autocast
   const TransformerShape* shape = nullptr;
@@ -271,6 +271,18 @@ void rope_one(KernelList& f, KernelList& b, std::int64_t s, std::int64_t width, 
   b.add("rope_bwd_accumulate", s, width, 3.0 * a, MemoryPath::strided);
 }
 
+/// torchtitan's apply_rotary_emb for one of the query or key: x.float() viewed as complex, times
+/// the (broadcast) complex frequencies, cast back with type_as; backward the same three steps.
+void rope_complex(KernelList& f, KernelList& b, std::int64_t s, std::int64_t width, const Context& c) {
+  const double a = c.a;
+  if (a < kFp32) f.add("rope_upcast", s, width, a + kFp32, MemoryPath::cast);
+  f.add("rope_complex_mul", s, width, 2.0 * kFp32, MemoryPath::broadcast);
+  if (a < kFp32) f.add("rope_downcast", s, width, kFp32 + a);
+  if (a < kFp32) b.add("rope_bwd_upcast", s, width, a + kFp32, MemoryPath::cast);
+  b.add("rope_bwd_complex_mul", s, width, 2.0 * kFp32, MemoryPath::broadcast);
+  if (a < kFp32) b.add("rope_bwd_downcast", s, width, kFp32 + a);
+}
+
 void attention(Layer& l, const Context& c) {
   const TransformerShape& t = *c.shape;
   const OpTemplate* rope = find_kernel(l.fwd, "rope_fwd");
@@ -290,8 +302,9 @@ void attention(Layer& l, const Context& c) {
   KernelList f(fwd);
   KernelList b(bwd);
   if (rope != nullptr) {
-    rope_one(f, b, s, q, c);
-    rope_one(f, b, s, kv, c);
+    const auto one = c.d.rope == RopeStyle::complex ? rope_complex : rope_one;
+    one(f, b, s, q, c);
+    one(f, b, s, kv, c);
   }
   if (t.causal && c.d.kv_cache) {  // a decoder's key and value appended to an empty cache
     f.add("cache_cat_key", s, kv, 2.0 * c.a, MemoryPath::strided_cat);
@@ -337,12 +350,12 @@ void loss(Layer& l, const Context& c) {
 
 }  // namespace
 
-Model with_eager_kernels(Model model, EagerDtypes dtypes) {
+Model with_eager_kernels(Model model, EagerOptions options) {
   if (!model.transformer) return model;
   Context c;
-  c.d = dtypes;
-  c.a = dtypes.activation;
-  c.stream = dtypes.autocast ? kFp32 : c.a;
+  c.d = options;
+  c.a = options.activation;
+  c.stream = options.autocast ? kFp32 : c.a;
   c.shape = &*model.transformer;
   // Under autocast: whether the previous layer's output is fp32 (the embedding's fp32 tables, a
   // norm, a residual add, NewGELU) or in the GEMM dtype (a GEMM, attention, SiLU).
@@ -351,7 +364,7 @@ Model with_eager_kernels(Model model, EagerDtypes dtypes) {
     const std::string& kind = l.kind;
     if (kind == "embedding") {
       fp32 = true;
-      if (dtypes.autocast) l.output_bytes = l.output_elems * kFp32;  // fp32 tables
+      if (options.autocast) l.output_bytes = l.output_elems * kFp32;  // fp32 tables
     } else if (kind == "linear") {
       linear(l, fp32, c);
       fp32 = false;

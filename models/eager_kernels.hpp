@@ -1,15 +1,23 @@
 #pragma once
-/// A transformer as PyTorch eager runs Hugging Face transformers' modules (plan.kernels "eager"):
-/// the kernels its Python code launches one by one, instead of the fused kernels of Megatron-LM,
-/// Transformer Engine or torchtitan that the model builder lists. See docs/models.md, "Eager
-/// kernels", for the list and what it was checked against.
+/// A transformer as PyTorch eager runs Hugging Face transformers' modules (plan.kernels "eager")
+/// or torchtitan's Llama without torch.compile (plan.kernels "torchtitan"): the kernels its
+/// Python code launches one by one, instead of the fused kernels of Megatron-LM and Transformer
+/// Engine that the model builder lists. See docs/models.md, "Eager kernels", for the list and
+/// what it was checked against.
+
+#include <cstdint>
 
 #include "models/model.hpp"
 
 namespace foresight::strategy {
 
-/// The dtypes an eager run keeps its tensors in.
-struct EagerDtypes {
+/// How a model writes rotary embeddings: Hugging Face's apply_rotary_pos_emb (x cos +
+/// rotate_half(x) sin with fp32 cos and sin) or torchtitan's apply_rotary_emb (x in fp32 viewed as
+/// complex numbers, times the complex frequencies).
+enum class RopeStyle : std::uint8_t { hf, complex };
+
+/// The dtypes an eager run keeps its tensors in, and what its modules' code does.
+struct EagerOptions {
   int activation = 2;  ///< bytes of a GEMM's output (autocast's lower dtype, or the precision's)
   /// torch.autocast: fp32 weights cast before each GEMM, and an fp32 residual stream (norms and
   /// residual adds in fp32, their outputs cast before the next GEMM).
@@ -17,6 +25,7 @@ struct EagerDtypes {
   /// Decoders append each key and value to an empty cache (Hugging Face's use_cache, which its
   /// models turn off under gradient checkpointing).
   bool kv_cache = true;
+  RopeStyle rope = RopeStyle::hf;
 };
 
 /// `model` with its transformer layers' memory-bound kernels replaced by what eager PyTorch
@@ -45,6 +54,6 @@ struct EagerDtypes {
 /// operands; SwiGLU the gate, SiLU's output and up; each projection its cast input; the loss
 /// log-softmax's fp32 output (and the LM head's logits count as fp32, upcast for the loss).
 /// Layer FLOPs (what MFU counts) are unchanged. Expert and router layers keep their kernels.
-Model with_eager_kernels(Model model, EagerDtypes dtypes);
+Model with_eager_kernels(Model model, EagerOptions options);
 
 }  // namespace foresight::strategy

@@ -34,13 +34,13 @@ constexpr std::array<std::string_view, 2> kScaleAxes{"dp", "pp"};
 constexpr std::array<std::string_view, 2> kNetworks{"analytical", "flow"};
 constexpr std::array<std::string_view, 2> kCommContention{"off", "measured"};
 constexpr std::array<std::string_view, 2> kZero3Schedules{"fsdp", "deepspeed"};
-constexpr std::array<std::string_view, 2> kKernels{"fused", "eager"};
+constexpr std::array<std::string_view, 3> kKernels{"fused", "eager", "torchtitan"};
 constexpr std::array<std::string_view, 3> kDistributions{"balanced", "zipf", "histogram"};
 constexpr std::array<std::string_view, 2> kRoles{"calibration", "prediction"};
 
 static_assert(static_cast<int>(Schedule::pipedream) == 5 && static_cast<int>(Recompute::selective_op) == 4 &&
               static_cast<int>(sim::NetworkKind::flow) == 1 && static_cast<int>(Precision::bf16) == 4 &&
-              static_cast<int>(Kernels::eager) == 1);
+              static_cast<int>(Kernels::torchtitan) == 2);
 
 /// Stores a value into member `Field` of the scenario part `Part`.
 template <auto Part, auto Field>
@@ -201,9 +201,10 @@ std::vector<Param> make_table() {
                       "FlashAttention-style fused attention instead of Megatron's unfused core",
                       store<P, &Plan::fused_attention>, echo<P, &Plan::fused_attention>));
   t.push_back(choice("plan", "kernels", kKernels, "fused",
-                     "the transformer's non-matmul kernels: fused (Megatron, Transformer Engine, torchtitan) or eager "
-                     "(PyTorch eager as Hugging Face transformers runs it: unfused GELU, RMSNorm and RoPE; under amp "
-                     "precisions autocast's casts and an fp32 residual stream)",
+                     "the transformer's non-matmul kernels: fused (Megatron, Transformer Engine), eager (PyTorch eager "
+                     "as Hugging Face transformers runs it: unfused GELU, RMSNorm and RoPE; under amp precisions "
+                     "autocast's casts and an fp32 residual stream) or torchtitan (its Llama without torch.compile: "
+                     "bf16 FSDP2 parameters, no autocast, complex RoPE)",
                      store<P, &Plan::kernels>, echo<P, &Plan::kernels, &kKernels>));
   t.push_back(of_kind("plan", "fp8", K::boolean, "", "false",
                       "Transformer Engine FP8: the transformer blocks' linear GEMMs in FP8, with their casts (H100 and later)",

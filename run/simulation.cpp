@@ -36,6 +36,7 @@ std::string plan_summary(const Plan& p, int cc) {
   if (p.recompute != Recompute::none) out += fmt::format(", {} recompute", to_string(p.recompute));
   if (p.fused_attention) out += ", fused attention";
   if (p.kernels == Kernels::eager) out += ", eager kernels";
+  if (p.kernels == Kernels::torchtitan) out += ", torchtitan's eager kernels";
   if (p.fp8) out += ", FP8 linear layers";
   out += fmt::format(", micro-batch {}, global batch {}", p.micro_batch, p.global_batch);
   if (p.grad_accum > 1) out += fmt::format(" ({} accumulation steps)", p.grad_accum);
@@ -206,17 +207,22 @@ Model plan_model(const Scenario& scenario, const Plan& plan) {
     }
     model = with_fp8(std::move(model));
   }
-  if (plan.kernels == Kernels::eager) {
+  if (plan.kernels != Kernels::fused) {
     const auto refuse = [&](const std::string& why) {
-      throw sim::ConfigError(fmt::format("{}: /plan/kernels: expected \"fused\" {}, found \"eager\"", scenario.path, why));
+      throw sim::ConfigError(fmt::format("{}: /plan/kernels: expected \"fused\" {}, found \"{}\"", scenario.path, why,
+                                         plan.kernels == Kernels::eager ? "eager" : "torchtitan"));
     };
     if (!model.transformer) refuse(fmt::format("for {}: eager kernels are those of Hugging Face transformers' modules", model.name));
-    if (plan.tp > 1) refuse("with tp > 1: Hugging Face's modules have no tensor parallelism");
+    if (plan.tp > 1) refuse("with tp > 1: the eager kernel lists are for whole layers, not tensor-parallel shards");
     if (plan.fp8) refuse("with fp8: Transformer Engine's layers are fused");
-    const bool autocast = plan.precision == Precision::amp_fp16 || plan.precision == Precision::amp_bf16;
-    model = with_eager_kernels(std::move(model), EagerDtypes{.activation = activation_bytes(plan.precision),
-                                                           .autocast = autocast,
-                                                           .kv_cache = plan.recompute == Recompute::none});
+    const bool hf = plan.kernels == Kernels::eager;
+    // Hugging Face models train under torch.autocast; torchtitan's FSDP2 gathers bf16 parameters
+    // and runs without it, with no KV cache and complex RoPE.
+    const bool autocast = hf && (plan.precision == Precision::amp_fp16 || plan.precision == Precision::amp_bf16);
+    model = with_eager_kernels(std::move(model), EagerOptions{.activation = activation_bytes(plan.precision),
+                                                             .autocast = autocast,
+                                                             .kv_cache = hf && plan.recompute == Recompute::none,
+                                                             .rope = hf ? RopeStyle::hf : RopeStyle::complex});
   }
   // Bounded work: every layer runs forward and backward once per micro-batch and step, so a
   // graph has at least this many nodes; a plan past the graph's limit fails before any is built.

@@ -50,11 +50,13 @@ enum class CommContention : std::uint8_t { off, measured };
 /// prefetch (docs/strategies.md, "ZeRO").
 enum class Zero3Schedule : std::uint8_t { fsdp, deepspeed };
 
-/// Which kernels a transformer's non-matmul work runs as: fused (Megatron-LM, Transformer
-/// Engine, torchtitan: one kernel per norm, activation or residual add, in the activation dtype)
-/// or eager (PyTorch eager as Hugging Face transformers' modules run it: unfused activations,
-/// RMSNorm and RoPE, and under autocast the casts and the fp32 residual stream; with_eager_kernels).
-enum class Kernels : std::uint8_t { fused, eager };
+/// Which kernels a transformer's non-matmul work runs as: fused (Megatron-LM, Transformer Engine:
+/// one kernel per norm, activation or residual add, in the activation dtype), eager (PyTorch
+/// eager as Hugging Face transformers' modules run it: unfused activations, RMSNorm and RoPE, and
+/// under autocast the casts and the fp32 residual stream) or torchtitan (its Llama in eager
+/// PyTorch under FSDP2's bf16 parameters: no autocast, no KV cache, complex RoPE);
+/// with_eager_kernels.
+enum class Kernels : std::uint8_t { fused, eager, torchtitan };
 
 enum class PipelineDriver : std::uint8_t { per_stage, single_process };
 std::string_view to_string(PipelineDriver d);

@@ -44,8 +44,8 @@ double bytes(const std::vector<OpTemplate>& ops) {
   return b;
 }
 
-constexpr EagerDtypes kAmpBf16{.activation = 2, .autocast = true, .kv_cache = true};
-constexpr EagerDtypes kFp32{.activation = 4, .autocast = false, .kv_cache = true};
+constexpr EagerOptions kAmpBf16{.activation = 2, .autocast = true, .kv_cache = true};
+constexpr EagerOptions kFp32{.activation = 4, .autocast = false, .kv_cache = true};
 
 // GPT-2 124M: s = 1024, h = 768, ffn = 3072, vocab 50257.
 constexpr double kS = 1024;
@@ -157,7 +157,7 @@ TEST_CASE("eager linear layers under autocast: each weight cast, inputs cast whe
 TEST_CASE("eager decoders append K and V to a cache unless checkpointing; RMSNorm and RoPE unfused", "[eager]") {
   const Model gpt = with_eager_kernels(with_fused_attention(build_model("gpt2")), kAmpBf16);
   REQUIRE(named(layer(gpt, "h.0.attn.core").fwd, "eager_cache_cat_key").size() == 1);
-  EagerDtypes checkpointed = kAmpBf16;
+  EagerOptions checkpointed = kAmpBf16;
   checkpointed.kv_cache = false;
   const Model ckpt = with_eager_kernels(with_fused_attention(build_model("gpt2")), checkpointed);
   REQUIRE(named(layer(ckpt, "h.0.attn.core").fwd, "eager_cache_cat_key").empty());
@@ -238,4 +238,40 @@ TEST_CASE("plan.kernels eager: slower than fused for GPT-2 AMP, refused where it
                                           {"plan", {{"kernels", "lazy"}}}},
                                      "bad.json"),
                       Contains("/plan/kernels") && Contains("lazy"));
+}
+
+TEST_CASE("torchtitan's eager Llama: bf16 parameters without autocast, no cache, complex RoPE", "[eager]") {
+  // FSDP2 gathers bf16 parameters: nothing to cast before the GEMMs, and the residual stream is
+  // bf16; the Python RMSNorm upcasts to fp32 and back; there is no KV cache.
+  constexpr EagerOptions kTorchtitan{.activation = 2, .autocast = false, .kv_cache = false, .rope = RopeStyle::complex};
+  const Model m = with_eager_kernels(with_fused_attention(build_model("llama2-7b")), kTorchtitan);
+  for (const Layer& l : m.layers) {
+    INFO(l.name);
+    REQUIRE(named(l.fwd, "eager_weight_cast").empty());
+    REQUIRE(named(l.fwd, "eager_input_cast").empty());
+    REQUIRE(named(l.fwd, "eager_cache_cat_key").empty());
+  }
+  const Layer& norm = layer(m, "h.0.ln_1");
+  REQUIRE(named(norm.fwd, "eager_rmsnorm_upcast").size() == 1);
+  REQUIRE(named(norm.fwd, "eager_rmsnorm_downcast").size() == 1);
+  REQUIRE(norm.output_bytes.value() == Approx(2.0 * 4096.0 * 4096.0));  // the bf16 stream
+  // RoPE per query or key element: x.float() (2 + 4, cast path), the complex product with the
+  // broadcast frequencies (4 + 4), type_as back (4 + 2): 20 bytes; forward and backward alike.
+  const Layer& core = layer(m, "h.0.attn.core");
+  double fwd = 0.0;
+  double bwd = 0.0;
+  for (const OpTemplate& t : core.fwd) fwd += t.kernel.rfind("eager_rope", 0) == 0 ? t.bytes : 0.0;
+  for (const OpTemplate& t : core.bwd) bwd += t.kernel.rfind("eager_rope", 0) == 0 ? t.bytes : 0.0;
+  REQUIRE(fwd == Approx(20.0 * 2 * 4096.0 * 4096.0));
+  REQUIRE(bwd == Approx(fwd));
+  REQUIRE(named(core.fwd, "eager_rope_complex_mul").at(0)->path == MemoryPath::broadcast);
+  // The loss still upcasts the logits (torchtitan's cross_entropy on pred.float()).
+  REQUIRE(named(layer(m, "loss").fwd, "eager_logits_upcast").size() == 1);
+
+  // The scenario key: amp_bf16 with torchtitan's kernels runs no autocast casts.
+  const SimulationOutput hf = simulate("llama2-7b", json{{"kernels", "eager"}});
+  const SimulationOutput titan = simulate("llama2-7b", json{{"kernels", "torchtitan"}});
+  REQUIRE(titan.report.iteration_time_s < hf.report.iteration_time_s);
+  REQUIRE_THROWS_WITH(simulate("resnet50", json{{"kernels", "torchtitan"}, {"fused_attention", false}}),
+                      Catch::Matchers::Contains("/plan/kernels") && Catch::Matchers::Contains("\"torchtitan\""));
 }
