@@ -362,6 +362,12 @@ Model with_eager_kernels(Model model, EagerOptions options) {
   bool fp32 = false;
   for (Layer& l : model.layers) {
     const std::string& kind = l.kind;
+    if (l.name.rfind("pooler.", 0) == 0) {
+      // BERT's pooler, a side branch on the first token: the LM head after it reads the
+      // encoder's output, so the stream's dtype is left as the encoder left it.
+      if (kind == "linear") linear(l, fp32, c);
+      continue;
+    }
     if (kind == "embedding") {
       fp32 = true;
       if (options.autocast) l.output_bytes = l.output_elems * kFp32;  // fp32 tables

@@ -164,6 +164,9 @@ TEST_CASE("eager decoders append K and V to a cache unless checkpointing; RMSNor
   // BERT is an encoder: no cache.
   const Model bert = with_eager_kernels(with_fused_attention(build_model("bert-large")), kAmpBf16);
   for (const Layer& l : bert.layers) REQUIRE(named(l.fwd, "eager_cache_cat_key").empty());
+  // BERT's LM head reads the last post-LN output (fp32 under autocast), past the pooler's branch.
+  REQUIRE(named(layer(bert, "lm_head").fwd, "eager_input_cast").size() == 1);
+  REQUIRE(named(layer(bert, "pooler.dense").fwd, "eager_input_cast").size() == 1);
 
   // Llama 2 7B: s = 4096, 32 heads of 128, no GQA. RoPE on the query and on the key, each:
   // two products with fp32 cos/sin (2 + 4 bytes, strided), the negated half (2), the cat (2 + 2)
