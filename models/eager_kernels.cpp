@@ -197,9 +197,27 @@ void gelu_tanh(Layer& l, const Context& c) {
     l.output_bytes = as_double(rows) * as_double(f) * kFp32;
     return;
   }
-  // One dtype throughout: eight kernels forward, eleven backward.
-  for (const double per : {2.0, 2.0, 2.0, 3.0, 2.0, 2.0, 2.0, 3.0}) fw.add("gelu_op", rows, f, per * a);
-  for (const double per : {3.0, 3.0, 3.0, 2.0, 2.0, 2.0, 2.0, 3.0, 3.0, 2.0, 3.0}) bw.add("gelu_bwd_op", rows, f, per * a);
+  // One dtype throughout: eight kernels forward, eleven backward (each with its own name: the
+  // graph interns signatures by kernel and shape).
+  fw.add("gelu_half_x", rows, f, 2.0 * a);
+  fw.add("gelu_pow", rows, f, 2.0 * a);
+  fw.add("gelu_mul_coef", rows, f, 2.0 * a);
+  fw.add("gelu_add_x", rows, f, 3.0 * a);
+  fw.add("gelu_mul_sqrt", rows, f, 2.0 * a);
+  fw.add("gelu_tanh", rows, f, 2.0 * a);
+  fw.add("gelu_add_one", rows, f, 2.0 * a);
+  fw.add("gelu_mul", rows, f, 3.0 * a);
+  bw.add("gelu_bwd_mul_half_x", rows, f, 3.0 * a);
+  bw.add("gelu_bwd_mul_inner", rows, f, 3.0 * a);
+  bw.add("gelu_bwd_tanh", rows, f, 3.0 * a);
+  bw.add("gelu_bwd_mul_sqrt", rows, f, 2.0 * a);
+  bw.add("gelu_bwd_mul_coef", rows, f, 2.0 * a);
+  bw.add("gelu_bwd_pow", rows, f, 2.0 * a);
+  bw.add("gelu_bwd_mul_square", rows, f, 2.0 * a);
+  bw.add("gelu_bwd_mul_grad", rows, f, 3.0 * a);
+  bw.add("gelu_bwd_accumulate", rows, f, 3.0 * a);
+  bw.add("gelu_bwd_mul_half", rows, f, 2.0 * a);
+  bw.add("gelu_bwd_accumulate_half", rows, f, 3.0 * a);
   l.saved_bytes = 4.0 * as_double(rows) * as_double(f) * a;
 }
 
