@@ -56,11 +56,6 @@ class KernelList {
   std::vector<OpTemplate>& out_;
 };
 
-const OpTemplate* find_kernel(const std::vector<OpTemplate>& list, std::string_view kernel) {
-  const auto it = std::find_if(list.begin(), list.end(), [&](const OpTemplate& t) { return t.kernel == kernel; });
-  return it == list.end() ? nullptr : &*it;
-}
-
 /// The rows and width of a memory kernel's per-sample shape {1, rows, width, ...}.
 std::pair<std::int64_t, std::int64_t> rows_width(const OpTemplate& t) { return {t.shape.at(1), t.shape.at(2)}; }
 
@@ -72,7 +67,7 @@ struct Context {
 };
 
 void linear(Layer& l, bool input_fp32, const Context& c) {
-  const OpTemplate* gemm = find_kernel(l.fwd, "linear_fwd");
+  const OpTemplate* gemm = find_op(l.fwd, "linear_fwd");
   if (gemm == nullptr) return;
   const std::int64_t rows = gemm->shape[0];
   const std::int64_t out = gemm->shape[1];
@@ -303,13 +298,13 @@ void rope_complex(KernelList& f, KernelList& b, std::int64_t s, std::int64_t wid
 
 void attention(Layer& l, const Context& c) {
   const TransformerShape& t = *c.shape;
-  const OpTemplate* rope = find_kernel(l.fwd, "rope_fwd");
+  const OpTemplate* rope = find_op(l.fwd, "rope_fwd");
   std::int64_t s = t.seq_len;
   std::int64_t d = t.hidden / t.heads;
-  if (const OpTemplate* flash = find_kernel(l.fwd, "flash_attn_fwd")) {
+  if (const OpTemplate* flash = find_op(l.fwd, "flash_attn_fwd")) {
     s = flash->shape[1];
     d = flash->shape[3];
-  } else if (const OpTemplate* scores = find_kernel(l.fwd, "attn_scores")) {
+  } else if (const OpTemplate* scores = find_op(l.fwd, "attn_scores")) {
     s = scores->shape[0];
     d = scores->shape[2];
   }

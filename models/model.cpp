@@ -26,6 +26,13 @@ std::string_view to_string(TpRole r) {
   return "?";
 }
 
+const OpTemplate* find_op(const std::vector<OpTemplate>& ops, std::string_view kernel) {
+  for (const OpTemplate& t : ops) {
+    if (t.kernel == kernel) return &t;
+  }
+  return nullptr;
+}
+
 double Model::fwd_flops() const {
   double f = 0.0;
   for (const Layer& l : layers) f += l.fwd_flops;

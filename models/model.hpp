@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "exec/op_signature.hpp"
@@ -57,6 +58,9 @@ enum class TpRole : std::uint8_t {
                ///< as an MLP is (column then row), inputs gathered and outputs reduced around it
 };
 std::string_view to_string(TpRole r);
+
+/// The first kernel of `ops` named `kernel`, or null.
+const OpTemplate* find_op(const std::vector<OpTemplate>& ops, std::string_view kernel);
 
 struct Layer {
   std::string name;          ///< "layer1.0.conv1", "h.11.attn.qkv"

@@ -404,8 +404,8 @@ Model with_fused_attention(Model model) {
   const bool causal = !model.transformer || model.transformer->causal;
   for (Layer& l : model.layers) {
     if (l.kind != "attention") continue;
-    const auto scores = std::find_if(l.fwd.begin(), l.fwd.end(), [](const OpTemplate& t) { return t.kernel == "attn_scores"; });
-    if (scores == l.fwd.end()) continue;  // already fused
+    const OpTemplate* scores = find_op(l.fwd, "attn_scores");
+    if (scores == nullptr) continue;  // already fused
     const std::int64_t s = scores->shape[0];
     const std::int64_t d = scores->shape[2];
     const std::int64_t h = scores->shape[3];
@@ -442,8 +442,8 @@ Model with_fused_attention(Model model) {
 Model with_fp8(Model model) {
   for (Layer& l : model.layers) {
     if (l.kind != "linear" || l.block < 0) continue;
-    const auto fwd = std::find_if(l.fwd.begin(), l.fwd.end(), [](const OpTemplate& t) { return t.kernel == "linear_fwd"; });
-    if (fwd == l.fwd.end() || fwd->math == MathKind::matmul_fp8) continue;
+    const OpTemplate* fwd = find_op(l.fwd, "linear_fwd");
+    if (fwd == nullptr || fwd->math == MathKind::matmul_fp8) continue;
     const std::int64_t rows = fwd->shape[0];
     const std::int64_t out = fwd->shape[1];
     const std::int64_t in = fwd->shape[2];

@@ -26,10 +26,10 @@ std::vector<OpRecompute> op_recompute_block(const Model& model, std::size_t firs
   for (std::size_t i = first; i < last && i < model.layers.size(); ++i) {
     const Layer& l = model.layers[i];
     OpRecompute r;
-    const auto gemm = std::find_if(l.fwd.begin(), l.fwd.end(), [](const OpTemplate& t) { return t.kernel == "linear_fwd"; });
+    const OpTemplate* gemm = find_op(l.fwd, "linear_fwd");
     if (l.experts > 0) {
       r.saved_elems = l.saved_elems;  // not recomputed (see the header)
-    } else if (l.kind == "linear" && gemm != l.fwd.end()) {
+    } else if (l.kind == "linear" && gemm != nullptr) {
       const std::vector<std::int64_t> widths =
           l.matmul_widths.empty() ? std::vector<std::int64_t>{gemm->shape[1]} : l.matmul_widths;
       std::int64_t recomputed = 0;

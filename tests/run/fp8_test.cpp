@@ -23,11 +23,6 @@ using nlohmann::json;
 
 namespace {
 
-const OpTemplate* find_op(const std::vector<OpTemplate>& ops, const std::string& kernel) {
-  const auto it = std::find_if(ops.begin(), ops.end(), [&](const OpTemplate& t) { return t.kernel == kernel; });
-  return it == ops.end() ? nullptr : &*it;
-}
-
 SimulationOutput simulate(const json& plan_extra, const std::string& preset = "dgx-h100") {
   json doc{{"model", {{"name", "gpt3-1.3b"}}},
            {"cluster", {{"preset", preset}, {"gpus", 8}}},
