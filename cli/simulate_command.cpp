@@ -86,6 +86,7 @@ int run_simulate(const SimulateOptions& o) {
   const strategy::Scenario scenario = strategy::load_scenario(o.scenario, overrides);
   strategy::SimulationInputs in = o.flags.simulation_inputs();
   if (!o.trace.empty()) in.link_sample_interval = validate::kTimelineSampleInterval;
+  in.coalesce_kernels = o.chakra_out.empty();  // Chakra ETs list every kernel
   strategy::SimulationOutput out = strategy::simulate_scenario(scenario, in);
   // The measured run belongs to the scenario as written.
   out.report.measured.changed = !o.flags.overrides().empty();

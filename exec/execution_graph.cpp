@@ -2,6 +2,8 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
+
 #include "common/error.hpp"
 
 namespace foresight::sim {
@@ -79,7 +81,7 @@ std::uint32_t ExecutionGraph::add_signature(const OpSignature& sig) {
   return id;
 }
 
-NodeId ExecutionGraph::add(Node node) {
+NodeId ExecutionGraph::append(Node node) {
   if (nodes.size() >= kMaxNodes) {
     throw ConfigError(fmt::format(
         "the execution graph passed {} M nodes (about {:.0f} GB with its results), the most one "
@@ -89,6 +91,87 @@ NodeId ExecutionGraph::add(Node node) {
   }
   nodes.push_back(std::move(node));
   return static_cast<NodeId>(nodes.size() - 1);
+}
+
+void ExecutionGraph::start_coalescing() {
+  if (!nodes.empty()) throw InternalError("ExecutionGraph: coalescing starts before the first node");
+  coalescing_ = true;
+  exact_ = true;
+  tail_open_ = false;
+  next_id_ = 0;
+  first_id_.clear();
+}
+
+std::pair<NodeId, bool> ExecutionGraph::locate(NodeId id) const {
+  if (id >= next_id_) throw InternalError(fmt::format("ExecutionGraph: id {} is not yet added", id));
+  // Ids grow with the nodes: the node holding `id` is the last whose first id is <= it (most
+  // lookups name one of the last nodes).
+  NodeId n = static_cast<NodeId>(first_id_.size() - 1);
+  if (first_id_[n] > id) {
+    n = static_cast<NodeId>(std::upper_bound(first_id_.begin(), first_id_.end(), id) - first_id_.begin() - 1);
+  }
+  const NodeId next = n + 1 < first_id_.size() ? first_id_[n + 1] : next_id_;
+  return {n, id + 1 == next};
+}
+
+NodeId ExecutionGraph::node_of(NodeId id, bool last) {
+  if (!coalescing_) return id;
+  const auto [n, is_last] = locate(id);
+  const bool is_first = first_id_[n] == id;
+  if (last ? !is_last : !is_first) exact_ = false;
+  return n;
+}
+
+NodeId ExecutionGraph::add(Node node) {
+  if (!coalescing_) return append(std::move(node));
+  // A dependency waits for the end of the kernel it names: the end of its node only if that
+  // kernel is the node's last.
+  for (NodeId& d : node.deps) d = node_of(d, true);
+  tail_open_ = false;
+  first_id_.push_back(next_id_);
+  append(std::move(node));
+  return next_id_++;
+}
+
+NodeId ExecutionGraph::add_kernel(Node node) {
+  if (!coalescing_) return append(std::move(node));
+  if (node.kind != OpKind::compute || node.stream == kHostStream || node.run != kNoRun) {
+    throw InternalError("ExecutionGraph::add_kernel: expected a GPU compute kernel");
+  }
+  const NodeId prev_id = next_id_ - 1;  // the tail's last kernel, when the tail is open
+  bool joins = tail_open_ && node.gil <= Time::zero();
+  if (joins) {
+    const Node& t = nodes[nodes.size() - 1];
+    const Time last = t.run == kNoRun ? t.duration : part_duration[part(t, runs[t.run].count - 1)];
+    joins = t.rank == node.rank && t.stream == node.stream && t.phase == node.phase &&
+            t.micro_batch == node.micro_batch && last >= node.dispatch &&
+            std::all_of(node.deps.begin(), node.deps.end(), [&](NodeId d) { return d == prev_id; });
+  }
+  if (!joins) {
+    const NodeId id = add(std::move(node));
+    tail_open_ = nodes[nodes.size() - 1].gil <= Time::zero();
+    return id;
+  }
+  Node& t = nodes[nodes.size() - 1];
+  if (t.run == kNoRun) {  // the tail becomes a run of its own kernel and this one
+    t.run = static_cast<std::uint32_t>(runs.size());
+    runs.push_back(KernelRun{static_cast<std::uint32_t>(part_duration.size()), 1});
+    part_duration.push_back(t.duration);
+    part_dispatch.push_back(t.dispatch);
+    part_signature.push_back(t.signature);
+  }
+  ++runs[t.run].count;
+  part_duration.push_back(node.duration);
+  part_dispatch.push_back(node.dispatch);
+  part_signature.push_back(node.signature);
+  t.duration += node.duration;
+  return next_id_++;
+}
+
+void ExecutionGraph::finish_coalescing() {
+  coalescing_ = false;
+  tail_open_ = false;
+  first_id_ = {};
 }
 
 }  // namespace foresight::sim

@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "collectives/collective_types.hpp"
@@ -88,10 +89,22 @@ struct Node {
   std::uint32_t name = 0;  ///< index into ExecutionGraph::names
   int layer = -1;
   int micro_batch = -1;
+  /// compute: index into ExecutionGraph::runs when the node stands for a run of coalesced
+  /// kernels (ExecutionGraph::add_kernel), else kNoRun. Its signature, name and layer are then
+  /// the first kernel's, its duration the run's total and its dispatch the first kernel's.
+  std::uint32_t run = 0xffffffffu;
 };
 static_assert(sizeof(Node) <= 112, "Node grew: graphs of millions of nodes pay for every byte");
 inline constexpr std::uint32_t kNoSignature = 0xffffffffu;
 inline constexpr std::uint32_t kNoMatrix = 0xffffffffu;
+inline constexpr std::uint32_t kNoRun = 0xffffffffu;
+
+/// The kernels a coalesced compute node stands for: parts [first, first + count) of
+/// ExecutionGraph::part_duration, part_dispatch and part_signature, in launch order.
+struct KernelRun {
+  std::uint32_t first = 0;
+  std::uint32_t count = 0;
+};
 
 struct Communicator {
   std::vector<RankId> ranks;  ///< the simulated members, in communicator rank order
@@ -128,6 +141,13 @@ struct ExecutionGraph {
   std::vector<std::string> names{""};
   std::map<std::string, std::uint32_t, std::less<>> name_index{{"", 0}};
 
+  /// Coalesced kernels (docs/internals.md#coalesced-kernels): a node's kernels, for nodes with
+  /// Node::run set. Each part is one kernel: its duration, its dispatch and its signature.
+  std::vector<KernelRun> runs;
+  LargeVector<Time> part_duration;
+  LargeVector<Time> part_dispatch;
+  LargeVector<std::uint32_t> part_signature;
+
   std::size_t ranks() const { return rank_gpu.size(); }
   /// Interns a kernel signature (same key and batch: same index) and returns its index.
   std::uint32_t add_signature(const OpSignature& sig);
@@ -141,12 +161,49 @@ struct ExecutionGraph {
   std::size_t represents(RankId r) const { return 1 + (r < rank_mirrors.size() ? rank_mirrors[r].size() : 0); }
   /// Interns a label and returns its index.
   std::uint32_t intern(const std::string& name);
-  /// Appends a node; returns its id.
-  /// Appends a node; throws ConfigError past kMaxNodes, so that a plan too large to simulate
-  /// fails with a message instead of exhausting memory.
+  /// Appends a node; returns its id. Throws ConfigError past kMaxNodes, so that a plan too large
+  /// to simulate fails with a message instead of exhausting memory. While coalescing, ids are
+  /// the builder's own (one per add or add_kernel, in order) and its dependencies name them.
   NodeId add(Node node);
+  /// Adds a compute kernel, which joins the node added just before it when that is a kernel of
+  /// the same rank, stream, phase and micro-batch added by add_kernel, nothing has named that
+  /// kernel since, `node` waits for nothing but it (its deps are empty or that kernel), neither
+  /// takes an interpreter lock, and that kernel runs at least as long as `node`'s dispatch (so
+  /// `node` is always launched before its stream reaches it). The executor then runs the two as
+  /// they would run apart: the stream back to back, the host paying each dispatch and waiting on
+  /// a full launch queue as for each kernel. Only while coalescing; the caller must not add
+  /// kernels that slow under communication or hold SMs (ExecutorOptions): the executor refuses them.
+  NodeId add_kernel(Node node);
+  /// Starts coalescing (before any node is added).
+  void start_coalescing();
+  bool coalescing() const { return coalescing_; }
+  /// The id the next add or add_kernel returns.
+  NodeId next_id() const { return coalescing_ ? next_id_ : static_cast<NodeId>(nodes.size()); }
+  /// The node a builder's id ended up in, for a reader of its end (`last` true) or of its start:
+  /// where the id's kernel is not the node's last (first) one, the coalesced graph cannot answer
+  /// exactly and coalescing_exact() turns false.
+  NodeId node_of(NodeId id, bool last);
+  /// Whether every id was read where a coalesced graph answers as the uncoalesced one would;
+  /// false: the builder must build the graph again without coalescing.
+  bool coalescing_exact() const { return exact_; }
+  /// Ends coalescing: ids are node indices again (frees the builder's id map).
+  void finish_coalescing();
+  /// Part j's index into the part arrays of node `n`'s run.
+  std::size_t part(const Node& n, std::uint32_t j) const { return runs[n.run].first + j; }
+  /// How many kernels node `n` runs: its run's, or 1.
+  std::uint32_t kernels(const Node& n) const { return n.run == kNoRun ? 1 : runs[n.run].count; }
   /// The most nodes one graph may hold (~112 bytes each, ~150 with the executor's arrays).
   static constexpr std::size_t kMaxNodes = 60'000'000;
+
+ private:
+  NodeId append(Node node);
+  /// The node `id` is part of, and whether it is that node's last kernel.
+  std::pair<NodeId, bool> locate(NodeId id) const;
+  bool coalescing_ = false;
+  bool exact_ = true;
+  bool tail_open_ = false;      ///< the last node may take the next kernel
+  NodeId next_id_ = 0;          ///< the next builder id
+  std::vector<NodeId> first_id_;  ///< per node, the builder id of its first kernel
 };
 
 }  // namespace foresight::sim

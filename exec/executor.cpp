@@ -94,7 +94,32 @@ class Runner final : public EventHandler {
         break;
       case kIssue: {
         const auto n = static_cast<NodeId>(e.data);
-        if (!hold_launch(n)) launch_returns(n);
+        if (!hold_launch(n, 0)) launch_returns(n);
+        break;
+      }
+      case kIssuePart: {
+        const auto n = static_cast<NodeId>(e.data & 0xffffffffULL);
+        const auto j = static_cast<std::uint32_t>(e.data >> 32);
+        if (!hold_launch(n, j)) part_returns(n, j);
+        break;
+      }
+      case kPartsIssued: {
+        const auto n = static_cast<NodeId>(e.data);
+        HostState& h = hosts_[host_of(n)];
+        push_parts(n, g_.kernels(g_.nodes[n]) - h.part);
+        next_op(h);
+        work_.push_back({Work::resume_host, host_of(n)});
+        break;
+      }
+      case kPartEnd: {
+        const auto s = static_cast<std::uint32_t>(e.data);
+        StreamState& st = streams_[s];
+        st.part_event = false;
+        if (!st.blocked.empty()) {  // a kernel of the running node ended: room for one launch
+          release(st.blocked.front());
+          st.blocked.pop_front();
+          watch_parts(s);
+        }
         break;
       }
       case kDone: {
@@ -142,22 +167,38 @@ class Runner final : public EventHandler {
   }
 
  private:
-  enum EventKind : std::uint32_t { kHost = 1, kIssue, kDone, kCollectiveDone, kTransferDone, kSample, kGilRelease };
+  enum EventKind : std::uint32_t {
+    kHost = 1, kIssue, kDone, kCollectiveDone, kTransferDone, kSample, kGilRelease, kIssuePart, kPartsIssued, kPartEnd
+  };
   struct Work {
-    enum Kind : std::uint8_t { issue, try_start, complete, resume_host } kind;
+    enum Kind : std::uint8_t { issue, issue_parts, try_start, complete, resume_host } kind;
     std::uint32_t id;
+    std::uint32_t count = 0;  ///< issue_parts: how many kernels of coalesced node `id`
   };
   struct HostState {
     std::vector<NodeId> program;
     std::size_t pc = 0;
     bool busy = false;
     NodeId waiting = kNone;
+    /// The coalesced node at `pc` has launched its kernels before this one (0: none yet).
+    std::uint32_t part = 0;
+  };
+  /// A launch waiting for room in its stream's queue: node `node`'s kernel `part` (0: the node).
+  struct Launch {
+    NodeId node;
+    std::uint32_t part;
   };
   struct StreamState {
     std::vector<NodeId> queue;  ///< issued ops; from `head` on, unfinished
     std::size_t head = 0;
     bool running = false;
-    std::deque<NodeId> blocked;  ///< launches waiting for room in the queue, in order
+    std::deque<Launch> blocked;  ///< launches waiting for room in the queue, in order
+    /// Kernels launched and not finished, counting each kernel of a coalesced node (less those
+    /// of the running node that have ended, found from its start: kernels_in_flight).
+    std::uint64_t kernels = 0;
+    /// Kernels launched whose arrival in the queue the work list has yet to process.
+    std::uint64_t pending = 0;
+    bool part_event = false;  ///< a kPartEnd event is pending
   };
 
   static std::uint32_t process_count(const ExecutionGraph& g, const GraphIndex& index) {
@@ -183,10 +224,18 @@ class Runner final : public EventHandler {
       const Work w = work_.front();
       work_.pop_front();
       switch (w.kind) {
+        case Work::issue_parts: {
+          StreamState& st = streams_[index_.stream_of[w.id]];
+          st.kernels += w.count;
+          st.pending -= w.count;
+          break;
+        }
         case Work::issue: {
           issued_[w.id] = 1;
           const std::uint32_t s = index_.stream_of[w.id];
           streams_[s].queue.push_back(w.id);
+          ++streams_[s].kernels;
+          --streams_[s].pending;
           work_.push_back({Work::try_start, s});
           break;
         }
@@ -227,35 +276,158 @@ class Runner final : public EventHandler {
         complete(n);
         continue;
       }
+      if (H.part > 0) {  // a coalesced node: its next kernels
+        if (!launch_parts(h, n)) return;
+        continue;
+      }
       if (node.dispatch > Time::zero() && !acquire_gil(h, std::min(node.gil, node.dispatch))) return;
-      ++H.pc;
+      if (node.run == kNoRun) {
+        ++H.pc;
+      } else {
+        H.part = 1;
+      }
       if (node.dispatch > Time::zero()) {
         H.busy = true;
         result_.ranks[node.rank].host += node.dispatch;
         sim_.schedule_after(node.dispatch, self_, kIssue, n);
         return;
       }
-      if (hold_launch(n)) {  // no dispatch time, but the launch waits for room
+      if (hold_launch(n, 0)) {  // no dispatch time, but the launch waits for room
         H.busy = true;
         return;
       }
-      work_.push_back({Work::issue, n});
+      push_issue(n);
     }
   }
 
-  /// When op `n`'s stream holds launch_queue_depth issued, unfinished ops, queues its launch
-  /// until one finishes (its host stays busy) and returns true.
-  bool hold_launch(NodeId n) {
+  /// Op `n`'s launch returns: it reaches its stream's queue when the work list gets to it (a
+  /// launch right after, without dispatch time, does not see it yet).
+  void push_issue(NodeId n) {
+    ++streams_[index_.stream_of[n]].pending;
+    work_.push_back({Work::issue, n});
+  }
+  /// `count` more kernels of coalesced node `n` are launched, as push_issue.
+  void push_parts(NodeId n, std::uint32_t count) {
+    streams_[index_.stream_of[n]].pending += count;
+    work_.push_back({Work::issue_parts, n, count});
+  }
+
+  /// The host moves past its current op.
+  static void next_op(HostState& h) {
+    h.part = 0;
+    ++h.pc;
+    h.busy = false;
+  }
+
+  /// Host `h` launches coalesced node `n`'s kernels from its `part` on, each after its dispatch,
+  /// as it would launch them apart. Where the stream's queue has room for all of them, none can
+  /// wait (only this host adds to it), so one event covers their dispatches; otherwise they go
+  /// one by one. Returns whether the host may go on at once.
+  bool launch_parts(std::uint32_t h, NodeId n) {
+    HostState& H = hosts_[h];
+    const Node& node = g_.nodes[n];
+    const std::uint32_t count = g_.kernels(node);
     StreamState& st = streams_[index_.stream_of[n]];
-    if (options_.launch_queue_depth == 0 || st.queue.size() - st.head < options_.launch_queue_depth) return false;
-    st.blocked.push_back(n);
+    const std::uint32_t left = count - H.part;
+    if (options_.launch_queue_depth == 0 || kernels_in_flight(st) + st.pending + left <= options_.launch_queue_depth) {
+      Time dispatch;
+      for (std::uint32_t j = H.part; j < count; ++j) dispatch += g_.part_dispatch[g_.part(node, j)];
+      if (dispatch <= Time::zero()) {
+        push_parts(n, left);
+        next_op(H);
+        return true;
+      }
+      H.busy = true;
+      result_.ranks[node.rank].host += dispatch;
+      sim_.schedule_after(dispatch, self_, kPartsIssued, n);
+      return false;
+    }
+    const Time dispatch = g_.part_dispatch[g_.part(node, H.part)];
+    if (dispatch <= Time::zero()) {  // launched now, as apart
+      if (hold_launch(n, H.part)) {
+        H.busy = true;
+        return false;
+      }
+      push_parts(n, 1);
+      if (++H.part == count) next_op(H);
+      return true;
+    }
+    H.busy = true;
+    result_.ranks[node.rank].host += dispatch;
+    sim_.schedule_after(dispatch, self_, kIssuePart, (static_cast<std::uint64_t>(H.part) << 32) | n);
+    return false;
+  }
+
+  /// Coalesced node `n`'s kernel `j` (> 0) is launched: its host goes on.
+  void part_returns(NodeId n, std::uint32_t j) {
+    HostState& H = hosts_[host_of(n)];
+    push_parts(n, 1);
+    H.part = j + 1;
+    H.busy = false;
+    if (H.part == g_.kernels(g_.nodes[n])) next_op(H);
+    work_.push_back({Work::resume_host, host_of(n)});
+  }
+
+  /// A launch that waited for room returns.
+  void release(Launch l) {
+    if (l.part == 0) {
+      launch_returns(l.node);
+    } else {
+      part_returns(l.node, l.part);
+    }
+  }
+
+  /// Kernels launched on `st` and not finished now: a coalesced node's kernels end one after
+  /// another from its start, as they would apart.
+  std::uint64_t kernels_in_flight(const StreamState& st) const {
+    if (!st.running || st.kernels < options_.launch_queue_depth) return st.kernels;  // no need to look closer
+    const NodeId r = st.queue[st.head];
+    const Node& node = g_.nodes[r];
+    if (node.run == kNoRun) return st.kernels;
+    std::uint64_t ended = 0;
+    Time t = result_.start[r];
+    for (std::uint32_t j = 0; j + 1 < g_.kernels(node); ++j) {
+      t += g_.part_duration[g_.part(node, j)];
+      if (t > sim_.now()) break;
+      ++ended;
+    }
+    return st.kernels - ended;
+  }
+
+  /// While launches wait on stream `s` and its running node is coalesced, an event at the end of
+  /// its next kernel to end (each end makes room for one launch, as apart).
+  void watch_parts(std::uint32_t s) {
+    StreamState& st = streams_[s];
+    if (st.part_event || st.blocked.empty() || !st.running) return;
+    const NodeId r = st.queue[st.head];
+    const Node& node = g_.nodes[r];
+    if (node.run == kNoRun) return;
+    Time t = result_.start[r];
+    for (std::uint32_t j = 0; j + 1 < g_.kernels(node); ++j) {
+      t += g_.part_duration[g_.part(node, j)];
+      if (t > sim_.now()) {
+        st.part_event = true;
+        sim_.schedule_at(t, self_, kPartEnd, s);
+        return;
+      }
+    }
+  }
+
+  /// When op `n`'s stream holds launch_queue_depth launched, unfinished kernels, queues the
+  /// launch of its kernel `part` until one finishes (its host stays busy) and returns true.
+  bool hold_launch(NodeId n, std::uint32_t part) {
+    const std::uint32_t s = index_.stream_of[n];
+    StreamState& st = streams_[s];
+    if (options_.launch_queue_depth == 0 || kernels_in_flight(st) < options_.launch_queue_depth) return false;
+    st.blocked.push_back({n, part});
+    watch_parts(s);
     return true;
   }
 
   /// Op `n`'s launch returns: it is issued to its stream and its host goes on.
   void launch_returns(NodeId n) {
     hosts_[host_of(n)].busy = false;
-    work_.push_back({Work::issue, n});
+    push_issue(n);
     work_.push_back({Work::resume_host, host_of(n)});
   }
 
@@ -270,7 +442,9 @@ class Runner final : public EventHandler {
     if (!is_comm(node.kind)) result_.start[n] = sim_.now();
     switch (node.kind) {
       case OpKind::compute:
+        if (node.run != kNoRun) check_run(node);
         schedule_end(n, rates_.start(n, node.rank, node.duration, comm_slowdown(node), sim_.now()));
+        if (node.run != kNoRun) watch_parts(s);
         break;
       case OpKind::sync:
         work_.push_back({Work::complete, n});
@@ -293,18 +467,33 @@ class Runner final : public EventHandler {
 
   /// How much compute op `node` slows while its rank communicates: the uniform factor where set,
   /// else its kernel family's.
-  double comm_slowdown(const Node& node) const {
-    if (options_.comm_compute_slowdown > 0.0 || node.signature == kNoSignature) return options_.comm_compute_slowdown;
+  double comm_slowdown(const Node& node) const { return comm_slowdown(node.rank, node.signature); }
+  double comm_slowdown(RankId rank, std::uint32_t signature) const {
+    if (options_.comm_compute_slowdown > 0.0 || signature == kNoSignature) return options_.comm_compute_slowdown;
     const auto& by_type = options_.comm_compute_slowdown_by_rank.empty() ? options_.comm_compute_slowdown_by_type
-                                                                         : options_.comm_compute_slowdown_by_rank[node.rank];
-    return by_type[static_cast<std::size_t>(g_.signatures[node.signature].type)];
+                                                                         : options_.comm_compute_slowdown_by_rank[rank];
+    return by_type[static_cast<std::size_t>(g_.signatures[signature].type)];
+  }
+
+  /// A coalesced node runs as its kernels would only where none slows under communication or
+  /// holds SMs (ExecutionGraph::add_kernel).
+  void check_run(const Node& node) const {
+    for (std::uint32_t j = 0; j < g_.kernels(node); ++j) {
+      const std::uint32_t sig = g_.part_signature[g_.part(node, j)];
+      if (comm_slowdown(node.rank, sig) > 0.0 || holds_sms(node.rank, sig)) {
+        throw InternalError(fmt::format("executor: a coalesced node of rank {} holds a kernel that slows under "
+                                        "communication or holds SMs",
+                                        node.rank));
+      }
+    }
   }
 
   /// Whether compute op `node` holds its GPU's SMs until it ends (ExecutorOptions::comm_waits_for).
-  bool holds_sms(const Node& node) const {
-    if (node.signature == kNoSignature) return false;
-    const auto& waits = options_.comm_waits_for_by_rank.empty() ? options_.comm_waits_for : options_.comm_waits_for_by_rank[node.rank];
-    return waits[static_cast<std::size_t>(g_.signatures[node.signature].type)];
+  bool holds_sms(const Node& node) const { return holds_sms(node.rank, node.signature); }
+  bool holds_sms(RankId rank, std::uint32_t signature) const {
+    if (signature == kNoSignature) return false;
+    const auto& waits = options_.comm_waits_for_by_rank.empty() ? options_.comm_waits_for : options_.comm_waits_for_by_rank[rank];
+    return waits[static_cast<std::size_t>(g_.signatures[signature].type)];
   }
 
   /// Communication op `n` has reached its turn: its kernel is resident and waits for its peers.
@@ -393,9 +582,10 @@ class Runner final : public EventHandler {
       StreamState& st = streams_[s];
       st.running = false;
       ++st.head;
+      st.kernels -= g_.kernels(node);
       work_.push_back({Work::try_start, s});
       if (!st.blocked.empty()) {  // room for the launch that waited longest
-        launch_returns(st.blocked.front());
+        release(st.blocked.front());
         st.blocked.pop_front();
       }
     }

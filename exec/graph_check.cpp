@@ -25,6 +25,38 @@ std::string describe(const ExecutionGraph& g, NodeId n) {
 
 bool is_gpu_op(OpKind k) { return k == OpKind::compute || k == OpKind::collective || k == OpKind::send || k == OpKind::recv; }
 
+/// A coalesced node (ExecutionGraph::add_kernel): a GPU kernel standing for two or more, whose
+/// durations add up to its own and whose first dispatch is its own; each kernel after the first
+/// is launched before the one before it ends, and no kernel takes an interpreter lock.
+void check_run(const ExecutionGraph& g, NodeId i) {
+  const Node& n = g.nodes[i];
+  if (n.kind != OpKind::compute || n.stream == kHostStream || n.gil > Time::zero()) {
+    fail(g, i, "only a GPU kernel without an interpreter lock may stand for a run of kernels");
+  }
+  if (n.run >= g.runs.size()) fail(g, i, fmt::format("run {} does not exist ({} runs)", n.run, g.runs.size()));
+  const KernelRun& r = g.runs[n.run];
+  const std::size_t parts = g.part_duration.size();
+  if (r.count < 2 || r.first > parts || parts - r.first < r.count || g.part_dispatch.size() != parts ||
+      g.part_signature.size() != parts) {
+    fail(g, i, fmt::format("run {} ({} kernels from {}) does not fit the {} kernels stored", n.run, r.count, r.first, parts));
+  }
+  Time total;
+  for (std::uint32_t j = 0; j < r.count; ++j) {
+    const Time d = g.part_duration[r.first + j];
+    const Time launch = g.part_dispatch[r.first + j];
+    const std::uint32_t sig = g.part_signature[r.first + j];
+    if (d < Time::zero() || launch < Time::zero()) fail(g, i, fmt::format("kernel {} of its run: negative duration or dispatch", j));
+    if (sig != kNoSignature && sig >= g.signatures.size()) fail(g, i, fmt::format("kernel {} of its run: no signature {}", j, sig));
+    if (j > 0 && launch > g.part_duration[r.first + j - 1]) {
+      fail(g, i, fmt::format("kernel {} of its run is dispatched for longer than kernel {} runs", j, j - 1));
+    }
+    total += d;
+  }
+  if (total != n.duration || g.part_dispatch[r.first] != n.dispatch) {
+    fail(g, i, "its duration is not its kernels' sum, or its dispatch not its first kernel's");
+  }
+}
+
 void check_node(const ExecutionGraph& g, NodeId i) {
   const Node& n = g.nodes[i];
   if (n.rank >= g.ranks()) fail(g, i, fmt::format("rank {} does not exist ({} ranks)", n.rank, g.ranks()));
@@ -34,6 +66,7 @@ void check_node(const ExecutionGraph& g, NodeId i) {
   }
   if (is_gpu_op(n.kind) && n.stream == kHostStream) fail(g, i, "a GPU op cannot be on the host stream (0)");
   if (n.duration < Time::zero() || n.dispatch < Time::zero()) fail(g, i, "negative duration or dispatch cost");
+  if (n.run != kNoRun) check_run(g, i);
   if ((n.kind == OpKind::collective || n.kind == OpKind::send || n.kind == OpKind::recv) &&
       (!(n.bytes >= 0.0) || !std::isfinite(n.bytes))) {
     fail(g, i, fmt::format("expected a non-negative byte count, found {}", n.bytes));

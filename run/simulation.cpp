@@ -326,9 +326,16 @@ void report_timing(const SimulationOutput& out, const Plan& plan, const ComputeM
   // Hardware FLOPs: every kernel of every simulated step, each rank's counted for the GPUs it
   // stands for, per step.
   double hardware_flops = 0.0;
+  const auto add_flops = [&](std::uint32_t sig, sim::RankId rank) {
+    if (sig < graph.signatures.size()) hardware_flops += graph.signatures[sig].flops * static_cast<double>(graph.represents(rank));
+  };
   for (const sim::Node& n : graph.nodes) {
-    if (n.kind != sim::OpKind::compute || n.signature >= graph.signatures.size()) continue;
-    hardware_flops += graph.signatures[n.signature].flops * static_cast<double>(graph.represents(n.rank));
+    if (n.kind != sim::OpKind::compute) continue;
+    if (n.run == sim::kNoRun) {
+      add_flops(n.signature, n.rank);
+    } else {  // a coalesced node: each of its kernels
+      for (std::uint32_t j = 0; j < graph.kernels(n); ++j) add_flops(graph.part_signature[graph.part(n, j)], n.rank);
+    }
   }
   hardware_flops /= std::max(1, plan.steps);
   r.hardware_tflops_per_gpu = hardware_flops / r.iteration_time_s / ranks * 1e-12;
@@ -405,10 +412,13 @@ void report_stages(const SimulationOutput& out, const Plan& plan, const ComputeM
 namespace {
 
 /// Compiles `plan` for `out`'s model and cluster into out.compiled; strategy errors name `path`.
-void compile_plan(SimulationOutput& out, const Plan& plan, const std::string& path, const ComputeModel& compute) {
+void compile_plan(SimulationOutput& out, const Plan& plan, const std::string& path, const ComputeModel& compute,
+                  const SimulationInputs& inputs) {
+  // A timeline draws every kernel: coalesce only without one.
+  const CompileOptions options{inputs.coalesce_kernels && inputs.link_sample_interval <= sim::Time::zero()};
   try {
-    out.compiled = plan.pp > 1 ? compile_pipeline(out.model, plan, *out.cluster, compute)
-                               : compile_data_parallel(out.model, plan, *out.cluster, compute);
+    out.compiled = plan.pp > 1 ? compile_pipeline(out.model, plan, *out.cluster, compute, options)
+                               : compile_data_parallel(out.model, plan, *out.cluster, compute, options);
   } catch (const sim::ConfigError& e) {
     throw sim::ConfigError(fmt::format("{}: {}", path, e.what()));
   }
@@ -470,7 +480,7 @@ SimulationOutput compile_scenario(const Scenario& scenario, const SimulationInpu
       }
     }
   }
-  compile_plan(out, scenario.plan, scenario.path, ComputeModel(out.cluster->gpu_model(0), inputs.profiles));
+  compile_plan(out, scenario.plan, scenario.path, ComputeModel(out.cluster->gpu_model(0), inputs.profiles), inputs);
   report_memory(out, scenario.plan, out.report);
   return out;
 }
@@ -505,7 +515,7 @@ SimulationOutput simulate_compiled(SimulationOutput out, const Scenario& scenari
   run();
   if (plan.settle && !settled(out.compiled, out.result)) {
     plan.steps = kUnsettledSteps;
-    compile_plan(out, plan, scenario.path, compute);
+    compile_plan(out, plan, scenario.path, compute, inputs);
     run();
   }
   plan.settle = false;

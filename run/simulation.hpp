@@ -27,6 +27,10 @@ struct SimulationInputs {
   /// Collectives and transfers alone on their links take their closed-form time
   /// (sim::ExecutorOptions::closed_form); false runs every one flow by flow.
   bool closed_form = true;
+  /// Coalesce runs of kernels into single graph nodes (strategy::CompileOptions): the same
+  /// answer with fewer nodes and events. Off where each kernel's node is read: timelines
+  /// (link_sample_interval set) and Chakra export.
+  bool coalesce_kernels = true;
   /// Prices and power per GPU model (run/prices.hpp): the report's cost and energy; may be null.
   const PriceTable* prices = nullptr;
   /// The cluster the scenario's cluster spec and GPU count resolve to, built once by a caller

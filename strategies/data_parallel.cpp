@@ -124,8 +124,27 @@ std::vector<GradientBucket> ddp_buckets(const Model& model, const Plan& plan, st
   return buckets;
 }
 
+void begin_compile(CompiledGraph& out, const CompileOptions& o) {
+  if (o.coalesce) out.graph.start_coalescing();
+}
+
+bool end_compile(CompiledGraph& out) {
+  sim::ExecutionGraph& g = out.graph;
+  if (!g.coalescing()) return true;
+  for (auto* ids : {&out.step_begin, &out.step_end}) {
+    const bool last = ids == &out.step_end;
+    for (auto& step : *ids) {
+      for (sim::NodeId& id : step) {
+        if (id != kNoNode) id = g.node_of(id, last);
+      }
+    }
+  }
+  g.finish_coalescing();
+  return g.coalescing_exact();
+}
+
 CompiledGraph compile_data_parallel(const Model& model, const Plan& plan, const topo::Cluster& cluster,
-                                    const ComputeModel& compute) {
+                                    const ComputeModel& compute, const CompileOptions& options) {
   const int tp = std::max(1, plan.tp);
   const int world = plan.replicas() * tp;
   if (static_cast<std::size_t>(world) > cluster.gpu_count()) {
@@ -137,6 +156,7 @@ CompiledGraph compile_data_parallel(const Model& model, const Plan& plan, const 
   const std::vector<TpExchanges> exchanges = tp_exchanges(model, plan);
   const std::vector<OpRecompute> op_recompute = op_recompute_layers(model, plan);
   CompiledGraph out;
+  begin_compile(out, options);
   sim::ExecutionGraph& g = out.graph;
   g.stream_names = training_stream_names();
   // TP rank j of replica d runs on GPU d x tp + j: TP groups are consecutive GPUs, inside a node
@@ -170,6 +190,7 @@ CompiledGraph compile_data_parallel(const Model& model, const Plan& plan, const 
       out.step_end[static_cast<std::size_t>(s)][r] = last;
     }
   }
+  if (!end_compile(out)) return compile_data_parallel(model, plan, cluster, compute, {});
   return out;
 }
 

@@ -44,6 +44,21 @@ struct CompiledGraph {
   bool ep_folded = false;
 };
 
+/// How a strategy builds its graph.
+struct CompileOptions {
+  /// Coalesce runs of kernels into single nodes (sim::ExecutionGraph::add_kernel): the same
+  /// simulation with fewer nodes and events. Off where every kernel's node is read (timelines,
+  /// Chakra export, tests that look at kernels).
+  bool coalesce = false;
+};
+
+/// Starts coalescing `out`'s graph where `o` asks (before any node is added).
+void begin_compile(CompiledGraph& out, const CompileOptions& o);
+/// Ends it: the step boundaries become node indices. Returns false where coalescing could not
+/// keep the answer exact (a builder id read that is not the end or start of its node): the
+/// caller then compiles again without it.
+bool end_compile(CompiledGraph& out);
+
 /// DDP buckets: parameters in registration (forward) order fill buckets that close at the first
 /// at least `first_bucket` bytes, then at least `bucket_cap` bytes; the list is then reversed,
 /// so bucket 0 holds the last layers and the small first bucket is reduced last (PyTorch
@@ -59,6 +74,6 @@ std::vector<GradientBucket> horovod_groups(const Model& model, const Plan& plan,
 /// Compiles `plan.steps` training steps of data-parallel training on the cluster's first
 /// plan.dp GPUs (one process, one host thread, per GPU).
 CompiledGraph compile_data_parallel(const Model& model, const Plan& plan, const topo::Cluster& cluster,
-                                    const ComputeModel& compute);
+                                    const ComputeModel& compute, const CompileOptions& options = {});
 
 }  // namespace foresight::strategy

@@ -344,7 +344,7 @@ std::pair<double, int> activation_peak(const Model& model, const Plan& plan, con
 }  // namespace
 
 CompiledGraph compile_pipeline(const Model& model, const Plan& plan, const topo::Cluster& cluster,
-                               const ComputeModel& compute) {
+                               const ComputeModel& compute, const CompileOptions& options) {
   const int p = plan.pp;
   const int tp = std::max(1, plan.tp);
   const int ranks = plan.replicas() * p * tp;
@@ -362,6 +362,7 @@ CompiledGraph compile_pipeline(const Model& model, const Plan& plan, const topo:
   const int cc = cluster.gpu(0).compute_capability;
   const auto chunks = partition_model(model, plan, compute, cc);
   CompiledGraph out;
+  begin_compile(out, options);
   sim::ExecutionGraph& g = out.graph;
   g.stream_names = training_stream_names();
   out.folding = layout.describe();
@@ -462,7 +463,7 @@ CompiledGraph compile_pipeline(const Model& model, const Plan& plan, const topo:
         const auto r = static_cast<std::size_t>(stage_ranks[si]);
         const bool begins = t.step > started[si];
         NodeId first = kNoNode;
-        const auto before = static_cast<NodeId>(g.nodes.size());  // the task's first node, if nothing else begins the step
+        const NodeId before = g.next_id();  // the task's first node, if nothing else begins the step
         const NodeId end = stages[si].emit(t, begins, s == 0, first,
                                            one_process && t.task.forward ? previous_cycle : std::vector<NodeId>{},
                                            one_process);
@@ -493,6 +494,7 @@ CompiledGraph compile_pipeline(const Model& model, const Plan& plan, const topo:
       if (!progressed) throw sim::GraphError("pipeline schedule: the stages' task orders wait on each other");
     }
   }
+  if (!end_compile(out)) return compile_pipeline(model, plan, cluster, compute, {});
   return out;
 }
 

@@ -71,6 +71,6 @@ std::vector<PipeTask> pipeline_order(Schedule schedule, int p, int v, int m, int
 /// Compiles plan.steps steps of pipeline training (plan.pp > 1) on the cluster's first
 /// dp x pp GPUs.
 CompiledGraph compile_pipeline(const Model& model, const Plan& plan, const topo::Cluster& cluster,
-                               const ComputeModel& compute);
+                               const ComputeModel& compute, const CompileOptions& options = {});
 
 }  // namespace foresight::strategy

@@ -149,6 +149,14 @@ sim::NodeId RankEmitter::kernel_at(const OpTemplate& t, std::size_t index, int b
     }
     info.signature = g_.add_signature(sig);
     info.name = g_.intern(expert < 0 ? layer.name + "." + t.kernel : fmt::format("{}.{}.{}", layer.name, expert, t.kernel));
+    // Coalesced kernels run as they would apart only where communication does not change their
+    // speed or hold their launch (sim::ExecutionGraph::add_kernel); experts' kernels keep their
+    // own nodes for the expert-load report.
+    const auto type = static_cast<std::size_t>(sig.type);
+    const bool contends = plan_.comm_contention != CommContention::off &&
+                          (comm_slowdown_by_type(compute_constants(gpu_))[type] > 0.0 ||
+                           comm_waits_by_type(compute_constants(gpu_))[type]);
+    info.coalesces = layer.experts == 0 && plan_.comm_compute_slowdown <= 0.0 && !contends;
     it = kernels_.emplace(key, info).first;
   }
   sim::Node n;
@@ -164,7 +172,7 @@ sim::NodeId RankEmitter::kernel_at(const OpTemplate& t, std::size_t index, int b
   n.micro_batch = micro;
   n.deps = std::move(deps);
   if (shared_interpreter_ && phase == sim::Phase::forward) n.gil = forward_gil_;
-  return g_.add(std::move(n));
+  return it->second.coalesces ? g_.add_kernel(std::move(n)) : g_.add(std::move(n));
 }
 
 sim::NodeId RankEmitter::tp_collective(const TpCollective& c, std::vector<sim::NodeId> deps, sim::Phase phase,

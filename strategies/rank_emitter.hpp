@@ -173,6 +173,9 @@ class RankEmitter {
     std::uint32_t signature = 0;
     std::uint32_t name = 0;
     sim::Time duration;
+    /// Whether the kernel may be coalesced with its neighbours (sim::ExecutionGraph::add_kernel):
+    /// it neither slows under communication nor holds SMs on this rank's GPU, and is no expert's.
+    bool coalesces = false;
   };
   std::map<KernelKey, KernelInfo> kernels_;
   std::uint32_t replica_comm_ = 0xffffffffu;

@@ -16,6 +16,7 @@ using sim::OpKind;
 using namespace chakra_detail;
 
 ChakraExport to_chakra(const sim::ExecutionGraph& g, const sim::ExecutionResult& result, const ChakraExportInfo& info) {
+  if (!g.runs.empty()) throw sim::InternalError("chakra export: the graph's kernels are coalesced: compile it without coalescing");
   if (!g.rank_mirrors.empty()) {
     for (const auto& m : g.rank_mirrors) {
       if (!m.empty()) throw ConfigError("chakra export: the graph is folded (one rank stands for several): compile it with plan.fold false");

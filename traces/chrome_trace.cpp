@@ -362,6 +362,7 @@ void write_chrome_trace(std::ostream& os, const sim::ExecutionGraph& graph,
                         const sim::ExecutionResult& result, const std::vector<CounterSeries>& counters,
                         const TraceMetadata& meta) {
   check_sizes(graph, result);
+  if (!graph.runs.empty()) throw sim::InternalError("chrome trace: the graph's kernels are coalesced: compile it without coalescing");
   std::set<std::string, std::less<>> keys{"title"};
   for (const auto& entry : meta.info) {
     if (!keys.insert(entry.first).second) {

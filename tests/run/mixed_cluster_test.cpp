@@ -24,6 +24,7 @@ strategy::SimulationOutput simulate_file_with(const std::string& topology, const
                  {"workload", {{"steps", 10}}}};
   strategy::SimulationInputs inputs;
   inputs.collectives = run::default_collective_config();
+  inputs.coalesce_kernels = false;  // the tests read each kernel's node
   return strategy::simulate_scenario(strategy::parse_scenario(doc, "mixed.json"), inputs);
 }
 
