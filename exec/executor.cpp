@@ -11,6 +11,7 @@
 #include "exec/detail/comm_starts.hpp"
 #include "exec/detail/compute_rates.hpp"
 #include "exec/detail/interpreter_locks.hpp"
+#include "exec/detail/kernel_runs.hpp"
 #include "exec/graph_check.hpp"
 #include "sim/simulator.hpp"
 
@@ -330,8 +331,7 @@ class Runner final : public EventHandler {
     StreamState& st = streams_[index_.stream_of[n]];
     const std::uint32_t left = count - H.part;
     if (options_.launch_queue_depth == 0 || kernels_in_flight(st) + st.pending + left <= options_.launch_queue_depth) {
-      Time dispatch;
-      for (std::uint32_t j = H.part; j < count; ++j) dispatch += g_.part_dispatch[g_.part(node, j)];
+      const Time dispatch = detail::run_dispatch(g_, node, H.part);
       if (dispatch <= Time::zero()) {
         push_parts(n, left);
         next_op(H);
@@ -384,14 +384,7 @@ class Runner final : public EventHandler {
     const NodeId r = st.queue[st.head];
     const Node& node = g_.nodes[r];
     if (node.run == kNoRun) return st.kernels;
-    std::uint64_t ended = 0;
-    Time t = result_.start[r];
-    for (std::uint32_t j = 0; j + 1 < g_.kernels(node); ++j) {
-      t += g_.part_duration[g_.part(node, j)];
-      if (t > sim_.now()) break;
-      ++ended;
-    }
-    return st.kernels - ended;
+    return st.kernels - detail::run_progress(g_, node, result_.start[r], sim_.now()).ended;
   }
 
   /// While launches wait on stream `s` and its running node is coalesced, an event at the end of
@@ -402,15 +395,10 @@ class Runner final : public EventHandler {
     const NodeId r = st.queue[st.head];
     const Node& node = g_.nodes[r];
     if (node.run == kNoRun) return;
-    Time t = result_.start[r];
-    for (std::uint32_t j = 0; j + 1 < g_.kernels(node); ++j) {
-      t += g_.part_duration[g_.part(node, j)];
-      if (t > sim_.now()) {
-        st.part_event = true;
-        sim_.schedule_at(t, self_, kPartEnd, s);
-        return;
-      }
-    }
+    const Time next = detail::run_progress(g_, node, result_.start[r], sim_.now()).next_end;
+    if (next == Time::max()) return;
+    st.part_event = true;
+    sim_.schedule_at(next, self_, kPartEnd, s);
   }
 
   /// When op `n`'s stream holds launch_queue_depth launched, unfinished kernels, queues the
