@@ -127,7 +127,7 @@ NodeId ExecutionGraph::add(Node node) {
   // A dependency waits for the end of the kernel it names: the end of its node only if that
   // kernel is the node's last.
   for (NodeId& d : node.deps) d = node_of(d, true);
-  tail_open_ = false;
+  close_tail();
   first_id_.push_back(next_id_);
   append(std::move(node));
   return next_id_++;
@@ -168,10 +168,47 @@ NodeId ExecutionGraph::add_kernel(Node node) {
   return next_id_++;
 }
 
-void ExecutionGraph::finish_coalescing() {
-  coalescing_ = false;
+void ExecutionGraph::close_tail() {
+  const bool open_run = tail_open_ && nodes[nodes.size() - 1].run != kNoRun;
   tail_open_ = false;
+  if (!open_run) return;
+  // The run is complete: its parts are the last in the part arrays. Where an earlier run holds
+  // the same kernels (a layer's forward repeats for every micro-batch), the node takes that run
+  // and the new one is dropped.
+  const auto r = static_cast<std::uint32_t>(runs.size() - 1);
+  const KernelRun run = runs[r];
+  std::uint64_t h = 0x9e3779b97f4a7c15ull ^ run.count;
+  const auto mix = [&h](std::uint64_t v) { h = (h ^ v) * 0x100000001b3ull + (h >> 29); };
+  for (std::uint32_t j = run.first; j < run.first + run.count; ++j) {
+    mix(static_cast<std::uint64_t>(part_duration[j].ps()));
+    mix(static_cast<std::uint64_t>(part_dispatch[j].ps()));
+    mix(part_signature[j]);
+  }
+  const auto [it, inserted] = run_by_hash_.try_emplace(h, r);
+  if (inserted) return;
+  const KernelRun same = runs[it->second];
+  const auto equal = [&](std::uint32_t j) {
+    return part_duration[same.first + j] == part_duration[run.first + j] &&
+           part_dispatch[same.first + j] == part_dispatch[run.first + j] &&
+           part_signature[same.first + j] == part_signature[run.first + j];
+  };
+  std::uint32_t j = 0;
+  if (same.count == run.count) {
+    while (j < run.count && equal(j)) ++j;
+  }
+  if (j != run.count) return;  // a different run with the same hash keeps its own parts
+  nodes[nodes.size() - 1].run = it->second;
+  runs.pop_back();
+  part_duration.resize(run.first);
+  part_dispatch.resize(run.first);
+  part_signature.resize(run.first);
+}
+
+void ExecutionGraph::finish_coalescing() {
+  close_tail();
+  coalescing_ = false;
   first_id_ = {};
+  run_by_hash_ = {};
 }
 
 }  // namespace foresight::sim

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <unordered_map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -199,11 +200,14 @@ struct ExecutionGraph {
   NodeId append(Node node);
   /// The node `id` is part of, and whether it is that node's last kernel.
   std::pair<NodeId, bool> locate(NodeId id) const;
+  /// Closes the tail to further kernels; a run it ends with shares an identical earlier run.
+  void close_tail();
   bool coalescing_ = false;
   bool exact_ = true;
   bool tail_open_ = false;      ///< the last node may take the next kernel
   NodeId next_id_ = 0;          ///< the next builder id
   std::vector<NodeId> first_id_;  ///< per node, the builder id of its first kernel
+  std::unordered_map<std::uint64_t, std::uint32_t> run_by_hash_;  ///< closed runs by their parts' hash
 };
 
 }  // namespace foresight::sim

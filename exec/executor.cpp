@@ -59,9 +59,10 @@ class Runner final : public EventHandler {
     result_.ranks.assign(g.ranks(), RankTotals{});
     streams_.resize(index.stream_count);
     hosts_.resize(index.host_count);
-    for (NodeId i = 0; i < n; ++i) {
-      hosts_[g.rank_host[g.nodes[i].rank]].program.push_back(i);
-    }
+    std::vector<std::size_t> program_size(hosts_.size(), 0);
+    for (NodeId i = 0; i < n; ++i) ++program_size[g.rank_host[g.nodes[i].rank]];
+    for (std::uint32_t h = 0; h < hosts_.size(); ++h) hosts_[h].program.reserve(program_size[h]);
+    for (NodeId i = 0; i < n; ++i) hosts_[g.rank_host[g.nodes[i].rank]].program.push_back(i);
   }
 
   ExecutionResult run() {
@@ -71,13 +72,6 @@ class Runner final : public EventHandler {
     result_.link_bytes.assign(sampling_ ? options_.sample_links.size() : 0, {});
     if (sampling_) sim_.schedule_at(Time::zero(), self_, kSample, 0, priority::settle + 1);
     sim_.run();
-    result_.comm_instance.assign(g_.nodes.size(), kNoInstance);
-    for (NodeId n = 0; n < g_.nodes.size(); ++n) {
-      if (index_.collective_of[n] != 0xffffffffu) result_.comm_instance[n] = index_.collective_of[n];
-      if (index_.transfer_of[n] != 0xffffffffu) {
-        result_.comm_instance[n] = static_cast<std::uint32_t>(index_.collectives.size()) + index_.transfer_of[n];
-      }
-    }
     detail::report_deadlock(g_, index_, comms_, done_, issued_, deps_left_);
     result_.events = sim_.events_processed();
     result_.jobs_closed_form = jobs_.stats().closed_form;
@@ -487,10 +481,10 @@ class Runner final : public EventHandler {
   /// Communication op `n` has reached its turn: its kernel is resident and waits for its peers.
   void arrive(NodeId n) {
     if (g_.nodes[n].kind == OpKind::collective) {
-      const std::uint32_t c = index_.collective_of[n];
+      const std::uint32_t c = index_.collective_of(n);
       if (comms_.arrive_collective(c)) start_collective(c);
     } else {
-      const std::uint32_t t = index_.transfer_of[n];
+      const std::uint32_t t = index_.transfer_of(n);
       if (comms_.arrive_transfer(t)) start_transfer(t);
     }
   }
@@ -569,7 +563,10 @@ class Runner final : public EventHandler {
       const std::uint32_t s = index_.stream_of[n];
       StreamState& st = streams_[s];
       st.running = false;
-      ++st.head;
+      if (++st.head >= 4096 && 2 * st.head >= st.queue.size()) {  // keep only the unfinished ops
+        st.queue.erase(st.queue.begin(), st.queue.begin() + static_cast<std::ptrdiff_t>(st.head));
+        st.head = 0;
+      }
       st.kernels -= g_.kernels(node);
       work_.push_back({Work::try_start, s});
       if (!st.blocked.empty()) {  // room for the launch that waited longest
@@ -656,9 +653,12 @@ ExecutionResult execute(const ExecutionGraph& graph, const Fabric& fabric, const
             fmt::format("rank {}'s comm_compute_slowdown of {} kernels", r, to_string(static_cast<OpType>(t))));
     }
   }
-  const GraphIndex index = check_graph(graph, fabric);
+  GraphIndex index = check_graph(graph, fabric);
   Runner runner(graph, index, fabric, config, network, options);
-  return runner.run();
+  ExecutionResult result = runner.run();
+  static_assert(kNoInstance == 0xffffffffu, "GraphIndex::comm_of marks other nodes 0xffffffff");
+  result.comm_instance = std::move(index.comm_of);
+  return result;
 }
 
 }  // namespace foresight::sim

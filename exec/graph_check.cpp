@@ -182,8 +182,7 @@ GraphIndex check_graph(const ExecutionGraph& g, const Fabric& fabric) {
   GraphIndex x;
   const std::size_t n = g.nodes.size();
   x.stream_of.assign(n, 0xffffffffu);
-  x.collective_of.assign(n, 0xffffffffu);
-  x.transfer_of.assign(n, 0xffffffffu);
+  x.comm_of.assign(n, 0xffffffffu);
   for (const std::uint32_t h : g.rank_host) x.host_count = std::max(x.host_count, h + 1);
   if (!g.host_process.empty() && g.host_process.size() < x.host_count) {
     throw GraphError(fmt::format("execution graph: host_process names {} host threads, but ranks use {}",
@@ -256,7 +255,7 @@ GraphIndex check_graph(const ExecutionGraph& g, const Fabric& fabric) {
                                        k, c, describe(g, coll.members.front()), to_string(a.op), a.bytes, describe(g, m),
                                        to_string(b.op), b.bytes));
         }
-        x.collective_of[m] = static_cast<std::uint32_t>(x.collectives.size());
+        x.comm_of[m] = static_cast<std::uint32_t>(x.collectives.size());
       }
       x.collectives.push_back(std::move(coll));
     }
@@ -281,7 +280,7 @@ GraphIndex check_graph(const ExecutionGraph& g, const Fabric& fabric) {
                                      describe(g, s), g.represents(g.nodes[s].rank), describe(g, v),
                                      g.represents(g.nodes[v].rank)));
       }
-      x.transfer_of[s] = x.transfer_of[v] = static_cast<std::uint32_t>(x.transfers.size());
+      x.comm_of[s] = x.comm_of[v] = static_cast<std::uint32_t>(x.collectives.size() + x.transfers.size());
       x.transfers.push_back({s, v});
     }
   }

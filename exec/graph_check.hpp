@@ -24,14 +24,18 @@ struct GraphIndex {
     std::vector<NodeId> members;
   };
   std::vector<Collective> collectives;
-  LargeVector<std::uint32_t> collective_of;  ///< per node, for collective nodes
   /// The k-th send from a to b with tag t and the k-th receive at b from a with tag t.
   struct Transfer {
     NodeId send;
     NodeId recv;
   };
   std::vector<Transfer> transfers;
-  LargeVector<std::uint32_t> transfer_of;  ///< per node, for send and recv nodes
+  /// Per node: a collective node's index into `collectives`; a send's or receive's index into
+  /// `transfers` plus the number of collectives; 0xffffffff for other nodes. The executor's
+  /// result takes it as ExecutionResult::comm_instance.
+  LargeVector<std::uint32_t> comm_of;
+  std::uint32_t collective_of(NodeId n) const { return comm_of[n]; }
+  std::uint32_t transfer_of(NodeId n) const { return comm_of[n] - static_cast<std::uint32_t>(collectives.size()); }
 };
 
 /// Checks `graph` and indexes it; GraphError naming the node and the problem otherwise.

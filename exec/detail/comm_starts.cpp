@@ -89,7 +89,7 @@ void report_deadlock(const ExecutionGraph& g, const GraphIndex& index, const Com
     const Node& node = g.nodes[n];
     std::string why;
     if (node.kind == OpKind::collective && issued[n] != 0) {
-      const auto c = index.collective_of[n];
+      const auto c = index.collective_of(n);
       why = fmt::format("{} of {} members arrived", comms.arrived(c), index.collectives[c].members.size());
     } else if ((node.kind == OpKind::send || node.kind == OpKind::recv) && issued[n] != 0) {
       why = "its partner never became ready";

@@ -220,3 +220,37 @@ TEST_CASE("the executor refuses coalesced kernels that would slow under communic
   g.part_duration[0] = 9_us;
   REQUIRE_THROWS_AS(sim::execute(g, dgx(), test::executor_config(), sim::NetworkKind::flow, o), sim::GraphError);
 }
+
+TEST_CASE("runs of identical kernels share their parts", "[coalesce]") {
+  sim::ExecutionGraph g;
+  g.add_rank(0, 0);
+  g.start_coalescing();
+  // Three runs of two kernels, apart because each waits on the host op before it; the first and
+  // third are the same kernels, the second differs in its last kernel's duration.
+  const auto run = [&](sim::Time last) {
+    Node h;
+    h.kind = OpKind::host;
+    h.stream = sim::kHostStream;
+    h.rank = 0;
+    h.duration = 1_us;
+    g.add(std::move(h));
+    g.add_kernel(kernel(0, 10_us, 1_us));
+    g.add_kernel(kernel(0, last, 1_us));
+  };
+  run(10_us);
+  run(7_us);
+  run(10_us);
+  g.finish_coalescing();
+  REQUIRE(g.nodes.size() == 6);
+  REQUIRE(g.runs.size() == 2);
+  REQUIRE(g.part_duration.size() == 4);
+  REQUIRE(g.nodes[1].run == g.nodes[5].run);
+  REQUIRE(g.nodes[1].run != g.nodes[3].run);
+  REQUIRE(g.nodes[3].duration == 17_us);
+  REQUIRE(g.nodes[5].duration == 20_us);
+  // The shared run is simulated as its kernels: the host's 1 us, then 10 + 10 us, three times
+  // less the 3 us of the middle run's shorter kernel, each run waiting for the host op before it.
+  const sim::ExecutionResult res = sim::execute(g, dgx(), test::executor_config(), sim::NetworkKind::flow, {});
+  REQUIRE(res.end[5] - res.start[5] == 20_us);
+  REQUIRE(res.end[3] - res.start[3] == 17_us);
+}
