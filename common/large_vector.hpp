@@ -9,7 +9,7 @@
 /// with 4 KiB pages and 0.31 s with huge pages (measured on this project's 2-core build machine,
 /// transparent_hugepage=madvise). Where the kernel offers no huge pages the hint is ignored.
 ///
-/// DepList holds a node's dependencies: up to four inline (nearly every node has one or two), more
+/// DepList holds a node's dependencies: up to three inline (nearly every node has one or two), more
 /// on the heap, so a graph of millions of nodes does not make millions of small allocations.
 
 #include <algorithm>
@@ -49,7 +49,8 @@ struct LargeAllocator {
 template <typename T>
 using LargeVector = std::vector<T, LargeAllocator<T>>;
 
-/// A short list of 32-bit ids, inline up to four.
+/// A short list of 32-bit ids in 16 bytes: up to three inline, more on the heap (their pointer
+/// then takes the inline words; the capacity is the size rounded up to a power of two).
 class DepList {
  public:
   using value_type = std::uint32_t;
@@ -79,8 +80,8 @@ class DepList {
 
   std::size_t size() const noexcept { return size_; }
   bool empty() const noexcept { return size_ == 0; }
-  std::uint32_t* data() noexcept { return cap_ > kInline ? heap_ : inline_; }
-  const std::uint32_t* data() const noexcept { return cap_ > kInline ? heap_ : inline_; }
+  std::uint32_t* data() noexcept { return on_heap() ? heap() : words_; }
+  const std::uint32_t* data() const noexcept { return on_heap() ? heap() : words_; }
   iterator begin() noexcept { return data(); }
   iterator end() noexcept { return data() + size_; }
   const_iterator begin() const noexcept { return data(); }
@@ -88,52 +89,65 @@ class DepList {
   std::uint32_t operator[](std::size_t i) const noexcept { return data()[i]; }
   std::uint32_t& operator[](std::size_t i) noexcept { return data()[i]; }
   std::uint32_t back() const noexcept { return data()[size_ - 1]; }
-  void clear() noexcept { size_ = 0; }
+  void clear() noexcept { release(); }
   void push_back(std::uint32_t id) {
-    if (size_ == cap_) grow(cap_ * 2);
-    data()[size_++] = id;
+    if (size_ < kInline) {
+      words_[size_++] = id;
+      return;
+    }
+    if (size_ == kInline || (size_ & (size_ - 1)) == 0) {  // full: inline, or a power of two on the heap
+      auto* bigger = new std::uint32_t[size_ == kInline ? std::size_t{4} : std::size_t{size_} * 2];
+      std::copy(begin(), end(), bigger);
+      const std::uint32_t n = size_;
+      release();
+      set_heap(bigger);
+      size_ = n;
+    }
+    heap()[size_++] = id;
   }
   bool operator==(const DepList& o) const noexcept { return std::equal(begin(), end(), o.begin(), o.end()); }
   /// As a std::vector (for code that keeps one).
   std::vector<std::uint32_t> to_vector() const { return {begin(), end()}; }
 
  private:
-  static constexpr std::uint32_t kInline = 4;
+  static constexpr std::uint32_t kInline = 3;
+  bool on_heap() const noexcept { return size_ > kInline; }
+  std::uint32_t* heap() const noexcept {
+    std::uint32_t* p = nullptr;
+    std::memcpy(&p, words_, sizeof(p));
+    return p;
+  }
+  void set_heap(std::uint32_t* p) noexcept { std::memcpy(words_, &p, sizeof(p)); }
   void assign(const std::uint32_t* first, const std::uint32_t* last) {
     const auto n = static_cast<std::uint32_t>(last - first);
-    size_ = 0;
-    if (n > cap_) grow(n);
-    std::copy(first, last, data());
+    if (n <= kInline) {
+      std::uint32_t copy[kInline] = {};
+      std::copy(first, last, copy);  // `first` may point into this list
+      release();
+      std::copy(copy, copy + n, words_);
+    } else {
+      std::uint32_t cap = 4;
+      while (cap < n) cap *= 2;
+      auto* p = new std::uint32_t[cap];
+      std::copy(first, last, p);
+      release();
+      set_heap(p);
+    }
     size_ = n;
   }
-  void grow(std::uint32_t cap) {
-    auto* bigger = new std::uint32_t[cap];
-    std::copy(begin(), end(), bigger);
-    release();
-    heap_ = bigger;
-    cap_ = cap;
-  }
+  /// Frees the heap list, if any, and empties the list.
   void release() noexcept {
-    if (cap_ > kInline) delete[] heap_;
-    cap_ = kInline;
+    if (on_heap()) delete[] heap();
+    size_ = 0;
   }
   void take(DepList& o) noexcept {
+    std::memcpy(words_, o.words_, sizeof(words_));
     size_ = o.size_;
-    cap_ = o.cap_;
-    if (o.cap_ > kInline) {
-      heap_ = o.heap_;
-    } else {
-      std::memcpy(inline_, o.inline_, sizeof(inline_));
-    }
     o.size_ = 0;
-    o.cap_ = kInline;
   }
-  union {
-    std::uint32_t inline_[kInline] = {};
-    std::uint32_t* heap_;
-  };
+  std::uint32_t words_[kInline] = {};
   std::uint32_t size_ = 0;
-  std::uint32_t cap_ = kInline;
 };
+static_assert(sizeof(DepList) == 16, "DepList: three ids inline, or a heap pointer, and the size");
 
 }  // namespace foresight::sim

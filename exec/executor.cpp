@@ -53,7 +53,12 @@ class Runner final : public EventHandler {
     for (NodeId i = 0; i < n; ++i) deps_left_[i] = static_cast<std::uint32_t>(g.nodes[i].deps.size());
     issued_.assign(n, 0);
     done_.assign(n, 0);
-    result_.ready.assign(n, Time::zero());
+    if (options.ready_times) {
+      result_.ready.assign(n, Time::zero());
+    } else {
+      result_.recv_ready.assign(index.transfers.size(), Time::zero());
+      result_.first_transfer = index.collective_count();
+    }
     result_.start.assign(n, Time::zero());
     result_.end.assign(n, Time::zero());
     result_.ranks.assign(g.ranks(), RankTotals{});
@@ -135,7 +140,7 @@ class Runner final : public EventHandler {
       }
       case kCollectiveDone: {
         const auto c = static_cast<std::uint32_t>(e.data);
-        for (const NodeId m : index_.collectives[c].members) work_.push_back({Work::complete, m});
+        for (const NodeId m : index_.members(c)) work_.push_back({Work::complete, m});
         break;
       }
       case kTransferDone: {
@@ -202,6 +207,7 @@ class Runner final : public EventHandler {
     return processes;
   }
   std::uint32_t host_of(NodeId n) const { return g_.rank_host[g_.nodes[n].rank]; }
+  std::uint32_t stream_of(NodeId n) const { return index_.stream_index(g_.nodes[n].rank, g_.nodes[n].stream); }
   std::uint32_t process_of(std::uint32_t h) const { return g_.host_process.empty() ? h : g_.host_process[h]; }
 
   /// Takes host `h`'s interpreter lock for `gil` (true), or queues `h` for it (false: the host
@@ -220,14 +226,14 @@ class Runner final : public EventHandler {
       work_.pop_front();
       switch (w.kind) {
         case Work::issue_parts: {
-          StreamState& st = streams_[index_.stream_of[w.id]];
+          StreamState& st = streams_[stream_of(w.id)];
           st.kernels += w.count;
           st.pending -= w.count;
           break;
         }
         case Work::issue: {
           issued_[w.id] = 1;
-          const std::uint32_t s = index_.stream_of[w.id];
+          const std::uint32_t s = stream_of(w.id);
           streams_[s].queue.push_back(w.id);
           ++streams_[s].kernels;
           --streams_[s].pending;
@@ -258,7 +264,7 @@ class Runner final : public EventHandler {
           return;
         }
         H.waiting = kNone;
-        result_.ready[n] = sim_.now();
+        if (options_.ready_times) result_.ready[n] = sim_.now();
         result_.start[n] = sim_.now();
         if (node.kind == OpKind::host && node.duration > Time::zero()) {
           if (!acquire_gil(h, std::min(node.gil, node.duration))) return;
@@ -298,12 +304,12 @@ class Runner final : public EventHandler {
   /// Op `n`'s launch returns: it reaches its stream's queue when the work list gets to it (a
   /// launch right after, without dispatch time, does not see it yet).
   void push_issue(NodeId n) {
-    ++streams_[index_.stream_of[n]].pending;
+    ++streams_[stream_of(n)].pending;
     work_.push_back({Work::issue, n});
   }
   /// `count` more kernels of coalesced node `n` are launched, as push_issue.
   void push_parts(NodeId n, std::uint32_t count) {
-    streams_[index_.stream_of[n]].pending += count;
+    streams_[stream_of(n)].pending += count;
     work_.push_back({Work::issue_parts, n, count});
   }
 
@@ -322,7 +328,7 @@ class Runner final : public EventHandler {
     HostState& H = hosts_[h];
     const Node& node = g_.nodes[n];
     const std::uint32_t count = g_.kernels(node);
-    StreamState& st = streams_[index_.stream_of[n]];
+    StreamState& st = streams_[stream_of(n)];
     const std::uint32_t left = count - H.part;
     if (options_.launch_queue_depth == 0 || kernels_in_flight(st) + st.pending + left <= options_.launch_queue_depth) {
       const Time dispatch = detail::run_dispatch(g_, node, H.part);
@@ -398,7 +404,7 @@ class Runner final : public EventHandler {
   /// When op `n`'s stream holds launch_queue_depth launched, unfinished kernels, queues the
   /// launch of its kernel `part` until one finishes (its host stays busy) and returns true.
   bool hold_launch(NodeId n, std::uint32_t part) {
-    const std::uint32_t s = index_.stream_of[n];
+    const std::uint32_t s = stream_of(n);
     StreamState& st = streams_[s];
     if (options_.launch_queue_depth == 0 || kernels_in_flight(st) < options_.launch_queue_depth) return false;
     st.blocked.push_back({n, part});
@@ -420,7 +426,11 @@ class Runner final : public EventHandler {
     if (deps_left_[n] > 0) return;
     st.running = true;
     const Node& node = g_.nodes[n];
-    result_.ready[n] = sim_.now();
+    if (options_.ready_times) {
+      result_.ready[n] = sim_.now();
+    } else if (node.kind == OpKind::recv) {
+      result_.recv_ready[index_.transfer_of(n)] = sim_.now();
+    }
     if (!is_comm(node.kind)) result_.start[n] = sim_.now();
     switch (node.kind) {
       case OpKind::compute:
@@ -528,7 +538,7 @@ class Runner final : public EventHandler {
   }
 
   void start_collective(std::uint32_t c) {
-    for (const NodeId m : index_.collectives[c].members) {
+    for (const NodeId m : index_.members(c)) {
       result_.start[m] = sim_.now();
       comm_changed(g_.nodes[m].rank, +1);
     }
@@ -560,7 +570,7 @@ class Runner final : public EventHandler {
       comm_changed(node.rank, -1);
     }
     if (node.stream != kHostStream) {
-      const std::uint32_t s = index_.stream_of[n];
+      const std::uint32_t s = stream_of(n);
       StreamState& st = streams_[s];
       st.running = false;
       if (++st.head >= 4096 && 2 * st.head >= st.queue.size()) {  // keep only the unfinished ops
@@ -581,7 +591,7 @@ class Runner final : public EventHandler {
       if (dn.stream == kHostStream) {
         if (hosts_[host_of(d)].waiting == d) work_.push_back({Work::resume_host, host_of(d)});
       } else if (issued_[d] != 0) {
-        work_.push_back({Work::try_start, index_.stream_of[d]});
+        work_.push_back({Work::try_start, stream_of(d)});
       }
     }
   }

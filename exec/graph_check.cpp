@@ -181,18 +181,14 @@ GraphIndex check_graph(const ExecutionGraph& g, const Fabric& fabric) {
   check_folding(g, fabric);
   GraphIndex x;
   const std::size_t n = g.nodes.size();
-  x.stream_of.assign(n, 0xffffffffu);
+  x.rank_streams.resize(g.ranks());
   x.comm_of.assign(n, 0xffffffffu);
   for (const std::uint32_t h : g.rank_host) x.host_count = std::max(x.host_count, h + 1);
   if (!g.host_process.empty() && g.host_process.size() < x.host_count) {
     throw GraphError(fmt::format("execution graph: host_process names {} host threads, but ranks use {}",
                                  g.host_process.size(), x.host_count));
   }
-  // GPU streams are numbered in the order their (rank, stream) first appears; consecutive nodes
-  // mostly share one, so the last is remembered.
-  std::unordered_map<std::uint64_t, std::uint32_t> streams;
-  std::uint64_t last_stream = ~std::uint64_t{0};
-  std::uint32_t last_stream_index = 0;
+  // GPU streams are numbered in the order their (rank, stream) first appears.
   std::vector<std::uint32_t> dependents_count(n, 0);
   // Collectives: per (communicator, rank), the k-th collective of that rank there.
   std::unordered_map<std::uint64_t, std::vector<NodeId>> by_comm_rank;
@@ -202,20 +198,14 @@ GraphIndex check_graph(const ExecutionGraph& g, const Fabric& fabric) {
   for (NodeId i = 0; i < n; ++i) {
     check_node(g, i);
     const Node& node = g.nodes[i];
-    if (node.stream != kHostStream) {
-      const std::uint64_t key = (std::uint64_t{node.rank} << 32) | node.stream;
-      if (key != last_stream) {
-        last_stream = key;
-        last_stream_index = streams.emplace(key, static_cast<std::uint32_t>(streams.size())).first->second;
-      }
-      x.stream_of[i] = last_stream_index;
+    if (node.stream != kHostStream && x.stream_index(node.rank, node.stream) == 0xffffffffu) {
+      x.rank_streams[node.rank].emplace_back(node.stream, x.stream_count++);
     }
     for (const NodeId d : node.deps) ++dependents_count[d];
     if (node.kind == OpKind::collective) by_comm_rank[comm_rank(node.communicator, node.rank)].push_back(i);
     if (node.kind == OpKind::send) sends[{node.rank, node.peer, node.tag}].push_back(i);
     if (node.kind == OpKind::recv) recvs[{node.peer, node.rank, node.tag}].push_back(i);
   }
-  x.stream_count = static_cast<std::uint32_t>(streams.size());
   x.dependents_offset.assign(n + 1, 0);
   for (NodeId i = 0; i < n; ++i) x.dependents_offset[i + 1] = x.dependents_offset[i] + dependents_count[i];
   x.dependents.resize(x.dependents_offset[n]);
@@ -243,21 +233,22 @@ GraphIndex check_graph(const ExecutionGraph& g, const Fabric& fabric) {
       }
     }
     for (std::size_t k = 0; k < k_max; ++k) {
-      GraphIndex::Collective coll;
-      for (const std::vector<NodeId>* list : lists) coll.members.push_back((*list)[k]);
-      const Node& a = g.nodes[coll.members.front()];
-      for (const NodeId m : coll.members) {
+      const std::uint32_t id = x.collective_count();
+      for (const std::vector<NodeId>* list : lists) x.collective_members.push_back((*list)[k]);
+      x.collective_offset.push_back(static_cast<std::uint32_t>(x.collective_members.size()));
+      const std::span<const NodeId> members = x.members(id);
+      const Node& a = g.nodes[members.front()];
+      for (const NodeId m : members) {
         const Node& b = g.nodes[m];
         if (b.op != a.op || b.bytes != a.bytes || b.root != a.root || b.algorithm != a.algorithm || b.matrix != a.matrix ||
             b.duration != a.duration) {
           throw GraphError(fmt::format("execution graph: collective #{} on communicator {}: {} is {} of {} bytes but {} "
                                        "is {} of {} bytes (or their root, algorithm, matrix or measured time differ)",
-                                       k, c, describe(g, coll.members.front()), to_string(a.op), a.bytes, describe(g, m),
+                                       k, c, describe(g, members.front()), to_string(a.op), a.bytes, describe(g, m),
                                        to_string(b.op), b.bytes));
         }
-        x.comm_of[m] = static_cast<std::uint32_t>(x.collectives.size());
+        x.comm_of[m] = id;
       }
-      x.collectives.push_back(std::move(coll));
     }
   }
   for (const auto& [key, list] : sends) {
@@ -280,7 +271,7 @@ GraphIndex check_graph(const ExecutionGraph& g, const Fabric& fabric) {
                                      describe(g, s), g.represents(g.nodes[s].rank), describe(g, v),
                                      g.represents(g.nodes[v].rank)));
       }
-      x.comm_of[s] = x.comm_of[v] = static_cast<std::uint32_t>(x.collectives.size() + x.transfers.size());
+      x.comm_of[s] = x.comm_of[v] = static_cast<std::uint32_t>(x.collective_count() + x.transfers.size());
       x.transfers.push_back({s, v});
     }
   }

@@ -97,7 +97,7 @@ std::vector<RankBreakdown> breakdown(const sim::ExecutionGraph& g, const sim::Ex
     const std::int64_t lo = windows[node.rank].from.ps();
     const std::int64_t hi = windows[node.rank].to.ps();
     if (node.kind == sim::OpKind::recv) {
-      const std::int64_t a = std::max(lo, result.ready[n].ps());
+      const std::int64_t a = std::max(lo, result.ready_at(n).ps());
       const std::int64_t b = std::min(hi, result.start[n].ps());
       if (b > a) sp.waits.emplace_back(a, b);
     }

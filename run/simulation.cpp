@@ -501,6 +501,8 @@ SimulationOutput simulate_compiled(SimulationOutput out, const Scenario& scenari
   options.comm_compute_slowdown_by_type = plan_comm_slowdowns(plan, gpu);
   options.comm_waits_for = plan_comm_waits(plan, gpu);
   options.closed_form = inputs.closed_form;
+  // Timelines show every node's wait; reports need only receives'.
+  options.ready_times = inputs.link_sample_interval > sim::Time::zero();
   if (inputs.link_sample_interval > sim::Time::zero()) {
     out.sampled_links = links_to_sample(cluster, ranks);
     options.sample_links = out.sampled_links;

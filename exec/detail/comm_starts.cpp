@@ -15,7 +15,7 @@ CommStarts::CommStarts(const ExecutionGraph& g, const GraphIndex& index, const F
       config_(config),
       sim_(sim),
       jobs_(jobs),
-      coll_arrived_(index.collectives.size(), 0),
+      coll_arrived_(index.collective_count(), 0),
       p2p_arrived_(index.transfers.size(), 0) {}
 
 std::uint32_t CommStarts::job_id(const JobKey& key) {
@@ -23,7 +23,7 @@ std::uint32_t CommStarts::job_id(const JobKey& key) {
 }
 
 void CommStarts::start_collective(std::uint32_t c, FlowNotify done) {
-  const Node& first = g_.nodes[index_.collectives[c].members.front()];
+  const Node& first = g_.nodes[index_.members(c).front()];
   if (first.duration > Time::zero()) {  // measured (trace replay): the network is not consulted
     sim_.schedule_after(first.duration, done.target, done.kind, done.data);
     return;
@@ -90,7 +90,7 @@ void report_deadlock(const ExecutionGraph& g, const GraphIndex& index, const Com
     std::string why;
     if (node.kind == OpKind::collective && issued[n] != 0) {
       const auto c = index.collective_of(n);
-      why = fmt::format("{} of {} members arrived", comms.arrived(c), index.collectives[c].members.size());
+      why = fmt::format("{} of {} members arrived", comms.arrived(c), index.members(c).size());
     } else if ((node.kind == OpKind::send || node.kind == OpKind::recv) && issued[n] != 0) {
       why = "its partner never became ready";
     } else if (deps_left[n] > 0) {

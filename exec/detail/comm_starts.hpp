@@ -26,7 +26,7 @@ class CommStarts {
              Simulator& sim, CommJobs& jobs);
 
   /// A member of collective `c` is ready: true when it was the last.
-  bool arrive_collective(std::uint32_t c) { return ++coll_arrived_[c] == index_.collectives[c].members.size(); }
+  bool arrive_collective(std::uint32_t c) { return ++coll_arrived_[c] == index_.members(c).size(); }
   /// An end of transfer `t` is ready: true when it was the second.
   bool arrive_transfer(std::uint32_t t) { return ++p2p_arrived_[t] == 2; }
   std::uint32_t arrived(std::uint32_t c) const { return coll_arrived_[c]; }
