@@ -87,7 +87,7 @@ NodeId ExecutionGraph::append(Node node) {
         "the execution graph passed {} M nodes (about {:.0f} GB with its results), the most one "
         "simulation may hold: simulate fewer steps or micro-batches (a smaller global batch or a larger "
         "micro-batch)",
-        kMaxNodes / 1'000'000, kMaxNodes * 150.0 / 1e9));
+        kMaxNodes / 1'000'000, kMaxNodes * 140.0 / 1e9));
   }
   nodes.push_back(std::move(node));
   return static_cast<NodeId>(nodes.size() - 1);

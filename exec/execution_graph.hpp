@@ -48,7 +48,7 @@ enum class Phase : std::uint8_t { none, forward, backward, wgrad, optimizer, dat
 std::string_view to_string(Phase p);
 
 struct Node {
-  // Fields are ordered by size so that a node takes 112 bytes: graphs reach millions of nodes.
+  // Fields are ordered by size so that a node takes 104 bytes: graphs reach millions of nodes.
   OpKind kind = OpKind::compute;
   /// collective: which (see `bytes`).
   CollectiveOp op = CollectiveOp::all_reduce;
@@ -95,7 +95,7 @@ struct Node {
   /// the first kernel's, its duration the run's total and its dispatch the first kernel's.
   std::uint32_t run = 0xffffffffu;
 };
-static_assert(sizeof(Node) <= 112, "Node grew: graphs of millions of nodes pay for every byte");
+static_assert(sizeof(Node) <= 104, "Node grew: graphs of millions of nodes pay for every byte");
 inline constexpr std::uint32_t kNoSignature = 0xffffffffu;
 inline constexpr std::uint32_t kNoMatrix = 0xffffffffu;
 inline constexpr std::uint32_t kNoRun = 0xffffffffu;
@@ -193,7 +193,7 @@ struct ExecutionGraph {
   std::size_t part(const Node& n, std::uint32_t j) const { return runs[n.run].first + j; }
   /// How many kernels node `n` runs: its run's, or 1.
   std::uint32_t kernels(const Node& n) const { return n.run == kNoRun ? 1 : runs[n.run].count; }
-  /// The most nodes one graph may hold (~112 bytes each, ~150 with the executor's arrays).
+  /// The most nodes one graph may hold (104 bytes each, ~140 with the executor's arrays).
   static constexpr std::size_t kMaxNodes = 60'000'000;
 
  private:

@@ -261,6 +261,16 @@ TEST_CASE("a send meets its receive and moves as one transfer", "[collectives]")
   const sim::Time t = alone(sim::CollectiveOp::send_recv, 100e6);
   REQUIRE(r.end[s] == 10_us + t);
   REQUIRE(r.end[v] == 10_us + t);
+  // Without every node's ready time, the receive's is still known, and nothing else changes.
+  sim::ExecutorOptions lean;
+  lean.ready_times = false;
+  const auto l = run(g, lean);
+  REQUIRE(l.ready.empty());
+  REQUIRE(l.ready_at(v) == r.ready_at(v));
+  REQUIRE(l.start == r.start);
+  REQUIRE(l.end == r.end);
+  // A receive that waits: posted at 0, its send ready at 10 us.
+  REQUIRE(l.start[v] - l.ready_at(v) == 10_us);
 }
 
 TEST_CASE("compute slows down while its rank communicates", "[collectives]") {
