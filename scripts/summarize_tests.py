@@ -1,5 +1,10 @@
 #!/usr/bin/env python3
-"""Counts passed and failed test cases from Meson's test log (one JSON object per test program).
+"""Counts passed and failed test cases from Meson's test logs (one JSON object per test program).
+
+    summarize_tests.py LOG [LOG...] [--failed=NAME...]
+
+Tests of a log after the first are named with its build folder ("build-asan: common/units_test");
+each --failed=NAME counts one failure more (a step that left no log, such as a build that failed).
 
 Catch2 programs report their own counts ("All tests passed (A assertions in N test cases)" or
 "test cases: T | P passed | F failed"); any other program, or one that died before its summary,
@@ -19,15 +24,36 @@ SKIPPED = re.compile(r"^skipped test cases: (\d+)$", re.MULTILINE)
 PYTEST = re.compile(r"^=*\s*((?:\d+ [a-z]+(?:, )?)+) in [\d.]+s\b.*$", re.MULTILINE)
 
 
-def main(path: str) -> int:
+def main(paths: list, extra_failures: list) -> int:
     passed = failed = skipped_cases = 0
     skipped = []
     failures = []
+    for index, path in enumerate(paths):
+        prefix = "" if index == 0 else path.split("/meson-logs/")[0] + ": "
+        p, f, s = count(path, prefix, skipped, failures)
+        passed += p
+        failed += f
+        skipped_cases += s
+    for name in extra_failures:
+        failures.append(name)
+        failed += 1
+    for name in skipped:
+        print(f"skipped: {name}")
+    for name in failures:
+        print(f"failed: {name}")
+    print(f"{passed} passed, {failed} failed" + (f", {skipped_cases} skipped" if skipped_cases else ""))
+    return 0 if failed == 0 else 1
+
+
+def count(path: str, prefix: str, skipped: list, failures: list):
+    """Passed, failed and skipped test cases of one log; appends names to skipped and failures."""
+    passed = failed = skipped_cases = 0
     with open(path, encoding="utf-8") as log:
         for line in log:
             if not line.strip():
                 continue
             test = json.loads(line)
+            test["name"] = prefix + test["name"]
             result = test.get("result", "")
             out = (test.get("stdout") or "") + (test.get("stderr") or "")
             if result == "SKIP":
@@ -68,13 +94,13 @@ def main(path: str) -> int:
                 failed += 0 if ok else 1
                 if not ok:
                     failures.append(test["name"])
-    for name in skipped:
-        print(f"skipped: {name}")
-    for name in failures:
-        print(f"failed: {name}")
-    print(f"{passed} passed, {failed} failed" + (f", {skipped_cases} skipped" if skipped_cases else ""))
-    return 0 if failed == 0 else 1
+    return passed, failed, skipped_cases
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    args = sys.argv[1:]
+    logs = [a for a in args if not a.startswith("--failed=")]
+    extra = [a[len("--failed="):] for a in args if a.startswith("--failed=")]
+    if not logs:
+        sys.exit("usage: summarize_tests.py LOG [LOG...] [--failed=NAME...]")
+    sys.exit(main(logs, extra))

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds Foresight (installing what is missing) and runs every test suite: unit tests, the
-# collective and executor tests, and validation against measured data. The last line is
+# collective and executor tests, and validation against measured data; then the common suite
+# under ASan and UBSan. The last line is
 # "N passed, N failed" (Catch2 test cases; a test program that crashes counts as one failure), with
 # ", N skipped" when test cases skipped themselves for want of their data.
 set -uo pipefail
@@ -12,5 +13,18 @@ if ! ./scripts/setup.sh; then
 fi
 meson test -C build --print-errorlogs --num-processes "$(nproc)"
 rc=$?
-python3 scripts/summarize_tests.py build/meson-logs/testlog.json || rc=1
+# The common suite again under AddressSanitizer and UndefinedBehaviorSanitizer (gcc, build-asan):
+# the JSON reader every input goes through, units and their overflow checks, the node containers.
+# The whole suite under the sanitizers takes about 30 minutes to build and run on CI's 2 cores,
+# this part about 3 (docs/internals.md#the-sanitizer-build-of-the-test-suite).
+logs=(build/meson-logs/testlog.json)
+extra=()
+rm -f build-asan/meson-logs/testlog.json
+./scripts/sanitize.sh common || rc=1
+if [ -f build-asan/meson-logs/testlog.json ]; then
+  logs+=(build-asan/meson-logs/testlog.json)
+else
+  extra+=("--failed=the sanitizer build (scripts/sanitize.sh common)")
+fi
+python3 scripts/summarize_tests.py "${logs[@]}" "${extra[@]}" || rc=1
 exit $rc
