@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -156,23 +157,53 @@ void build_fabric_table(ClusterImpl& c) {
     }
   }
   f.hops.assign(static_cast<std::size_t>(targets) * s_count, FabricTable::kFar);
+  // The BFS runs for 64 targets at once: each switch holds a bit per target, set once that
+  // target's search has reached it, and a level gives every newly reached (switch, target) its
+  // depth. The counts are each target's own BFS distances; a level visits each link once for
+  // all 64, so a 65,536-GPU fabric's ~3,300 targets cost ~52 passes instead of ~3,300.
+  std::vector<std::uint32_t> target_switch(targets);
+  for (std::uint32_t s = 0; s < s_count; ++s) {
+    if (f.target_index[s] != kNone) target_switch[f.target_index[s]] = s;
+  }
+  std::vector<std::uint64_t> seen(s_count);
+  std::vector<std::uint64_t> frontier_bits(s_count, 0);
+  std::vector<std::uint64_t> next_bits(s_count, 0);
   std::vector<std::uint32_t> frontier;
   std::vector<std::uint32_t> next;
-  for (std::uint32_t b = 0; b < s_count; ++b) {
-    if (f.target_index[b] == kNone) continue;
-    std::uint16_t* column = f.hops.data() + static_cast<std::size_t>(f.target_index[b]) * s_count;
-    column[b] = 0;
-    frontier.assign(1, b);
+  for (std::uint32_t first = 0; first < targets; first += 64) {
+    const std::uint32_t batch = std::min<std::uint32_t>(64, targets - first);
+    std::fill(seen.begin(), seen.end(), 0);
+    frontier.clear();
+    for (std::uint32_t k = 0; k < batch; ++k) {
+      const std::uint32_t b = target_switch[first + k];
+      const std::uint64_t bit = std::uint64_t{1} << k;
+      seen[b] |= bit;
+      if (frontier_bits[b] == 0) frontier.push_back(b);
+      frontier_bits[b] |= bit;
+      f.hops[static_cast<std::size_t>(first + k) * s_count + b] = 0;
+    }
     for (std::uint16_t depth = 1; !frontier.empty(); ++depth) {
       next.clear();
-      for (std::uint32_t s : frontier) {
+      for (const std::uint32_t s : frontier) {
+        const std::uint64_t bits = frontier_bits[s];
         for (LinkId l : c.in.of(f.switches[s])) {
           const std::uint32_t a = f.switch_index[c.ends[l].from];
-          if (a == kNone || column[a] != FabricTable::kFar) continue;
-          column[a] = depth;
-          next.push_back(a);
+          if (a == kNone) continue;
+          const std::uint64_t fresh = bits & ~seen[a];
+          if (fresh == 0) continue;
+          if (next_bits[a] == 0) next.push_back(a);
+          next_bits[a] |= fresh;
         }
       }
+      for (const std::uint32_t s : frontier) frontier_bits[s] = 0;
+      for (const std::uint32_t a : next) {
+        seen[a] |= next_bits[a];
+        for (std::uint64_t bits = next_bits[a]; bits != 0; bits &= bits - 1) {
+          const auto k = static_cast<std::uint32_t>(std::countr_zero(bits));
+          f.hops[static_cast<std::size_t>(first + k) * s_count + a] = depth;
+        }
+      }
+      frontier_bits.swap(next_bits);
       frontier.swap(next);
     }
   }
