@@ -314,3 +314,54 @@ TEST_CASE("adaptive routing pools a leaf's uplinks and the links into a leaf", "
     REQUIRE(all.insert(*ids.begin()).second);  // and distinct from every other
   }
 }
+
+TEST_CASE("fabric routes cross the fewest switches between their leaves", "[topologies]") {
+  // Three-level fat trees: the switch hop table the routes follow (breadth-first searches from
+  // every leaf, run 64 leaves at a time) must give each route a shortest switch path, found
+  // here by a breadth-first search of its own over the cluster's links.
+  for (const auto& [preset, gpus] : {std::pair{"dgx-a100", 4096}, std::pair{"dgx-h100", 6144}}) {
+    INFO(preset << " " << gpus);
+    const auto c = topo::resolve_cluster(preset, gpus);
+    const auto is_switch = [&](topo::DeviceId d) {
+      return c.device(d).kind == DeviceKind::ib_leaf || c.device(d).kind == DeviceKind::ib_spine;
+    };
+    const auto switch_distance = [&](topo::DeviceId from, topo::DeviceId to) {
+      std::map<topo::DeviceId, int> dist{{from, 0}};
+      std::vector<topo::DeviceId> frontier{from};
+      while (!frontier.empty() && dist.count(to) == 0) {
+        std::vector<topo::DeviceId> next;
+        for (const topo::DeviceId d : frontier) {
+          for (const sim::LinkId l : c.out_links(d)) {
+            const topo::DeviceId e = c.link_ends(l).to;
+            if (is_switch(e) && dist.emplace(e, dist[d] + 1).second) next.push_back(e);
+          }
+        }
+        frontier.swap(next);
+      }
+      REQUIRE(dist.count(to) == 1);
+      return dist[to];
+    };
+    int checked = 0;
+    std::set<int> lengths;
+    for (std::uint64_t k = 0; k < 60; ++k) {
+      const auto src = static_cast<sim::GpuId>((k * 7919) % static_cast<std::uint64_t>(gpus));
+      const auto dst = static_cast<sim::GpuId>((k * 104729 + 13) % static_cast<std::uint64_t>(gpus));
+      if (c.gpu(src).node == c.gpu(dst).node) continue;
+      std::vector<sim::LinkId> route;
+      c.route(src, dst, -1, -1, k, route);
+      std::vector<topo::DeviceId> switches;  // the switches the route passes, in order
+      int between = 0;                       // its links from a switch to a switch
+      for (const sim::LinkId l : route) {
+        const auto ends = c.link_ends(l);
+        if (is_switch(ends.to)) switches.push_back(ends.to);
+        if (is_switch(ends.from) && is_switch(ends.to)) ++between;
+      }
+      REQUIRE(switches.size() >= 1);
+      REQUIRE(between == switch_distance(switches.front(), switches.back()));
+      lengths.insert(between);
+      ++checked;
+    }
+    REQUIRE(checked > 40);
+    REQUIRE(lengths.size() >= 2);  // pairs under one leaf, one pod and across the top level
+  }
+}
