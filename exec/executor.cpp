@@ -208,6 +208,14 @@ class Runner final : public EventHandler {
   }
   std::uint32_t host_of(NodeId n) const { return g_.rank_host[g_.nodes[n].rank]; }
   std::uint32_t stream_of(NodeId n) const { return index_.stream_index(g_.nodes[n].rank, g_.nodes[n].stream); }
+  /// Op `n` is ready now: recorded for every node, or for receives only (ExecutorOptions::ready_times).
+  void mark_ready(NodeId n, const Node& node) {
+    if (options_.ready_times) {
+      result_.ready[n] = sim_.now();
+    } else if (node.kind == OpKind::recv) {
+      result_.recv_ready[index_.transfer_of(n)] = sim_.now();
+    }
+  }
   std::uint32_t process_of(std::uint32_t h) const { return g_.host_process.empty() ? h : g_.host_process[h]; }
 
   /// Takes host `h`'s interpreter lock for `gil` (true), or queues `h` for it (false: the host
@@ -264,7 +272,7 @@ class Runner final : public EventHandler {
           return;
         }
         H.waiting = kNone;
-        if (options_.ready_times) result_.ready[n] = sim_.now();
+        mark_ready(n, node);
         result_.start[n] = sim_.now();
         if (node.kind == OpKind::host && node.duration > Time::zero()) {
           if (!acquire_gil(h, std::min(node.gil, node.duration))) return;
@@ -426,11 +434,7 @@ class Runner final : public EventHandler {
     if (deps_left_[n] > 0) return;
     st.running = true;
     const Node& node = g_.nodes[n];
-    if (options_.ready_times) {
-      result_.ready[n] = sim_.now();
-    } else if (node.kind == OpKind::recv) {
-      result_.recv_ready[index_.transfer_of(n)] = sim_.now();
-    }
+    mark_ready(n, node);
     if (!is_comm(node.kind)) result_.start[n] = sim_.now();
     switch (node.kind) {
       case OpKind::compute:
