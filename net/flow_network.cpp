@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <queue>
 
 #include "common/error.hpp"
 
@@ -28,22 +27,12 @@ constexpr double kRoundingTolerance = 1e-12;
 
 bool rounding(double a, double b) { return std::abs(a - b) <= kRoundingTolerance * std::max(std::abs(a), std::abs(b)); }
 
-/// A candidate level in progressive filling: a link's fair share or a flow's own cap.
-struct Level {
+/// A flow's own cap as a candidate level in progressive filling.
+struct CapLevel {
   double value;
-  std::uint32_t is_flow;  // 0: link share, 1: flow cap
-  std::uint32_t id;
-  std::uint32_t version;
+  std::uint32_t slot;
+  bool operator<(const CapLevel& o) const { return value != o.value ? value < o.value : slot < o.slot; }
 };
-struct LevelAfter {
-  bool operator()(const Level& a, const Level& b) const {
-    if (a.value != b.value) return a.value > b.value;
-    if (a.is_flow != b.is_flow) return a.is_flow > b.is_flow;
-    if (a.id != b.id) return a.id > b.id;
-    return a.version > b.version;
-  }
-};
-using LevelHeap = std::priority_queue<Level, std::vector<Level>, LevelAfter>;
 
 void check_capacities(const std::vector<double>& capacities) {
   for (std::size_t i = 0; i < capacities.size(); ++i) {
@@ -323,15 +312,21 @@ void FlowNetwork::settle() {
       if (f.bottleneck < 0) continue;
       // (2) A flow held at its rate runs faster than a re-solved flow on the latter's
       // bottleneck: every flow of that link is re-solved.
+      // Some held flow is faster, by more than the tolerance, exactly when the fastest is.
       const auto b = static_cast<LinkId>(f.bottleneck);
-      if (links_[b].full_mark == settle_) continue;
-      for (const std::uint32_t g : links_[b].flows) {
-        if (flows_[g].mark != settle_ && changed(flows_[g].rate, f.new_rate) && flows_[g].rate > f.new_rate) {
-          links_[b].full_mark = settle_;
-          full.push_back(b);
-          grew = true;
-          break;
+      Link& bl = links_[b];
+      if (bl.full_mark == settle_) continue;
+      if (bl.fastest_mark != epoch_) {
+        bl.fastest_mark = epoch_;
+        bl.fastest_held = -1.0;
+        for (const std::uint32_t g : bl.flows) {
+          if (flows_[g].mark != settle_) bl.fastest_held = std::max(bl.fastest_held, flows_[g].rate);
         }
+      }
+      if (bl.fastest_held > f.new_rate && changed(bl.fastest_held, f.new_rate)) {
+        bl.full_mark = settle_;
+        full.push_back(b);
+        grew = true;
       }
     }
     if (!grew) break;
@@ -370,15 +365,23 @@ void FlowNetwork::solve(const std::vector<std::uint32_t>& set) {
       l.count += f.weight;
     }
   }
-  LevelHeap heap;
+  // Candidate levels: every touched link's fair share among its unfrozen re-solved flows (one
+  // entry per link, updated in place), and every re-solved flow's own cap (sorted once). The
+  // lowest goes first; at equal values a link before a cap, then the lower id.
+  levels_.clear(links_.size());
   for (const LinkId lid : touched) {
     const Link& l = links_[lid];
-    heap.push(Level{std::max(0.0, l.residual) / l.count, 0, lid, l.version});
+    levels_.set(lid, std::max(0.0, l.residual) / l.count);
   }
+  std::vector<CapLevel> caps;
   for (const std::uint32_t s : set) {
-    if (std::isfinite(flows_[s].max_rate)) heap.push(Level{flows_[s].max_rate, 1, s, 0});
+    if (std::isfinite(flows_[s].max_rate)) caps.push_back(CapLevel{flows_[s].max_rate, s});
   }
+  std::sort(caps.begin(), caps.end());
+  std::size_t next_cap = 0;
   std::size_t unfrozen = set.size();
+  std::vector<LinkId> changed;
+  std::uint64_t batch = ++batches_;
   auto freeze = [&](Flow& f, double rate, std::int64_t bottleneck) {
     if (bottleneck >= 0 && rate < f.bound && f.bound - rate <= kRoundingTolerance * f.bound) rate = f.bound;
     f.frozen = true;
@@ -389,26 +392,44 @@ void FlowNetwork::solve(const std::vector<std::uint32_t>& set) {
       Link& l = links_[lid];
       l.residual -= rate * f.weight;
       l.count -= f.weight;
-      ++l.version;
-      if (l.count > 0.0) heap.push(Level{std::max(0.0, l.residual) / l.count, 0, lid, l.version});
+      if (l.batch != batch) {
+        l.batch = batch;
+        changed.push_back(lid);
+      }
     }
   };
-  while (unfrozen > 0 && !heap.empty()) {
-    const Level top = heap.top();
-    heap.pop();
-    if (top.is_flow != 0) {
-      Flow& f = flows_[top.id];
-      if (!f.frozen) freeze(f, top.value, -1);
+  // A link's level moves once per batch of freezes (nothing is taken from the queue meanwhile).
+  auto requeue = [&] {
+    for (const LinkId lid : changed) {
+      const Link& l = links_[lid];
+      if (l.count > 0.0) {
+        levels_.set(lid, std::max(0.0, l.residual) / l.count);
+      } else {
+        levels_.erase(lid);
+      }
+    }
+    changed.clear();
+    batch = ++batches_;
+  };
+  while (unfrozen > 0) {
+    while (next_cap < caps.size() && flows_[caps[next_cap].slot].frozen) ++next_cap;
+    const bool cap_left = next_cap < caps.size();
+    if (levels_.empty() && !cap_left) break;
+    if (levels_.empty() || (cap_left && caps[next_cap].value < levels_.top_value())) {
+      const CapLevel c = caps[next_cap++];
+      freeze(flows_[c.slot], c.value, -1);
+      requeue();
       continue;
     }
-    const Link& l = links_[top.id];
-    if (top.version != l.version || l.count == 0.0) continue;
-    // Freeze every unfrozen re-solved flow on this link at its fair share. Copy the list: it
-    // is stable during the loop (only scratch fields change), but keep the order explicit.
-    for (const std::uint32_t s : l.flows) {
+    const LinkId lid = levels_.top();
+    const double value = levels_.top_value();
+    levels_.erase(lid);
+    // Freeze every unfrozen re-solved flow on this link at its fair share.
+    for (const std::uint32_t s : links_[lid].flows) {
       Flow& f = flows_[s];
-      if (f.mark == settle_ && !f.frozen) freeze(f, top.value, top.id);
+      if (f.mark == settle_ && !f.frozen) freeze(f, value, lid);
     }
+    requeue();
   }
   if (unfrozen != 0) throw InternalError("FlowNetwork: progressive filling left flows unfrozen");
 }

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "net/level_queue.hpp"
 #include "net/network_model.hpp"
 #include "sim/simulator.hpp"
 
@@ -88,10 +89,12 @@ class FlowNetwork final : public NetworkModel, private EventHandler {
     // Scratch state of the current re-solve.
     std::uint64_t dirty_mark = 0;  ///< == settle_ when the link is in the dirty set
     std::uint64_t full_mark = 0;   ///< == settle_ when every flow of the link is re-solved
+    std::uint64_t fastest_mark = 0;  ///< == epoch_ when fastest_held is valid
+    double fastest_held = -1.0;      ///< highest rate of its flows held at their rates (-1: none)
     std::uint64_t mark = 0;        ///< == epoch_ when residual/count are valid
     double residual = 0.0;
     double count = 0.0;  ///< weight of the re-solved flows not yet frozen
-    std::uint32_t version = 0;
+    std::uint64_t batch = 0;  ///< == the current batch of freezes when its level must move
   };
 
   enum EventKind : std::uint32_t { kSettle = 1, kFlowDone = 2 };
@@ -117,10 +120,12 @@ class FlowNetwork final : public NetworkModel, private EventHandler {
   std::vector<Flow> flows_;
   std::vector<std::uint32_t> free_slots_;
   std::vector<LinkId> dirty_;
+  LevelQueue levels_;  ///< scratch of solve(): candidate link levels
   std::size_t active_ = 0;
   bool settle_pending_ = false;
   std::uint64_t settle_ = 1;  ///< id of the current settle (marks)
   std::uint64_t epoch_ = 1;   ///< id of the current solve (marks)
+  std::uint64_t batches_ = 0;  ///< batches of freezes so far (Link::batch)
   std::uint64_t solves_ = 0;
   std::uint64_t flows_resolved_ = 0;
 };
