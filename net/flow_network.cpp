@@ -27,11 +27,15 @@ constexpr double kRoundingTolerance = 1e-12;
 
 bool rounding(double a, double b) { return std::abs(a - b) <= kRoundingTolerance * std::max(std::abs(a), std::abs(b)); }
 
-/// A flow's own cap as a candidate level in progressive filling.
-struct CapLevel {
-  double value;
-  std::uint32_t slot;
-  bool operator<(const CapLevel& o) const { return value != o.value ? value < o.value : slot < o.slot; }
+/// Heap order (std::push_heap keeps the greatest first): the lowest value, then the lowest id;
+/// a link's entries of one value differ in version, and at most one is current.
+struct LevelAfter {
+  template <typename Level>
+  bool operator()(const Level& a, const Level& b) const {
+    if (a.value != b.value) return a.value > b.value;
+    if (a.id != b.id) return a.id > b.id;
+    return a.version > b.version;
+  }
 };
 
 void check_capacities(const std::vector<double>& capacities) {
@@ -346,7 +350,8 @@ void FlowNetwork::settle() {
 
 void FlowNetwork::solve(const std::vector<std::uint32_t>& set) {
   ++epoch_;
-  std::vector<LinkId> touched;
+  std::vector<LinkId>& touched = touched_;
+  touched.clear();
   for (const std::uint32_t s : set) {
     Flow& f = flows_[s];
     f.frozen = false;
@@ -365,22 +370,28 @@ void FlowNetwork::solve(const std::vector<std::uint32_t>& set) {
       l.count += f.weight;
     }
   }
-  // Candidate levels: every touched link's fair share among its unfrozen re-solved flows (one
-  // entry per link, updated in place), and every re-solved flow's own cap (sorted once). The
-  // lowest goes first; at equal values a link before a cap, then the lower id.
-  levels_.clear(links_.size());
-  for (const LinkId lid : touched) {
+  // Candidate levels: every touched link's fair share among its unfrozen re-solved flows, in a
+  // heap where a link's older entries are stale (its version moved on), and every re-solved
+  // flow's own cap, sorted once. The lowest goes first; at equal values a link before a cap,
+  // then the lower id.
+  std::vector<Level>& heap = heap_;
+  heap.clear();
+  const auto push = [&](LinkId lid) {
     const Link& l = links_[lid];
-    levels_.set(lid, std::max(0.0, l.residual) / l.count);
-  }
-  std::vector<CapLevel> caps;
+    heap.push_back(Level{std::max(0.0, l.residual) / l.count, lid, l.version});
+    std::push_heap(heap.begin(), heap.end(), LevelAfter{});
+  };
+  for (const LinkId lid : touched) push(lid);
+  std::vector<std::pair<double, std::uint32_t>>& caps = caps_;  // (cap, slot)
+  caps.clear();
   for (const std::uint32_t s : set) {
-    if (std::isfinite(flows_[s].max_rate)) caps.push_back(CapLevel{flows_[s].max_rate, s});
+    if (std::isfinite(flows_[s].max_rate)) caps.emplace_back(flows_[s].max_rate, s);
   }
   std::sort(caps.begin(), caps.end());
   std::size_t next_cap = 0;
   std::size_t unfrozen = set.size();
-  std::vector<LinkId> changed;
+  std::vector<LinkId>& changed = changed_;
+  changed.clear();
   std::uint64_t batch = ++batches_;
   auto freeze = [&](Flow& f, double rate, std::int64_t bottleneck) {
     if (bottleneck >= 0 && rate < f.bound && f.bound - rate <= kRoundingTolerance * f.bound) rate = f.bound;
@@ -398,36 +409,41 @@ void FlowNetwork::solve(const std::vector<std::uint32_t>& set) {
       }
     }
   };
-  // A link's level moves once per batch of freezes (nothing is taken from the queue meanwhile).
+  // A link's level moves once per batch of freezes (nothing is taken from the heap meanwhile).
   auto requeue = [&] {
     for (const LinkId lid : changed) {
-      const Link& l = links_[lid];
-      if (l.count > 0.0) {
-        levels_.set(lid, std::max(0.0, l.residual) / l.count);
-      } else {
-        levels_.erase(lid);
-      }
+      Link& l = links_[lid];
+      ++l.version;
+      if (l.count > 0.0) push(lid);
     }
     changed.clear();
     batch = ++batches_;
   };
+  const auto stale = [&](const Level& top) {
+    const Link& l = links_[top.id];
+    return top.version != l.version || l.count == 0.0;
+  };
   while (unfrozen > 0) {
-    while (next_cap < caps.size() && flows_[caps[next_cap].slot].frozen) ++next_cap;
+    while (next_cap < caps.size() && flows_[caps[next_cap].second].frozen) ++next_cap;
+    while (!heap.empty() && stale(heap.front())) {
+      std::pop_heap(heap.begin(), heap.end(), LevelAfter{});
+      heap.pop_back();
+    }
     const bool cap_left = next_cap < caps.size();
-    if (levels_.empty() && !cap_left) break;
-    if (levels_.empty() || (cap_left && caps[next_cap].value < levels_.top_value())) {
-      const CapLevel c = caps[next_cap++];
-      freeze(flows_[c.slot], c.value, -1);
+    if (heap.empty() && !cap_left) break;
+    if (heap.empty() || (cap_left && caps[next_cap].first < heap.front().value)) {
+      const auto [value, slot] = caps[next_cap++];
+      freeze(flows_[slot], value, -1);
       requeue();
       continue;
     }
-    const LinkId lid = levels_.top();
-    const double value = levels_.top_value();
-    levels_.erase(lid);
+    const Level top = heap.front();
+    std::pop_heap(heap.begin(), heap.end(), LevelAfter{});
+    heap.pop_back();
     // Freeze every unfrozen re-solved flow on this link at its fair share.
-    for (const std::uint32_t s : links_[lid].flows) {
+    for (const std::uint32_t s : links_[top.id].flows) {
       Flow& f = flows_[s];
-      if (f.mark == settle_ && !f.frozen) freeze(f, value, lid);
+      if (f.mark == settle_ && !f.frozen) freeze(f, top.value, top.id);
     }
     requeue();
   }

@@ -17,9 +17,9 @@
 /// flows are not re-solved when one of them starts or ends.
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
-#include "net/level_queue.hpp"
 #include "net/network_model.hpp"
 #include "sim/simulator.hpp"
 
@@ -95,6 +95,14 @@ class FlowNetwork final : public NetworkModel, private EventHandler {
     double residual = 0.0;
     double count = 0.0;  ///< weight of the re-solved flows not yet frozen
     std::uint64_t batch = 0;  ///< == the current batch of freezes when its level must move
+    std::uint32_t version = 0;  ///< heap entries of another version are stale
+  };
+
+  /// A link's level in progressive filling, its fair share as of its version.
+  struct Level {
+    double value;
+    std::uint32_t id;
+    std::uint32_t version;
   };
 
   enum EventKind : std::uint32_t { kSettle = 1, kFlowDone = 2 };
@@ -120,7 +128,12 @@ class FlowNetwork final : public NetworkModel, private EventHandler {
   std::vector<Flow> flows_;
   std::vector<std::uint32_t> free_slots_;
   std::vector<LinkId> dirty_;
-  LevelQueue levels_;  ///< scratch of solve(): candidate link levels
+  // Scratch of solve(): candidate link levels, links touched, flows' caps (cap, slot), links
+  // whose level moves after a batch of freezes.
+  std::vector<Level> heap_;
+  std::vector<LinkId> touched_;
+  std::vector<std::pair<double, std::uint32_t>> caps_;
+  std::vector<LinkId> changed_;
   std::size_t active_ = 0;
   bool settle_pending_ = false;
   std::uint64_t settle_ = 1;  ///< id of the current settle (marks)
