@@ -18,15 +18,10 @@ using sim::OpKind;
 
 namespace {
 
-const topo::Cluster& dgx() {
-  static const topo::Cluster c = topo::resolve_cluster("dgx-a100", 8);
-  return c;
-}
-
 sim::ExecutionResult run(const sim::ExecutionGraph& g, std::uint32_t depth) {
   sim::ExecutorOptions o;
   o.launch_queue_depth = depth;
-  return sim::execute(g, dgx(), test::executor_config(), sim::NetworkKind::flow, o);
+  return sim::execute(g, test::dgx(), test::executor_config(), sim::NetworkKind::flow, o);
 }
 
 Node kernel(sim::RankId rank, sim::Time duration, sim::Time dispatch, std::vector<NodeId> deps = {}) {
@@ -213,12 +208,12 @@ TEST_CASE("the executor refuses coalesced kernels that would slow under communic
   REQUIRE(g.runs.size() == 1);
   sim::ExecutorOptions o;
   o.comm_compute_slowdown = 0.2;
-  REQUIRE_THROWS_AS(sim::execute(g, dgx(), test::executor_config(), sim::NetworkKind::flow, o), sim::InternalError);
+  REQUIRE_THROWS_AS(sim::execute(g, test::dgx(), test::executor_config(), sim::NetworkKind::flow, o), sim::InternalError);
   o.comm_compute_slowdown = 0.0;
-  REQUIRE(sim::execute(g, dgx(), test::executor_config(), sim::NetworkKind::flow, o).makespan == 21_us);
+  REQUIRE(sim::execute(g, test::dgx(), test::executor_config(), sim::NetworkKind::flow, o).makespan == 21_us);
   // A run whose durations do not add up is caught by the graph check.
   g.part_duration[0] = 9_us;
-  REQUIRE_THROWS_AS(sim::execute(g, dgx(), test::executor_config(), sim::NetworkKind::flow, o), sim::GraphError);
+  REQUIRE_THROWS_AS(sim::execute(g, test::dgx(), test::executor_config(), sim::NetworkKind::flow, o), sim::GraphError);
 }
 
 TEST_CASE("runs of identical kernels share their parts", "[coalesce]") {
@@ -250,7 +245,7 @@ TEST_CASE("runs of identical kernels share their parts", "[coalesce]") {
   REQUIRE(g.nodes[5].duration == 20_us);
   // The shared run is simulated as its kernels: the host's 1 us, then 10 + 10 us, three times
   // less the 3 us of the middle run's shorter kernel, each run waiting for the host op before it.
-  const sim::ExecutionResult res = sim::execute(g, dgx(), test::executor_config(), sim::NetworkKind::flow, {});
+  const sim::ExecutionResult res = sim::execute(g, test::dgx(), test::executor_config(), sim::NetworkKind::flow, {});
   REQUIRE(res.end[5] - res.start[5] == 20_us);
   REQUIRE(res.end[3] - res.start[3] == 17_us);
 }

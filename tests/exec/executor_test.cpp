@@ -14,13 +14,6 @@ using sim::OpKind;
 
 namespace {
 
-const topo::Cluster& dgx() {
-  static const topo::Cluster c = topo::resolve_cluster("dgx-a100", 8);
-  return c;
-}
-
-sim::CollectiveConfig config() { return test::executor_config(); }
-
 Node compute(sim::RankId rank, sim::Time duration, sim::StreamId stream = 1, sim::Time dispatch = {},
              std::vector<sim::NodeId> deps = {}) {
   Node n;
@@ -76,7 +69,7 @@ sim::ExecutionGraph ranks(int n, bool shared_host = false) {
 }
 
 sim::ExecutionResult run(const sim::ExecutionGraph& g, sim::ExecutorOptions o = {}) {
-  return sim::execute(g, dgx(), config(), sim::NetworkKind::flow, o);
+  return sim::execute(g, test::dgx(), test::executor_config(), sim::NetworkKind::flow, o);
 }
 
 /// Time of a 2-rank collective alone on GPUs 0 and 1.
@@ -85,7 +78,7 @@ sim::Time alone(sim::CollectiveOp op, double bytes) {
   r.op = op;
   r.bytes = bytes;
   r.ranks = {0, 1};
-  return sim::measure_collective(dgx(), config(), sim::NetworkKind::flow, r).time;
+  return sim::measure_collective(test::dgx(), test::executor_config(), sim::NetworkKind::flow, r).time;
 }
 
 }  // namespace
@@ -455,7 +448,7 @@ TEST_CASE("link samples stay bounded on a long run: thinned, evenly spaced, and 
   g.add(collective(1, comm, 64e6));
   g.add(compute(0, sim::Time::from_seconds(1000.0)));
   std::vector<sim::LinkId> links;
-  for (std::size_t l = 0; l < dgx().link_count(); ++l) links.push_back(static_cast<sim::LinkId>(l));
+  for (std::size_t l = 0; l < test::dgx().link_count(); ++l) links.push_back(static_cast<sim::LinkId>(l));
   const auto sampled = [&](sim::Time interval) {
     sim::ExecutorOptions o;
     o.sample_links = links;

@@ -19,8 +19,6 @@ const topo::Cluster& two_nodes() {
   return c;
 }
 
-sim::CollectiveConfig config() { return test::executor_config(); }
-
 Node op(OpKind kind, sim::RankId rank, sim::StreamId stream, std::vector<sim::NodeId> deps = {}) {
   Node n;
   n.kind = kind;
@@ -100,8 +98,8 @@ TEST_CASE("a folded collective takes as long as the groups it stands for", "[col
   for (const auto network : {sim::NetworkKind::flow, sim::NetworkKind::analytical}) {
     for (const double bytes : {64e3, 256e6}) {
       CAPTURE(sim::to_string(network), bytes);
-      const auto full = sim::execute(dp_job(false, bytes, 100_us), two_nodes(), config(), network);
-      const auto folded = sim::execute(dp_job(true, bytes, 100_us), two_nodes(), config(), network);
+      const auto full = sim::execute(dp_job(false, bytes, 100_us), two_nodes(), test::executor_config(), network);
+      const auto folded = sim::execute(dp_job(true, bytes, 100_us), two_nodes(), test::executor_config(), network);
       // Same answer: bit for bit, as every group starts and ends together in the full run.
       REQUIRE(last_end(folded) == last_end(full));
       // Rank 0's collectives end when they did in the full run (nodes 1 and 3 of each graph).
@@ -116,13 +114,13 @@ TEST_CASE("a folded transfer's mirrors contend as the full run's transfers do", 
   const double bytes = 64e6;
   // PCIe servers: 4 NICs for 8 GPUs, so the eight pairs share NICs.
   const topo::Cluster pcie = topo::resolve_cluster("pcie-8gpu", 16);
-  const auto full = sim::execute(cross_node_p2p(false, bytes), pcie, config(), sim::NetworkKind::flow);
-  const auto folded = sim::execute(cross_node_p2p(true, bytes), pcie, config(), sim::NetworkKind::flow);
+  const auto full = sim::execute(cross_node_p2p(false, bytes), pcie, test::executor_config(), sim::NetworkKind::flow);
+  const auto folded = sim::execute(cross_node_p2p(true, bytes), pcie, test::executor_config(), sim::NetworkKind::flow);
   REQUIRE(folded.makespan == full.makespan);
   // And the mirrors matter: one pair alone has a NIC to itself and is faster.
   sim::ExecutionGraph alone = cross_node_p2p(true, bytes);
   alone.rank_mirrors.clear();
-  const auto single = sim::execute(alone, pcie, config(), sim::NetworkKind::flow);
+  const auto single = sim::execute(alone, pcie, test::executor_config(), sim::NetworkKind::flow);
   REQUIRE(single.makespan < folded.makespan);
 }
 
@@ -133,8 +131,8 @@ TEST_CASE("collectives in closed form reproduce the flow-by-flow run with fewer 
     for (const bool folded : {false, true}) {
       CAPTURE(sim::to_string(network), folded);
       const auto g = dp_job(folded, 8e6, 50_us);
-      const auto plain = sim::execute(g, two_nodes(), config(), network, off);
-      const auto fast = sim::execute(g, two_nodes(), config(), network);
+      const auto plain = sim::execute(g, two_nodes(), test::executor_config(), network, off);
+      const auto fast = sim::execute(g, two_nodes(), test::executor_config(), network);
       REQUIRE(fast.makespan == plain.makespan);
       for (std::size_t n = 0; n < g.nodes.size(); ++n) {
         CAPTURE(n);
@@ -158,26 +156,26 @@ TEST_CASE("inconsistent folding is a clear graph error", "[collectives]") {
   SECTION("groups of different sizes") {
     auto g = dp_job(true, 1e6, 1_us);
     g.communicators[0].groups[2].pop_back();
-    REQUIRE_THROWS_WITH(sim::execute(g, two_nodes(), config(), sim::NetworkKind::flow),
+    REQUIRE_THROWS_WITH(sim::execute(g, two_nodes(), test::executor_config(), sim::NetworkKind::flow),
                         Catch::Contains("group 2 has 3 GPUs, group 0 has 4"));
   }
   SECTION("a member outside its first group") {
     auto g = dp_job(true, 1e6, 1_us);
     g.communicators[0].groups[0][0] = 5;
     g.communicators[0].groups[1][1] = 0;
-    REQUIRE_THROWS_WITH(sim::execute(g, two_nodes(), config(), sim::NetworkKind::flow),
+    REQUIRE_THROWS_WITH(sim::execute(g, two_nodes(), test::executor_config(), sim::NetworkKind::flow),
                         Catch::Contains("runs on GPU 0, which is not in its first group"));
   }
   SECTION("a group naming a GPU the cluster lacks") {
     auto g = dp_job(true, 1e6, 1_us);
     g.communicators[0].groups[3][3] = 99;
-    REQUIRE_THROWS_WITH(sim::execute(g, two_nodes(), config(), sim::NetworkKind::flow),
+    REQUIRE_THROWS_WITH(sim::execute(g, two_nodes(), test::executor_config(), sim::NetworkKind::flow),
                         Catch::Contains("names GPU 99, but the cluster has 16 GPUs"));
   }
   SECTION("a transfer between ranks with different mirror counts") {
     auto g = cross_node_p2p(true, 1e6);
     g.rank_mirrors[1].pop_back();
-    REQUIRE_THROWS_WITH(sim::execute(g, two_nodes(), config(), sim::NetworkKind::flow),
+    REQUIRE_THROWS_WITH(sim::execute(g, two_nodes(), test::executor_config(), sim::NetworkKind::flow),
                         Catch::Contains("stands for 8 GPUs but its receiver"));
   }
 }

@@ -44,7 +44,7 @@ std::vector<json> measured_rows(const std::string& file) {
   return rows;
 }
 
-strategy::SimulationOutput simulate(const std::string& preset, const json& plan_extra) {
+strategy::SimulationOutput simulate_contention(const std::string& preset, const json& plan_extra) {
   // GPT-2 medium-sized layers, DDP on 8 GPUs with small buckets: the all-reduces overlap the
   // backward pass's GEMMs and memory-bound kernels.
   json doc{{"model", {{"name", "gpt2-medium"}}},
@@ -136,9 +136,9 @@ TEST_CASE("on Hopper a collective launched during a GEMM waits for that GEMM, no
 
 TEST_CASE("measured contention slows overlapped H100 compute, by at most the matrix factor of the communication",
           "[contention]") {
-  const auto off = simulate("dgx-h100", json{{"comm_contention", "off"}});
-  const auto on = simulate("dgx-h100", json::object());
-  const auto uniform = simulate("dgx-h100", json{{"comm_compute_slowdown", strategy::kHopperCommSlowdownGemm}});
+  const auto off = simulate_contention("dgx-h100", json{{"comm_contention", "off"}});
+  const auto on = simulate_contention("dgx-h100", json::object());
+  const auto uniform = simulate_contention("dgx-h100", json{{"comm_compute_slowdown", strategy::kHopperCommSlowdownGemm}});
   const double t_off = off.report.iteration_time_s;
   const double t_on = on.report.iteration_time_s;
   REQUIRE(t_on > t_off);
@@ -167,13 +167,13 @@ TEST_CASE("measured contention slows overlapped H100 compute, by at most the mat
 }
 
 TEST_CASE("contention changes nothing where it was not measured (A100)", "[contention]") {
-  const auto off = simulate("dgx-a100", json{{"comm_contention", "off"}});
-  const auto on = simulate("dgx-a100", json::object());
+  const auto off = simulate_contention("dgx-a100", json{{"comm_contention", "off"}});
+  const auto on = simulate_contention("dgx-a100", json::object());
   REQUIRE(on.result.makespan == off.result.makespan);
   REQUIRE(on.report.iteration_time_s == off.report.iteration_time_s);
 }
 
 TEST_CASE("comm_contention rejects an unknown value", "[contention]") {
-  REQUIRE_THROWS_WITH(simulate("dgx-h100", json{{"comm_contention", "some"}}),
+  REQUIRE_THROWS_WITH(simulate_contention("dgx-h100", json{{"comm_contention", "some"}}),
                       Catch::Matchers::Contains("comm_contention") && Catch::Matchers::Contains("measured"));
 }

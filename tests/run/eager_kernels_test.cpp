@@ -52,7 +52,7 @@ constexpr double kS = 1024;
 constexpr double kH = 768;
 constexpr double kFfn = 3072;
 
-SimulationOutput simulate(const std::string& model, const json& plan_extra) {
+SimulationOutput simulate_eager(const std::string& model, const json& plan_extra) {
   json doc{{"model", {{"name", model}}},
            {"cluster", {{"preset", "dgx-h200"}, {"gpus", 1}}},
            {"plan", {{"micro_batch", 2}, {"precision", "amp_bf16"}, {"optimizer", "adam"}, {"fused_attention", true}}},
@@ -223,12 +223,12 @@ TEST_CASE("memory paths: the same bytes take 1 / factor as long off the vectoriz
 
 TEST_CASE("plan.kernels eager: slower than fused for GPT-2 AMP, refused where it has no meaning", "[eager]") {
   using Catch::Matchers::Contains;
-  const SimulationOutput fused = simulate("gpt2", json::object());
-  const SimulationOutput eager = simulate("gpt2", json{{"kernels", "eager"}});
+  const SimulationOutput fused = simulate_eager("gpt2", json::object());
+  const SimulationOutput eager = simulate_eager("gpt2", json{{"kernels", "eager"}});
   // Every fused memory kernel has eager ones at least as large, and GELU alone adds 70 - 4 and
   // (14 kernels) more bytes per element: the eager step is longer.
   REQUIRE(eager.report.iteration_time_s > fused.report.iteration_time_s);
-  REQUIRE_THROWS_WITH(simulate("resnet50", json{{"kernels", "eager"}, {"fused_attention", false}}),
+  REQUIRE_THROWS_WITH(simulate_eager("resnet50", json{{"kernels", "eager"}, {"fused_attention", false}}),
                       Contains("/plan/kernels") && Contains("Hugging Face"));
   json doc{{"model", {{"name", "gpt2"}}},
            {"cluster", {{"preset", "dgx-h200"}, {"gpus", 2}}},
@@ -272,9 +272,9 @@ TEST_CASE("torchtitan's eager Llama: bf16 parameters without autocast, no cache,
   REQUIRE(named(layer(m, "loss").fwd, "eager_logits_upcast").size() == 1);
 
   // The scenario key: amp_bf16 with torchtitan's kernels runs no autocast casts.
-  const SimulationOutput hf = simulate("llama2-7b", json{{"kernels", "eager"}});
-  const SimulationOutput titan = simulate("llama2-7b", json{{"kernels", "torchtitan"}});
+  const SimulationOutput hf = simulate_eager("llama2-7b", json{{"kernels", "eager"}});
+  const SimulationOutput titan = simulate_eager("llama2-7b", json{{"kernels", "torchtitan"}});
   REQUIRE(titan.report.iteration_time_s < hf.report.iteration_time_s);
-  REQUIRE_THROWS_WITH(simulate("resnet50", json{{"kernels", "torchtitan"}, {"fused_attention", false}}),
+  REQUIRE_THROWS_WITH(simulate_eager("resnet50", json{{"kernels", "torchtitan"}, {"fused_attention", false}}),
                       Catch::Matchers::Contains("/plan/kernels") && Catch::Matchers::Contains("\"torchtitan\""));
 }

@@ -23,7 +23,7 @@ using nlohmann::json;
 
 namespace {
 
-SimulationOutput simulate(const json& plan_extra, const std::string& preset = "dgx-h100") {
+SimulationOutput simulate_fp8(const json& plan_extra, const std::string& preset = "dgx-h100") {
   json doc{{"model", {{"name", "gpt3-1.3b"}}},
            {"cluster", {{"preset", preset}, {"gpus", 8}}},
            {"plan", {{"tp", 2}, {"dp", 4}, {"micro_batch", 2}, {"global_batch", 16}, {"precision", "bf16"},
@@ -104,8 +104,8 @@ TEST_CASE("an FP8 GEMM signature runs at the FP8 peak: half a BF16 GEMM's time o
 }
 
 TEST_CASE("an FP8 plan: its linear GEMMs are FP8 kernels, TP shards their casts, and the step is faster", "[fp8]") {
-  const auto off = simulate(json::object());
-  const auto on = simulate(json{{"fp8", true}});
+  const auto off = simulate_fp8(json::object());
+  const auto on = simulate_fp8(json{{"fp8", true}});
   REQUIRE(on.report.iteration_time_s < off.report.iteration_time_s);
   const auto& g = on.compiled.graph;
   int fp8_gemms = 0;
@@ -136,9 +136,9 @@ TEST_CASE("an FP8 plan: its linear GEMMs are FP8 kernels, TP shards their casts,
 
 TEST_CASE("FP8 needs FP8 tensor cores, a BF16 precision and a transformer", "[fp8]") {
   using Catch::Matchers::Contains;
-  REQUIRE_THROWS_WITH(simulate(json{{"fp8", true}}, "dgx-a100"),
+  REQUIRE_THROWS_WITH(simulate_fp8(json{{"fp8", true}}, "dgx-a100"),
                       Contains("/plan/fp8") && Contains("FP8 tensor cores") && Contains("A100-SXM4-40GB"));
-  REQUIRE_THROWS_WITH(simulate(json{{"fp8", true}, {"precision", "fp16"}}),
+  REQUIRE_THROWS_WITH(simulate_fp8(json{{"fp8", true}, {"precision", "fp16"}}),
                       Contains("/plan/fp8") && Contains("bf16 or amp_bf16") && Contains("fp16"));
   json doc{{"model", {{"name", "resnet50"}}},
            {"cluster", {{"preset", "dgx-h100"}, {"gpus", 8}}},
@@ -166,7 +166,7 @@ TEST_CASE("FP8 weights are cast once per step: later micro-batches and recompute
   for (const int m : {1, 4}) {
     for (const char* recompute : {"none", "full"}) {
       INFO("micro-batches " << m << ", recompute " << recompute);
-      const auto out = simulate(json{{"fp8", true}, {"micro_batch", 4 / m}, {"recompute", recompute}});
+      const auto out = simulate_fp8(json{{"fp8", true}, {"micro_batch", 4 / m}, {"recompute", recompute}});
       const auto [inputs, weights] = casts(out);
       REQUIRE(weights > 0);
       // Full recompute re-runs each block's forward (input casts again, weights cached).

@@ -17,7 +17,7 @@ using nlohmann::json;
 
 namespace {
 
-strategy::SimulationOutput simulate(const json& cluster, const strategy::PriceTable& prices) {
+strategy::SimulationOutput simulate_priced(const json& cluster, const strategy::PriceTable& prices) {
   const json doc{{"model", {{"name", "resnet18-cifar"}}},
                  {"cluster", cluster},
                  {"plan", {{"dp", 8}, {"micro_batch", 64}}},
@@ -60,7 +60,7 @@ TEST_CASE("the stored price table names catalog GPUs, each with its source and b
 
 TEST_CASE("a run's cost is its GPU-hours at the price, its energy its hours at the watts", "[prices]") {
   const auto table = strategy::load_prices(strategy::default_prices_path());
-  const auto out = simulate(json{{"preset", "dgx-a100"}, {"gpus", 8}}, table);
+  const auto out = simulate_priced(json{{"preset", "dgx-a100"}, {"gpus", 8}}, table);
   const auto& r = out.report;
   const auto* a100 = table.find("A100-SXM4-40GB");
   REQUIRE(a100 != nullptr);
@@ -74,13 +74,13 @@ TEST_CASE("a run's cost is its GPU-hours at the price, its energy its hours at t
 
 TEST_CASE("mixed GPUs add their own prices; a GPU the table lacks leaves the run unpriced, said", "[prices]") {
   const auto table = strategy::load_prices(strategy::default_prices_path());
-  const auto mixed = simulate(json{{"topology", test::data_path("topologies/mixed-a100-v100.json")}}, table);
+  const auto mixed = simulate_priced(json{{"topology", test::data_path("topologies/mixed-a100-v100.json")}}, table);
   const auto& r = mixed.report;
   const double per_hour = 4 * *table.find("A100-SXM4-80GB")->usd_per_gpu_hour + 4 * *table.find("V100-SXM2-32GB")->usd_per_gpu_hour;
   REQUIRE(r.cost.usd_run == Approx(per_hour * r.run_time_s / 3600.0).epsilon(1e-12));
   strategy::PriceTable only_v100 = table;
   std::erase_if(only_v100.gpus, [](const strategy::GpuPrice& g) { return g.gpu != "V100-SXM2-32GB"; });
-  const auto unpriced = simulate(json{{"topology", test::data_path("topologies/mixed-a100-v100.json")}}, only_v100);
+  const auto unpriced = simulate_priced(json{{"topology", test::data_path("topologies/mixed-a100-v100.json")}}, only_v100);
   REQUIRE_FALSE(unpriced.report.cost.priced);
   REQUIRE_THAT(unpriced.report.cost.note, Contains("A100-SXM4-80GB has no entry"));
 }

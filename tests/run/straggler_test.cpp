@@ -16,7 +16,7 @@ using nlohmann::json;
 namespace {
 
 /// ResNet-50, DDP on the 8 GPUs of one DGX A100, amp_bf16: compute-bound, little communication.
-strategy::SimulationOutput simulate(const json& stragglers) {
+strategy::SimulationOutput simulate_stragglers(const json& stragglers) {
   json doc{{"model", {{"name", "resnet50"}}},
            {"cluster", {{"preset", "dgx-a100"}, {"gpus", 8}}},
            {"plan", {{"dp", 8}, {"micro_batch", 64}, {"precision", "amp_bf16"}, {"steps", 10}}},
@@ -49,9 +49,9 @@ TEST_CASE("the straggler factor: the listed GPUs' slowdown, and jitter of the st
 }
 
 TEST_CASE("one GPU twice as slow makes a synchronous step as slow as all of them", "[stragglers]") {
-  const auto base = simulate(nullptr);
-  const auto one = simulate(json{{"gpus", {3}}, {"slowdown", 2.0}});
-  const auto all = simulate(json{{"gpus", {0, 1, 2, 3, 4, 5, 6, 7}}, {"slowdown", 2.0}});
+  const auto base = simulate_stragglers(nullptr);
+  const auto one = simulate_stragglers(json{{"gpus", {3}}, {"slowdown", 2.0}});
+  const auto all = simulate_stragglers(json{{"gpus", {0, 1, 2, 3, 4, 5, 6, 7}}, {"slowdown", 2.0}});
   REQUIRE(base.compiled.graph.ranks() == 1);  // folded without stragglers
   REQUIRE(one.compiled.graph.ranks() == 8);   // ranks that differ are simulated
   // Every rank waits for rank 3 at each all-reduce: the step is the all-slow step.
@@ -65,8 +65,8 @@ TEST_CASE("one GPU twice as slow makes a synchronous step as slow as all of them
 
 TEST_CASE("per-step jitter: each step waits for that step's slowest GPU", "[stragglers]") {
   const json jitter{{"jitter", 0.1}, {"seed", 11}};
-  const auto base = simulate(nullptr);
-  const auto out = simulate(jitter);
+  const auto base = simulate_stragglers(nullptr);
+  const auto out = simulate_stragglers(jitter);
   // Expected: the base step plus compute x (the slowest GPU's factor - 1), averaged over the
   // measured steps (all but the first), from the same factors the simulation drew.
   strategy::Plan p;
@@ -83,6 +83,6 @@ TEST_CASE("per-step jitter: each step waits for that step's slowest GPU", "[stra
   REQUIRE(out.report.iteration_time_s == Approx(expected).epsilon(0.02));
   REQUIRE(out.report.iteration_time_s > base.report.iteration_time_s * 1.1);  // E[max of 8] = 0.1 x H_8 = 0.27
   // The same seed gives the same run; another seed another.
-  REQUIRE(simulate(jitter).report.fingerprint == out.report.fingerprint);
-  REQUIRE(simulate(json{{"jitter", 0.1}, {"seed", 12}}).report.fingerprint != out.report.fingerprint);
+  REQUIRE(simulate_stragglers(jitter).report.fingerprint == out.report.fingerprint);
+  REQUIRE(simulate_stragglers(json{{"jitter", 0.1}, {"seed", 12}}).report.fingerprint != out.report.fingerprint);
 }

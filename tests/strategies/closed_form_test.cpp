@@ -19,7 +19,7 @@ json scenario(const json& plan, int gpus, const json& model = {{"name", "gpt3-12
   return {{"model", model}, {"cluster", {{"preset", "dgx-a100"}, {"gpus", gpus}}}, {"plan", p}, {"workload", {{"steps", 1}}}};
 }
 
-strategy::SimulationOutput run(const json& doc, bool closed_form) {
+strategy::SimulationOutput run_closed_form(const json& doc, bool closed_form) {
   strategy::SimulationInputs in;
   in.closed_form = closed_form;
   return strategy::simulate_scenario(strategy::parse_scenario(doc, "closed_form.json"), in);
@@ -27,8 +27,8 @@ strategy::SimulationOutput run(const json& doc, bool closed_form) {
 
 /// Closed form and flow by flow agree on every operation's start and end.
 void same_run(const json& doc) {
-  const auto slow = run(doc, false);
-  const auto fast = run(doc, true);
+  const auto slow = run_closed_form(doc, false);
+  const auto fast = run_closed_form(doc, true);
   REQUIRE(fast.result.makespan == slow.result.makespan);
   REQUIRE(fast.report.iteration_time_s == slow.report.iteration_time_s);
   REQUIRE(fast.result.end.size() == slow.result.end.size());
@@ -89,7 +89,7 @@ TEST_CASE("a folded run costs the same events from 2 to 256 data-parallel replic
                        {{"dp", dp}, {"tp", 8}, {"micro_batch", 1}, {"global_batch", dp * 2}, {"zero", zero},
                         {"precision", "bf16"}, {"optimizer", "adam"}, {"steps", 2}, {"network", network}}},
                       {"workload", {{"steps", 1}}}};
-    const auto out = run(doc, true);
+    const auto out = run_closed_form(doc, true);
     REQUIRE(out.report.simulated_ranks == 1);
     REQUIRE(out.result.jobs_flow_by_flow == 0);
     return out.result.events;

@@ -25,7 +25,7 @@ json scenario(const json& plan) {
           {"workload", {{"steps", 1}}}};
 }
 
-strategy::SimulationOutput run(json doc, bool fold) {
+strategy::SimulationOutput run_folded(json doc, bool fold) {
   doc["plan"]["fold"] = fold;
   strategy::SimulationInputs in;
   return strategy::simulate_scenario(strategy::parse_scenario(doc, "fold.json"), in);
@@ -33,8 +33,8 @@ strategy::SimulationOutput run(json doc, bool fold) {
 
 /// Folded and unfolded runs of `doc` agree on everything a report says about time and memory.
 void same_answer(const json& doc, int simulated) {
-  const auto full = run(doc, false);
-  const auto folded = run(doc, true);
+  const auto full = run_folded(doc, false);
+  const auto folded = run_folded(doc, true);
   REQUIRE(full.report.simulated_ranks == full.report.gpus);
   REQUIRE(full.report.folding.empty());
   REQUIRE(folded.report.simulated_ranks == simulated);
@@ -171,7 +171,7 @@ TEST_CASE("hardware FLOPs add the recomputed forward; model FLOPs do not", "[tra
     // Unfused attention: a causal FlashAttention kernel skips half the scores, so its hardware
     // FLOPs differ from the model's even without recompute.
     doc["plan"]["fused_attention"] = false;
-    return run(doc, true).report;
+    return run_folded(doc, true).report;
   };
   const auto none = with("none");
   REQUIRE(none.hardware_tflops_per_gpu == Approx(none.tflops_per_gpu).epsilon(0.01));
