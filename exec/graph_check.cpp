@@ -25,16 +25,29 @@ std::string describe(const ExecutionGraph& g, NodeId n) {
 
 bool is_gpu_op(OpKind k) { return k == OpKind::compute || k == OpKind::collective || k == OpKind::send || k == OpKind::recv; }
 
+/// Runs already checked, with their kernels' total duration: nodes share runs
+/// (ExecutionGraph::close_tail), and each is checked once.
+struct CheckedRuns {
+  std::vector<std::uint8_t> done;
+  std::vector<Time> total;
+};
+
 /// A coalesced node (ExecutionGraph::add_kernel): a GPU kernel standing for two or more, whose
 /// durations add up to its own and whose first dispatch is its own; each kernel after the first
 /// is launched before the one before it ends, and no kernel takes an interpreter lock.
-void check_run(const ExecutionGraph& g, NodeId i) {
+void check_run(const ExecutionGraph& g, NodeId i, CheckedRuns& checked) {
   const Node& n = g.nodes[i];
   if (n.kind != OpKind::compute || n.stream == kHostStream || n.gil > Time::zero()) {
     fail(g, i, "only a GPU kernel without an interpreter lock may stand for a run of kernels");
   }
   if (n.run >= g.runs.size()) fail(g, i, fmt::format("run {} does not exist ({} runs)", n.run, g.runs.size()));
   const KernelRun& r = g.runs[n.run];
+  if (checked.done[n.run] != 0) {
+    if (checked.total[n.run] != n.duration || g.part_dispatch[r.first] != n.dispatch) {
+      fail(g, i, "its duration is not its kernels' sum, or its dispatch not its first kernel's");
+    }
+    return;
+  }
   const std::size_t parts = g.part_duration.size();
   if (r.count < 2 || r.first > parts || parts - r.first < r.count || g.part_dispatch.size() != parts ||
       g.part_signature.size() != parts) {
@@ -55,9 +68,11 @@ void check_run(const ExecutionGraph& g, NodeId i) {
   if (total != n.duration || g.part_dispatch[r.first] != n.dispatch) {
     fail(g, i, "its duration is not its kernels' sum, or its dispatch not its first kernel's");
   }
+  checked.done[n.run] = 1;
+  checked.total[n.run] = total;
 }
 
-void check_node(const ExecutionGraph& g, NodeId i) {
+void check_node(const ExecutionGraph& g, NodeId i, CheckedRuns& checked) {
   const Node& n = g.nodes[i];
   if (n.rank >= g.ranks()) fail(g, i, fmt::format("rank {} does not exist ({} ranks)", n.rank, g.ranks()));
   if (n.name >= g.names.size()) fail(g, i, fmt::format("label {} is not among the {} names", n.name, g.names.size()));
@@ -66,7 +81,7 @@ void check_node(const ExecutionGraph& g, NodeId i) {
   }
   if (is_gpu_op(n.kind) && n.stream == kHostStream) fail(g, i, "a GPU op cannot be on the host stream (0)");
   if (n.duration < Time::zero() || n.dispatch < Time::zero()) fail(g, i, "negative duration or dispatch cost");
-  if (n.run != kNoRun) check_run(g, i);
+  if (n.run != kNoRun) check_run(g, i, checked);
   if ((n.kind == OpKind::collective || n.kind == OpKind::send || n.kind == OpKind::recv) &&
       (!(n.bytes >= 0.0) || !std::isfinite(n.bytes))) {
     fail(g, i, fmt::format("expected a non-negative byte count, found {}", n.bytes));
@@ -195,8 +210,9 @@ GraphIndex check_graph(const ExecutionGraph& g, const Fabric& fabric) {
   const auto comm_rank = [](std::uint32_t c, RankId r) { return (std::uint64_t{c} << 32) | r; };
   std::map<std::tuple<RankId, RankId, std::uint32_t>, std::vector<NodeId>> sends;
   std::map<std::tuple<RankId, RankId, std::uint32_t>, std::vector<NodeId>> recvs;
+  CheckedRuns checked{std::vector<std::uint8_t>(g.runs.size(), 0), std::vector<Time>(g.runs.size())};
   for (NodeId i = 0; i < n; ++i) {
-    check_node(g, i);
+    check_node(g, i, checked);
     const Node& node = g.nodes[i];
     if (node.stream != kHostStream && x.stream_index(node.rank, node.stream) == 0xffffffffu) {
       x.rank_streams[node.rank].emplace_back(node.stream, x.stream_count++);

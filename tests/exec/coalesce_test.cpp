@@ -248,4 +248,13 @@ TEST_CASE("runs of identical kernels share their parts", "[coalesce]") {
   const sim::ExecutionResult res = sim::execute(g, test::dgx(), test::executor_config(), sim::NetworkKind::flow, {});
   REQUIRE(res.end[5] - res.start[5] == 20_us);
   REQUIRE(res.end[3] - res.start[3] == 17_us);
+  // The graph check reads a shared run's kernels once; a later node of that run whose own
+  // duration or dispatch disagrees with them is still refused.
+  g.nodes[5].duration = 19_us;
+  REQUIRE_THROWS_WITH(sim::execute(g, test::dgx(), test::executor_config(), sim::NetworkKind::flow, {}),
+                      Catch::Contains("node 5") && Catch::Contains("not its kernels' sum"));
+  g.nodes[5].duration = 20_us;
+  g.nodes[5].dispatch = 2_us;
+  REQUIRE_THROWS_WITH(sim::execute(g, test::dgx(), test::executor_config(), sim::NetworkKind::flow, {}),
+                      Catch::Contains("node 5") && Catch::Contains("its dispatch not its first kernel's"));
 }
