@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds Foresight (installing what is missing) and runs every test suite: unit tests, the
-# collective and executor tests, and validation against measured data; then the common suite
+# collective and executor tests, and validation against measured data; then the engine's suites
 # under ASan and UBSan. The last line is
 # "N passed, N failed" (Catch2 test cases; a test program that crashes counts as one failure), with
 # ", N skipped" when test cases skipped themselves for want of their data.
@@ -13,18 +13,20 @@ if ! ./scripts/setup.sh; then
 fi
 meson test -C build --print-errorlogs --num-processes "$(nproc)"
 rc=$?
-# The common suite again under AddressSanitizer and UndefinedBehaviorSanitizer (gcc, build-asan):
-# the JSON reader every input goes through, units and their overflow checks, the node containers.
-# The whole suite under the sanitizers takes about 30 minutes to build and run on CI's 2 cores,
-# this part about 3 (docs/internals.md#the-sanitizer-build-of-the-test-suite).
+# The engine's suites again under AddressSanitizer and UndefinedBehaviorSanitizer (gcc, build-asan):
+# the JSON reader every input goes through, units and their overflow checks, the node containers;
+# the event queue, the flow network, collectives and communication jobs, the executor, topologies
+# and routing. The whole suite under the sanitizers takes about 30 minutes to build and run on
+# CI's 2 cores, this part about 5 (docs/internals.md#the-sanitizer-build-of-the-test-suite).
+sanitized=(common sim net collectives exec topologies)
 logs=(build/meson-logs/testlog.json)
 extra=()
 rm -f build-asan/meson-logs/testlog.json
-./scripts/sanitize.sh common || rc=1
+./scripts/sanitize.sh "${sanitized[@]}" || rc=1
 if [ -f build-asan/meson-logs/testlog.json ]; then
   logs+=(build-asan/meson-logs/testlog.json)
 else
-  extra+=("--failed=the sanitizer build (scripts/sanitize.sh common)")
+  extra+=("--failed=the sanitizer build (scripts/sanitize.sh ${sanitized[*]})")
 fi
 python3 scripts/summarize_tests.py "${logs[@]}" "${extra[@]}" || rc=1
 exit $rc
