@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <tuple>
 #include <unordered_map>
 
@@ -25,12 +26,9 @@ std::string describe(const ExecutionGraph& g, NodeId n) {
 
 bool is_gpu_op(OpKind k) { return k == OpKind::compute || k == OpKind::collective || k == OpKind::send || k == OpKind::recv; }
 
-/// Runs already checked, with their kernels' total duration: nodes share runs
+/// Per run, its kernels' total duration once checked: nodes share runs
 /// (ExecutionGraph::close_tail), and each is checked once.
-struct CheckedRuns {
-  std::vector<std::uint8_t> done;
-  std::vector<Time> total;
-};
+using CheckedRuns = std::vector<std::optional<Time>>;
 
 /// A coalesced node (ExecutionGraph::add_kernel): a GPU kernel standing for two or more, whose
 /// durations add up to its own and whose first dispatch is its own; each kernel after the first
@@ -42,8 +40,8 @@ void check_run(const ExecutionGraph& g, NodeId i, CheckedRuns& checked) {
   }
   if (n.run >= g.runs.size()) fail(g, i, fmt::format("run {} does not exist ({} runs)", n.run, g.runs.size()));
   const KernelRun& r = g.runs[n.run];
-  if (checked.done[n.run] != 0) {
-    if (checked.total[n.run] != n.duration || g.part_dispatch[r.first] != n.dispatch) {
+  if (checked[n.run]) {
+    if (*checked[n.run] != n.duration || g.part_dispatch[r.first] != n.dispatch) {
       fail(g, i, "its duration is not its kernels' sum, or its dispatch not its first kernel's");
     }
     return;
@@ -68,8 +66,7 @@ void check_run(const ExecutionGraph& g, NodeId i, CheckedRuns& checked) {
   if (total != n.duration || g.part_dispatch[r.first] != n.dispatch) {
     fail(g, i, "its duration is not its kernels' sum, or its dispatch not its first kernel's");
   }
-  checked.done[n.run] = 1;
-  checked.total[n.run] = total;
+  checked[n.run] = total;
 }
 
 void check_node(const ExecutionGraph& g, NodeId i, CheckedRuns& checked) {
@@ -210,7 +207,7 @@ GraphIndex check_graph(const ExecutionGraph& g, const Fabric& fabric) {
   const auto comm_rank = [](std::uint32_t c, RankId r) { return (std::uint64_t{c} << 32) | r; };
   std::map<std::tuple<RankId, RankId, std::uint32_t>, std::vector<NodeId>> sends;
   std::map<std::tuple<RankId, RankId, std::uint32_t>, std::vector<NodeId>> recvs;
-  CheckedRuns checked{std::vector<std::uint8_t>(g.runs.size(), 0), std::vector<Time>(g.runs.size())};
+  CheckedRuns checked(g.runs.size());
   for (NodeId i = 0; i < n; ++i) {
     check_node(g, i, checked);
     const Node& node = g.nodes[i];
