@@ -170,7 +170,7 @@ const std::vector<LinkId>& CommJobs::shared(std::uint32_t a, std::uint32_t b) {
   return shared_.emplace(key, std::move(both)).first->second;
 }
 
-std::vector<std::uint32_t> CommJobs::contended(const Job& job, bool& crowded) {
+std::vector<std::uint32_t> CommJobs::contended(const Job& job, bool& crowded, std::uint32_t self) {
   const auto load_at = [](const Job& j, LinkId l) {
     const auto it = std::lower_bound(j.load.begin(), j.load.end(), l,
                                      [](const LinkLoad& x, LinkId v) { return x.link < v; });
@@ -180,6 +180,7 @@ std::vector<std::uint32_t> CommJobs::contended(const Job& job, bool& crowded) {
   std::map<LinkId, LinkLoad> total;
   std::vector<std::pair<std::uint32_t, const std::vector<LinkId>*>> sharers;
   for (const std::uint32_t other : running_) {
+    if (other == self) continue;
     const Active& o = actives_[other];
     if (o.closed && o.end <= sim_.now()) continue;  // its last flow has drained
     const Job& oj = jobs_[o.job];
@@ -223,6 +224,8 @@ void CommJobs::start(std::uint32_t job, const PlanSource& plans, FlowNotify done
   a.done = done;
   a.closed = false;
   a.pending = 0;
+  a.instances.clear();
+  a.resume.reset();
   ++a.generation;
   bool crowded = !closed_form_;
   if (kind_ == NetworkKind::flow && closed_form_) {
@@ -251,34 +254,43 @@ void CommJobs::run_flow_by_flow(std::uint32_t slot) {
   const Job& j = jobs_[a.job];
   a.closed = false;
   a.pending = static_cast<std::uint32_t>(j.plans.size());
+  a.instances.assign(j.plans.size(), kNone);
   if (a.pending == 0) {
     finish(slot);
     return;
   }
-  for (const auto& plan : j.plans) engine_.start(plan, FlowNotify{self_, kPlanDone, slot});
+  for (std::size_t i = 0; i < j.plans.size(); ++i) {
+    a.instances[i] = engine_.start(j.plans[i], FlowNotify{self_, kPlanDone, plan_done_data(slot, i)});
+  }
 }
 
 void CommJobs::rebuild(std::uint32_t slot) {
   Active& a = actives_[slot];
   ++a.generation;  // its closed-form end no longer holds
   ++stats_.rebuilt;
-  if (a.start == sim_.now()) {  // nothing has happened yet: start its plans here
+  if (!a.resume && a.start == sim_.now()) {  // nothing has happened yet: start its plans here
     run_flow_by_flow(slot);
     return;
   }
   const Job& j = jobs_[a.job];
   const std::vector<LinkId>& fp = footprints_[j.footprint];
-  auto run = own_run(j);
-  run->sim.run_before(sim_.now() - a.start, priority::settle);
-  // Its plans' progress, flows and pending events move here, shifted by its start.
+  // Its plans on their own network, from its start or from where it went back to closed form,
+  // up to now: nothing crowded its links meanwhile, so that run is what happened.
+  const Time base = a.resume ? a.resume->at : a.start;
+  auto run = a.resume ? resumed_run(j, *a.resume) : own_run(j);
+  a.resume.reset();
+  run->sim.run_before(sim_.now() - base, priority::settle);
+  // Its plans' progress, flows and pending events move here, shifted by `base`.
   std::map<std::uint32_t, std::uint32_t> instance;
   a.closed = false;
   a.pending = 0;
+  a.instances.assign(j.plans.size(), kNone);
   for (CollectiveEngine::Progress p : run->engine.running_progress()) {
     const std::uint32_t own_id = p.id;
-    const auto plan = j.plans.at(p.done.data);
-    p.done = FlowNotify{self_, kPlanDone, slot};
-    instance[own_id] = engine_.resume(plan, p);
+    const auto plan = static_cast<std::uint32_t>(p.done.data);
+    p.done = FlowNotify{self_, kPlanDone, plan_done_data(slot, plan)};
+    p.shift(base);
+    instance[own_id] = a.instances.at(plan) = engine_.resume(j.plans.at(plan), p);
     ++a.pending;
   }
   const auto moved = [&](std::uint64_t data) {
@@ -288,21 +300,132 @@ void CommJobs::rebuild(std::uint32_t slot) {
   };
   for (FlowNetwork::FlowState f : run->net.active_flow_states()) {
     for (LinkId& l : f.path) l = fp[l];
-    f.updated += a.start;
+    f.updated += base;
     f.notify = FlowNotify{engine_.handler(), f.notify.kind, moved(f.notify.data)};
-    flow_->adopt(f);
+    const FlowId id = flow_->adopt(f);
+    engine_.set_flow(CollectiveEngine::event_instance(f.notify.data), static_cast<std::uint32_t>(f.notify.data & 0xffffffffULL), id);
   }
   for (const LinkId l : run->net.pending_links()) flow_->touch(fp[l]);
   for (const Event& e : run->sim.drain()) {
     if (e.target != run->engine.handler()) continue;  // the network's own, re-created above
-    sim_.schedule_at(e.time + a.start, engine_.handler(), e.kind, moved(e.data), e.priority);
+    sim_.schedule_at(e.time + base, engine_.handler(), e.kind, moved(e.data), e.priority);
   }
   if (a.pending == 0) finish(slot);  // every plan ended at this instant
 }
 
+std::unique_ptr<CommJobs::OwnRun> CommJobs::resumed_run(const Job& job, const Resume& resume) {
+  const std::vector<LinkId>& fp = footprints_[job.footprint];
+  std::vector<double> capacity;
+  capacity.reserve(fp.size());
+  for (const LinkId l : fp) capacity.push_back(pools_.capacity[l]);
+  auto run = std::make_unique<OwnRun>(std::move(capacity));
+  run->finished.plans.assign(job.plans.size(), 0);
+  const auto local = [&](LinkId l) {
+    return static_cast<LinkId>(std::lower_bound(fp.begin(), fp.end(), l) - fp.begin());
+  };
+  for (const Resume::Plan& p : resume.plans) {
+    CollectiveEngine::Progress progress = p.progress;
+    progress.done = FlowNotify{run->finished_id, 0, p.plan};
+    progress.shift(Time::zero() - resume.at);
+    const CollectivePlan& plan = *job.plans.at(p.plan);
+    const std::uint32_t id =
+        run->engine.resume(std::make_shared<const CollectivePlan>(remap(plan, [&](const std::vector<LinkId>& path) {
+                             std::vector<LinkId> out;
+                             out.reserve(path.size());
+                             for (const LinkId l : path) out.push_back(local(l));
+                             return out;
+                           })),
+                           progress);
+    run->engine.schedule_pending(id, p.events, resume.at);
+    for (FlowNetwork::FlowState f : p.flows) {
+      for (LinkId& l : f.path) l = local(l);
+      f.updated -= resume.at;
+      const auto index = static_cast<std::uint32_t>(f.notify.data);
+      f.notify = FlowNotify{run->engine.handler(), f.notify.kind, CollectiveEngine::event_data(id, index)};
+      run->engine.set_flow(id, index, run->net.adopt(f));
+    }
+  }
+  ++stats_.own_runs;
+  return run;
+}
+
+void CommJobs::check_returns() {
+  return_check_pending_ = false;
+  std::vector<std::uint32_t> ended;
+  ended.swap(ended_now_);
+  const std::vector<std::uint32_t> slots = running_;
+  for (const std::uint32_t slot : slots) {
+    const Active& a = actives_[slot];
+    if (a.closed || a.pending == 0) continue;
+    const std::uint32_t fp = jobs_[a.job].footprint;
+    if (std::any_of(ended.begin(), ended.end(), [&](std::uint32_t e) { return !shared(fp, e).empty(); })) {
+      return_to_closed_form(slot);
+    }
+  }
+}
+
+void CommJobs::return_to_closed_form(std::uint32_t slot) {
+  Active& a = actives_[slot];
+  Job& j = jobs_[a.job];
+  if (!j.keeps_alone) j.keeps_alone = keeps_standalone_rates(j.load, pools_.capacity);
+  if (!*j.keeps_alone) return;  // its own flows crowd each other: no closed form from a state
+  bool crowded = false;
+  contended(j, crowded, slot);
+  if (crowded) return;
+  // Alone on its links from now on, unless a later job crowds it (then rebuilt from here).
+  const auto leaves = [this](FlowId id) { return flow_->leaves_alone(id); };
+  Time end = sim_.now();
+  for (const std::uint32_t id : a.instances) {
+    if (id == kNone) continue;
+    const auto e = engine_.end_alone(id, pools_.capacity, leaves);
+    if (!e) return;
+    end = std::max(end, *e);
+  }
+  auto resume = std::make_unique<Resume>();
+  resume->at = sim_.now();
+  for (std::uint32_t plan = 0; plan < a.instances.size(); ++plan) {
+    const std::uint32_t id = a.instances[plan];
+    if (id == kNone) continue;
+    Resume::Plan p{plan, engine_.progress(id), engine_.pending_events(id), {}};
+    for (const auto& [local, flow] : engine_.in_flight(id)) {
+      FlowNetwork::FlowState f = flow_->flow_state(flow);
+      f.notify.data = local;
+      p.flows.push_back(std::move(f));
+      flow_->withdraw(flow);
+    }
+    engine_.abandon(id);
+    resume->plans.push_back(std::move(p));
+  }
+  ++stats_.returned;
+  a.instances.clear();
+  a.pending = 0;
+  a.closed = true;
+  a.end = end;
+  a.resume = std::move(resume);
+  ++a.generation;
+  sim_.schedule_at(a.end, self_, kClosedDone, (static_cast<std::uint64_t>(a.generation) << 32) | slot);
+}
+
 void CommJobs::finish(std::uint32_t slot) {
   Active& a = actives_[slot];
+
   ++a.generation;
+  a.resume.reset();
+  a.instances.clear();
+  const std::uint32_t fp = jobs_[a.job].footprint;
+  const auto may_return = [&](std::uint32_t other) {
+    const Active& o = actives_[other];
+    return other != slot && !o.closed && o.pending > 0 && !shared(fp, jobs_[o.job].footprint).empty();
+  };
+  if (kind_ == NetworkKind::flow && closed_form_ && std::any_of(running_.begin(), running_.end(), may_return)) {
+    // Jobs running flow by flow on its links may be alone again once this instant's re-solve
+    // has run.
+    ended_now_.push_back(fp);
+    if (!return_check_pending_) {
+      return_check_pending_ = true;
+      sim_.schedule_at(sim_.now(), self_, kReturn, 0, priority::settle + 1);
+    }
+  }
   sim_.schedule_at(sim_.now(), a.done.target, a.done.kind, a.done.data);
   running_.erase(std::find(running_.begin(), running_.end(), slot));
   free_slots_.push_back(slot);
@@ -317,11 +440,16 @@ void CommJobs::handle(Simulator& /*sim*/, const Event& event) {
       return;
     }
     case kPlanDone: {
-      Active& a = actives_.at(event.data);
+      const auto slot = static_cast<std::uint32_t>(event.data & 0xffffffffULL);
+      Active& a = actives_.at(slot);
       if (a.closed || a.pending == 0) throw InternalError("comm jobs: a plan ended for a job not running flow by flow");
-      if (--a.pending == 0) finish(static_cast<std::uint32_t>(event.data));
+      a.instances.at(event.data >> 32) = kNone;
+      if (--a.pending == 0) finish(slot);
       return;
     }
+    case kReturn:
+      check_returns();
+      return;
     default:
       throw InternalError(fmt::format("comm jobs: unknown event kind {}", event.kind));
   }

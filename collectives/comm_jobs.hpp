@@ -29,6 +29,7 @@
 
 #include "collectives/collective_engine.hpp"
 #include "collectives/collective_plan.hpp"
+#include "net/flow_network.hpp"
 #include "net/link_efficiency.hpp"
 #include "net/link_pools.hpp"
 #include "net/network_model.hpp"
@@ -36,8 +37,6 @@
 #include "sim/simulator.hpp"
 
 namespace foresight::sim {
-
-class FlowNetwork;
 
 class CommJobs final : private EventHandler {
  public:
@@ -63,6 +62,7 @@ class CommJobs final : private EventHandler {
     std::uint64_t closed_form = 0;   ///< jobs that started alone on their links
     std::uint64_t flow_by_flow = 0;  ///< jobs that started among others
     std::uint64_t rebuilt = 0;       ///< closed-form jobs continued flow by flow
+    std::uint64_t returned = 0;      ///< flow-by-flow jobs back in closed form once alone again
     std::uint64_t own_runs = 0;      ///< runs of a job's plans on a network of their own
   };
   const Stats& stats() const noexcept { return stats_; }
@@ -74,6 +74,20 @@ class CommJobs final : private EventHandler {
     std::uint32_t footprint = 0;                               ///< its pools, interned
     std::vector<LinkLoad> load;                                ///< flow-level: per pool, by pool
     std::optional<Time> alone;                                 ///< duration alone, once known
+    std::optional<bool> keeps_alone;  ///< flow-level: its own flows never crowd a link
+  };
+  /// A job's state when it went back to closed form: per running plan, its progress, pending
+  /// events and flows in flight (their links are pools, their notifications' data the local
+  /// index in the plan), as of `at`.
+  struct Resume {
+    Time at;
+    struct Plan {
+      std::uint32_t plan = 0;
+      CollectiveEngine::Progress progress;
+      std::vector<CollectiveEngine::PendingEvent> events;
+      std::vector<FlowNetwork::FlowState> flows;
+    };
+    std::vector<Plan> plans;
   };
   struct Active {
     std::uint32_t job = 0;
@@ -83,22 +97,34 @@ class CommJobs final : private EventHandler {
     FlowNotify done;
     std::uint32_t pending = 0;  ///< flow by flow: plans still running
     std::uint32_t generation = 0;
+    std::vector<std::uint32_t> instances;  ///< flow by flow: each plan's engine instance, or kNone
+    std::unique_ptr<Resume> resume;        ///< closed again after running flow by flow: from here
   };
+  static constexpr std::uint32_t kNone = 0xffffffffU;
   struct OwnRun;
-  enum EventKind : std::uint32_t { kClosedDone = 1, kPlanDone };
+  enum EventKind : std::uint32_t { kClosedDone = 1, kPlanDone, kReturn };
 
   void handle(Simulator& sim, const Event& event) override;
+  static std::uint64_t plan_done_data(std::uint32_t slot, std::size_t plan) {
+    return (static_cast<std::uint64_t>(plan) << 32) | slot;
+  }
   Job& build(std::uint32_t job, const PlanSource& plans);
   Time alone(std::uint32_t job);
   /// Pools two footprints share (cached).
   const std::vector<LinkId>& shared(std::uint32_t footprint_a, std::uint32_t footprint_b);
-  /// Slots of the running jobs that a job starting now must not leave in closed form; sets
-  /// `crowded` when the job itself must run flow by flow.
-  std::vector<std::uint32_t> contended(const Job& job, bool& crowded);
+  /// Slots of the running jobs (but `self`) that a job starting now must not leave in closed
+  /// form; sets `crowded` when the job itself must run flow by flow.
+  std::vector<std::uint32_t> contended(const Job& job, bool& crowded, std::uint32_t self = kNone);
   void run_flow_by_flow(std::uint32_t slot);
   void rebuild(std::uint32_t slot);
   void finish(std::uint32_t slot);
+  /// Jobs running flow by flow that shared links with jobs ending now go back to closed form
+  /// where nothing crowds them any more (return_to_closed_form).
+  void check_returns();
+  void return_to_closed_form(std::uint32_t slot);
   std::unique_ptr<OwnRun> own_run(const Job& job);
+  /// A job's plans on a network of their own, in the state `resume` holds, at its time 0.
+  std::unique_ptr<OwnRun> resumed_run(const Job& job, const Resume& resume);
 
   Simulator& sim_;
   NetworkKind kind_;
@@ -115,6 +141,8 @@ class CommJobs final : private EventHandler {
   std::vector<Active> actives_;
   std::vector<std::uint32_t> free_slots_;
   std::vector<std::uint32_t> running_;  ///< slots of started, unfinished jobs, in start order
+  std::vector<std::uint32_t> ended_now_;  ///< footprints of jobs that ended at this instant
+  bool return_check_pending_ = false;
   Stats stats_;
 };
 

@@ -85,9 +85,82 @@ Time phase_time(const PlannedPhase& ph, const std::vector<double>& capacity, boo
 }  // namespace
 
 Time standalone_duration(const CollectivePlan& plan, const std::vector<double>& capacity, bool flow_level) {
+  return standalone_rest(plan, 0, capacity, flow_level);
+}
+
+Time standalone_rest(const CollectivePlan& plan, std::size_t first, const std::vector<double>& capacity,
+                     bool flow_level) {
   Time t;
-  for (const PlannedPhase& ph : plan.phases) t += ph.start_delay + phase_time(ph, capacity, flow_level);
+  for (std::size_t i = first; i < plan.phases.size(); ++i) {
+    t += plan.phases[i].start_delay + phase_time(plan.phases[i], capacity, flow_level);
+  }
   return t;
+}
+
+std::optional<Time> ring_end_from(const PlannedPhase& ph, const PlannedRing& ring, const RingState& state,
+                                  const std::vector<double>& capacity, bool flow_level) {
+  const std::size_t n = ring.order.size();
+  const auto steps = static_cast<std::int64_t>(ph.steps);
+  if (n == 0 || steps <= 0) return Time::zero();
+  constexpr std::int64_t kNever = std::numeric_limits<std::int64_t>::min() / 4;
+  std::vector<Hop> hops(n);
+  const std::uint32_t weight = flow_level ? ring.weight : 1;
+  for (std::size_t p = 0; p < n; ++p) {
+    hops[p].t = standalone_time(ph.step_bytes, standalone_rate(ring.hops[p], ph.step_cap, capacity, weight)).ps();
+    hops[p].l = ring.hop_latency[p].ps();
+  }
+  const auto next = [n](std::size_t p) { return p + 1 == n ? 0 : p + 1; };
+  std::int64_t first = steps;  // the first step some position has not started
+  std::int64_t settled = 0;    // from this step on, every send and arrival of it is still to come
+  for (std::size_t p = 0; p < n; ++p) {
+    const std::int64_t sent = state.sent[p];
+    const std::int64_t finished = sent - state.busy[p];
+    if (finished > static_cast<std::int64_t>(state.received[next(p)]) + 1) return std::nullopt;
+    first = std::min(first, sent);
+    settled = std::max({settled, sent, static_cast<std::int64_t>(state.received[p]) + 1});
+  }
+  if (first == 0) return std::nullopt;  // a position that never sent: the phase has not begun
+  // done(p, k) of a step position p has started: in flight, or finished (only the latest
+  // finished one can still be on its way, checked above).
+  const auto known = [&](std::size_t p, std::int64_t k) {
+    const std::int64_t sent = state.sent[p];
+    if (k == sent - 1 && state.busy[p] != 0) return state.in_flight_done[p].ps();
+    return sent > 0 ? state.last_done[p].ps() : kNever;
+  };
+  // x[p] = done(p, k - 1) as step k is computed.
+  std::vector<std::int64_t> x(n), y(n);
+  std::int64_t k = std::max<std::int64_t>(first, 1);
+  for (std::size_t p = 0; p < n; ++p) x[p] = k - 1 < static_cast<std::int64_t>(state.sent[p]) ? known(p, k - 1) : kNever;
+  for (; k < steps; ++k) {
+    for (std::size_t p = 0; p < n; ++p) {
+      if (k < static_cast<std::int64_t>(state.sent[p])) {
+        y[p] = known(p, k);
+        continue;
+      }
+      const std::size_t q = p == 0 ? n - 1 : p - 1;
+      const std::int64_t arrival = k - 1 < static_cast<std::int64_t>(state.received[p]) ? kNever : x[q] + hops[q].l;
+      y[p] = std::max(x[p], arrival) + hops[p].t;
+    }
+    if (k > settled) {  // steps k - 1 and k both follow the plain recurrence, which is max-plus
+                        // linear: once every position moves by d, it always does
+      const std::int64_t d = y[0] - x[0];
+      bool uniform = true;
+      for (std::size_t p = 1; p < n && uniform; ++p) uniform = y[p] - x[p] == d;
+      if (uniform) {
+        for (std::int64_t& v : y) v += (steps - 1 - k) * d;
+        x.swap(y);
+        k = steps;
+        break;
+      }
+    }
+    x.swap(y);
+  }
+  std::int64_t end = kNever;
+  for (std::size_t p = 0; p < n; ++p) {
+    if (steps - 1 >= static_cast<std::int64_t>(state.received[next(p)])) end = std::max(end, x[p] + hops[p].l);
+  }
+  if (end == kNever) return std::nullopt;  // every step has arrived: the phase has ended already
+  return Time::from_ps(end);
 }
 
 std::vector<LinkLoad> standalone_load(const std::vector<const CollectivePlan*>& plans,

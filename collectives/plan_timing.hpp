@@ -14,6 +14,8 @@
 /// - the recurrence is max-plus linear, so once S(k, .) - S(k-1, .) is the same for every
 ///   position it stays so (F(x + c) = F(x) + c), and the remaining steps are extrapolated.
 
+#include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "collectives/collective_plan.hpp"
@@ -25,6 +27,33 @@ namespace foresight::sim {
 /// with `flow_level`, flows standing for several (weight > 1) share their links among them as
 /// the flow-level model has them (standalone_rate with a weight).
 Time standalone_duration(const CollectivePlan& plan, const std::vector<double>& capacity, bool flow_level = false);
+
+/// How long `plan`'s phases from `first` on take alone, each with its start delay: what
+/// standalone_duration adds up for them.
+Time standalone_rest(const CollectivePlan& plan, std::size_t first, const std::vector<double>& capacity,
+                     bool flow_level);
+
+/// One ring of a ring phase under way, as CollectiveEngine holds it at some instant `now` once
+/// every event up to `now` has run: per position, the steps it has started sending and received,
+/// whether a send is in flight, when its latest finished send left (`last_done`, meaningful once
+/// a send has finished) and, for a send in flight, when it will leave (`in_flight_done`).
+struct RingState {
+  std::vector<std::uint32_t> sent;
+  std::vector<std::uint32_t> received;
+  std::vector<std::uint8_t> busy;
+  std::vector<Time> last_done;
+  std::vector<Time> in_flight_done;
+};
+
+/// When the ring phase `ph` ends on `ring` from `state`, if every send from now on moves at its
+/// standalone rate (and sends in flight leave when `state` says): the recurrence of
+/// standalone_duration started from each position's own step, not from zero,
+///   done(p, k) = max(done(p, k-1), done(p-1, k-1) + l_{p-1}) + t_p,
+/// where a step already received counts as -inf and a finished or in-flight send as its known
+/// time; the phase ends with the last step's arrival. Exact in picoseconds. None when a hop has
+/// more than one finished step still on its way (only the latest finished send's time is held).
+std::optional<Time> ring_end_from(const PlannedPhase& ph, const PlannedRing& ring, const RingState& state,
+                                  const std::vector<double>& capacity, bool flow_level);
 
 /// What plans started together put on a link at most at once (a ring hop's successive steps
 /// count once, and of a plan's successive phases the busiest) on the flow-level model: how many

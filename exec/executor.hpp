@@ -96,10 +96,12 @@ struct ExecutionResult {
   std::uint64_t fingerprint = 0;
   /// Collectives and transfers (each with every group or mirror it stands for) that started
   /// alone and ran in closed form, that started among others and ran flow by flow, and that
-  /// started alone and went on flow by flow when another needed their links.
+  /// started alone and went on flow by flow when another needed their links; and how many
+  /// times one running flow by flow went back to closed form once nothing crowded it.
   std::uint64_t jobs_closed_form = 0;
   std::uint64_t jobs_flow_by_flow = 0;
   std::uint64_t jobs_rebuilt = 0;
+  std::uint64_t jobs_returned = 0;
 };
 
 /// Validates `graph` against `fabric` (GraphError naming the node and what is wrong: a dangling

@@ -105,6 +105,49 @@ FlowId FlowNetwork::start_flow(const FlowRequest& request) {
   return (static_cast<FlowId>(f.generation) << 32) | slot;
 }
 
+std::uint32_t FlowNetwork::slot_of(FlowId id) const {
+  const auto slot = static_cast<std::uint32_t>(id & 0xffffffffULL);
+  if (slot >= flows_.size() || !flows_[slot].active) {
+    throw InternalError(fmt::format("FlowNetwork: flow {} is not active", id));
+  }
+  return slot;
+}
+
+FlowNetwork::FlowState FlowNetwork::flow_state(FlowId id) const {
+  const Flow& f = flows_[slot_of(id)];
+  return FlowState{f.path, f.remaining, f.rate, f.max_rate, f.updated, f.notify, static_cast<std::uint32_t>(f.weight)};
+}
+
+std::optional<Time> FlowNetwork::leaves_alone(FlowId id) const {
+  const auto slot = static_cast<std::uint32_t>(id & 0xffffffffULL);
+  if (id == static_cast<FlowId>(-1) || slot >= flows_.size() || !flows_[slot].active) return std::nullopt;
+  const Flow& f = flows_[slot];
+  if (!(f.rate > 0.0) || f.rate != f.bound) return std::nullopt;
+  // What schedule_done and the completion event do: leave `remaining` / rate after `updated`,
+  // and go on for what float noise leaves (advance, then the test in handle).
+  Time updated = f.updated;
+  double remaining = f.remaining;
+  for (;;) {
+    const Time at = updated + (remaining > 0.0 ? transfer_time(remaining, Bandwidth::bytes_per_second(f.rate))
+                                               : Time::zero());
+    const double moved = f.rate * (at - updated).seconds();
+    if (moved > 0.0) remaining -= moved;
+    if (!(remaining > f.rate * 2e-12)) return at;
+    updated = at;
+  }
+}
+
+void FlowNetwork::withdraw(FlowId id) {
+  const std::uint32_t slot = slot_of(id);
+  Flow& f = flows_[slot];
+  advance(f);
+  detach(slot);
+  f.active = false;
+  ++f.generation;
+  --active_;
+  free_slots_.push_back(slot);
+}
+
 double FlowNetwork::standalone_bound(const Flow& f) const {
   double rate = f.max_rate;
   for (const LinkId l : f.path) rate = std::min(rate, f.weight > 1.0 ? links_[l].capacity / f.weight : links_[l].capacity);
@@ -132,7 +175,7 @@ std::vector<FlowNetwork::FlowState> FlowNetwork::active_flow_states() const {
   return out;
 }
 
-void FlowNetwork::adopt(const FlowState& state) {
+FlowId FlowNetwork::adopt(const FlowState& state) {
   check_request(FlowRequest{state.path, state.remaining, state.max_rate, state.notify, state.weight}, links_.size());
   if (state.path.empty() || state.updated > sim_.now()) {
     throw InternalError("FlowNetwork::adopt: a flow needs links and a past update time");
@@ -159,6 +202,7 @@ void FlowNetwork::adopt(const FlowState& state) {
                                                    : Time::zero());
     sim_.schedule_at(at, self_, kFlowDone, (static_cast<std::uint64_t>(f.generation) << 32) | slot);
   }
+  return (static_cast<FlowId>(f.generation) << 32) | slot;
 }
 
 double FlowNetwork::rate(FlowId id) const {

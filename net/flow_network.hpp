@@ -17,6 +17,7 @@
 /// flows are not re-solved when one of them starts or ends.
 
 #include <cstdint>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -52,8 +53,18 @@ class FlowNetwork final : public NetworkModel, private EventHandler {
   /// Links whose flows changed at the current instant and await its re-solve.
   const std::vector<LinkId>& pending_links() const { return dirty_; }
   /// Adds a flow in the state `f` (updated <= now), without marking its links for a re-solve;
-  /// its completion is scheduled when its rate says (none while it is 0).
-  void adopt(const FlowState& f);
+  /// its completion is scheduled when its rate says (none while it is 0). Returns its id.
+  FlowId adopt(const FlowState& f);
+  /// Active flow `id` as it stands (InternalError for an id that is not active).
+  FlowState flow_state(FlowId id) const;
+  /// When active flow `id` leaves, if it moves at its standalone rate (its cap, or its slowest
+  /// link's capacity shared with the identical flows it stands for) until then: the time its
+  /// completion event says, re-scheduled as that event would for float noise. None when it
+  /// moves slower (something holds it back) or is not active.
+  std::optional<Time> leaves_alone(FlowId id) const;
+  /// Removes active flow `id` without notifying anyone; its links are re-solved at this
+  /// instant's settle.
+  void withdraw(FlowId id);
   /// Marks link `l` for the current instant's re-solve.
   void touch(LinkId l) { mark_dirty(l); }
 
@@ -120,6 +131,8 @@ class FlowNetwork final : public NetworkModel, private EventHandler {
   void attach(std::uint32_t slot, bool dirty = true);
   std::uint32_t new_slot();
   double standalone_bound(const Flow& f) const;
+  /// The active flow an id names (InternalError otherwise).
+  std::uint32_t slot_of(FlowId id) const;
   void detach(std::uint32_t slot);
 
   Simulator& sim_;

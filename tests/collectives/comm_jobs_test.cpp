@@ -69,6 +69,28 @@ sim::PlannedPhase random_ring(std::mt19937_64& rng, int n, int steps, int period
   return ph;
 }
 
+/// Heterogeneous rings, two rings in one phase (rings of a phase have the same positions), then
+/// a flow phase with per-flow latencies; every hop and flow on links of its own.
+sim::CollectivePlan random_plan(std::mt19937_64& rng, std::vector<double>& capacity) {
+  sim::CollectivePlan plan;
+  const int n = std::uniform_int_distribution<int>(2, 24)(rng);
+  const int steps = std::uniform_int_distribution<int>(1, 2 * n)(rng);
+  plan.phases.push_back(random_ring(rng, n, steps, 0, capacity));
+  auto second = random_ring(rng, n, steps, 0, capacity);
+  plan.phases.back().rings.push_back(second.rings.front());
+  sim::PlannedPhase flows;
+  flows.start_delay = 3_us;
+  for (int f = 0; f < 5; ++f) {
+    const auto link = static_cast<sim::LinkId>(capacity.size());
+    capacity.push_back(std::uniform_real_distribution<double>(5e9, 50e9)(rng));
+    flows.flows.push_back(sim::PlannedFlow{{link}, std::uniform_real_distribution<double>(0.0, 1e7)(rng),
+                                           f == 2 ? 8e9 : std::numeric_limits<double>::infinity(),
+                                           sim::Time::from_ps(f * 1'234'567)});
+  }
+  plan.phases.push_back(flows);
+  return plan;
+}
+
 }  // namespace
 
 TEST_CASE("the closed form of ring and flow phases is the engine's own run", "[collectives]") {
@@ -76,24 +98,7 @@ TEST_CASE("the closed form of ring and flow phases is the engine's own run", "[c
   for (int trial = 0; trial < 200; ++trial) {
     CAPTURE(trial);
     std::vector<double> capacity;
-    sim::CollectivePlan plan;
-    const int n = std::uniform_int_distribution<int>(2, 24)(rng);
-    const int steps = std::uniform_int_distribution<int>(1, 2 * n)(rng);
-    // Heterogeneous rings, two rings in one phase (rings of a phase have the same positions),
-    // then a flow phase with per-flow latencies.
-    plan.phases.push_back(random_ring(rng, n, steps, 0, capacity));
-    auto second = random_ring(rng, n, steps, 0, capacity);
-    plan.phases.back().rings.push_back(second.rings.front());
-    sim::PlannedPhase flows;
-    flows.start_delay = 3_us;
-    for (int f = 0; f < 5; ++f) {
-      const auto link = static_cast<sim::LinkId>(capacity.size());
-      capacity.push_back(std::uniform_real_distribution<double>(5e9, 50e9)(rng));
-      flows.flows.push_back(sim::PlannedFlow{{link}, std::uniform_real_distribution<double>(0.0, 1e7)(rng),
-                                             f == 2 ? 8e9 : std::numeric_limits<double>::infinity(),
-                                             sim::Time::from_ps(f * 1'234'567)});
-    }
-    plan.phases.push_back(flows);
+    const sim::CollectivePlan plan = random_plan(rng, capacity);
     const sim::Time closed = sim::standalone_duration(plan, capacity);
     REQUIRE(closed == engine_time(plan, capacity, sim::NetworkKind::analytical));
     // Every hop on a link of its own: the flow-level model runs each flow at its standalone
@@ -101,6 +106,42 @@ TEST_CASE("the closed form of ring and flow phases is the engine's own run", "[c
     REQUIRE(sim::keeps_standalone_rates({&plan}, capacity));
     REQUIRE(closed == engine_time(plan, capacity, sim::NetworkKind::flow));
   }
+}
+
+TEST_CASE("a plan's end from any instant of its run is the engine's own end", "[collectives]") {
+  // The engine stopped once every event up to an instant has run (the flow network's re-solve
+  // included): its state, the flows in flight and the closed form from there give the end the
+  // run reaches, to the picosecond (CollectiveEngine::end_alone, ring_end_from).
+  std::mt19937_64 rng(29);
+  int computed = 0;
+  int tried = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    CAPTURE(trial);
+    std::vector<double> capacity;
+    const sim::CollectivePlan plan = random_plan(rng, capacity);
+    const sim::Time end = engine_time(plan, capacity, sim::NetworkKind::flow);
+    for (int cut = 0; cut < 8; ++cut) {
+      const sim::Time at = sim::Time::from_ps(std::uniform_int_distribution<std::int64_t>(0, end.ps() - 1)(rng));
+      CAPTURE(at.ps());
+      sim::Simulator s;
+      sim::FlowNetwork net(s, capacity);
+      sim::CollectiveEngine engine(s, net);
+      struct Ignore final : sim::EventHandler {
+        void handle(sim::Simulator&, const sim::Event&) override {}
+      } ignore;
+      const auto id = engine.start(plan, {s.add_handler(ignore, "done"), 0, 0});
+      s.run_before(at, sim::priority::settle + 1);
+      const auto leaves = [&net](sim::FlowId f) { return net.leaves_alone(f); };
+      const auto from_here = engine.end_alone(id, capacity, leaves);
+      ++tried;
+      if (!from_here) continue;  // a hop with two steps on their way: the state tells too little
+      ++computed;
+      REQUIRE(*from_here == end);
+    }
+  }
+  // Most instants can be continued (latencies here reach 20 us against steps of nanoseconds to
+  // hundreds of microseconds, so some hops hold several steps at once).
+  REQUIRE(computed * 2 > tried);
 }
 
 TEST_CASE("long periodic rings are computed on one period and extrapolated, exactly", "[collectives]") {
@@ -184,6 +225,27 @@ sim::ExecutionGraph two_collectives(double a_bytes, double b_bytes, sim::Time de
   return g;
 }
 
+/// Ranks on GPUs 0 and 8 (one per node): all-reduces of `bytes[i]` on stream 2 + i after
+/// `delay[i]` of compute, all over the same two GPUs.
+sim::ExecutionGraph staggered_collectives(const std::vector<double>& bytes, const std::vector<sim::Time>& delay) {
+  sim::ExecutionGraph g;
+  g.add_rank(0, 0);
+  g.add_rank(8, 1);
+  for (std::size_t i = 0; i < bytes.size(); ++i) {
+    const auto comm = g.add_communicator({0, 1});
+    for (sim::RankId r = 0; r < 2; ++r) {
+      Node work = op(OpKind::compute, r, 1);
+      work.duration = delay[i];
+      const auto w = g.add(work);
+      Node ar = op(OpKind::collective, r, static_cast<sim::StreamId>(2 + i), {w});
+      ar.communicator = comm;
+      ar.bytes = bytes[i];
+      g.add(ar);
+    }
+  }
+  return g;
+}
+
 void same_times(const sim::ExecutionGraph& g, const sim::ExecutionResult& a, const sim::ExecutionResult& b) {
   REQUIRE(a.makespan == b.makespan);
   for (std::size_t n = 0; n < g.nodes.size(); ++n) {
@@ -230,6 +292,30 @@ TEST_CASE("a job alone runs in closed form and is rebuilt flow by flow when anot
     same_times(g, plain, fast);
     REQUIRE(fast.jobs_closed_form == 2);
     REQUIRE(fast.jobs_rebuilt == 0);
+  }
+}
+
+TEST_CASE("a job goes back to closed form once nothing crowds it, and is rebuilt from there", "[collectives]") {
+  const auto config = test::executor_config();
+  sim::ExecutorOptions off;
+  off.closed_form = false;
+  // A 256 MB all-reduce over two nodes from 0; a 16 MB one on its links from 300 us crowds it
+  // (A is rebuilt, both run flow by flow); once B has ended A runs alone again and goes back to
+  // closed form from its state mid-ring; C crowds it later still, so A is rebuilt from there.
+  for (const sim::Time c_delay : {2_ms, 3456789123_ps, 6_ms}) {
+    CAPTURE(c_delay.ps());
+    const auto g = staggered_collectives({256e6, 16e6, 16e6}, {0_us, 300_us, c_delay});
+    const auto plain = sim::execute(g, two_nodes(), config, sim::NetworkKind::flow, off);
+    const auto fast = sim::execute(g, two_nodes(), config, sim::NetworkKind::flow);
+    same_times(g, plain, fast);
+    REQUIRE(plain.jobs_returned == 0);
+    REQUIRE(fast.jobs_returned == 2);
+    REQUIRE(fast.jobs_rebuilt == 2);
+    REQUIRE(fast.events < plain.events);
+    // C started while A was running, after B had ended.
+    const sim::NodeId a = 1, b = 5, c = 9;  // rank 0's all-reduces (after its compute)
+    REQUIRE(fast.start[c] > fast.end[b]);
+    REQUIRE(fast.start[c] < fast.end[a]);
   }
 }
 
