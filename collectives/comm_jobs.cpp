@@ -117,23 +117,31 @@ CommJobs::Job& CommJobs::build(std::uint32_t job, const PlanSource& plans) {
   return j;
 }
 
-std::unique_ptr<CommJobs::OwnRun> CommJobs::own_run(const Job& job) {
+std::unique_ptr<CommJobs::OwnRun> CommJobs::empty_run(Job& job) {
   const std::vector<LinkId>& fp = footprints_[job.footprint];
   std::vector<double> capacity;
   capacity.reserve(fp.size());
   for (const LinkId l : fp) capacity.push_back(pools_.capacity[l]);
   auto run = std::make_unique<OwnRun>(std::move(capacity));
   run->finished.plans.assign(job.plans.size(), 0);
-  const auto local = [&](const std::vector<LinkId>& path) {
-    std::vector<LinkId> out;
-    out.reserve(path.size());
-    for (const LinkId l : path) out.push_back(static_cast<LinkId>(std::lower_bound(fp.begin(), fp.end(), l) - fp.begin()));
-    return out;
-  };
-  for (std::size_t i = 0; i < job.plans.size(); ++i) {
-    run->engine.start(remap(*job.plans[i], local), FlowNotify{run->finished_id, 0, i});
+  if (job.local_plans.empty()) {
+    const auto local = [&](const std::vector<LinkId>& path) {
+      std::vector<LinkId> out;
+      out.reserve(path.size());
+      for (const LinkId l : path) out.push_back(static_cast<LinkId>(std::lower_bound(fp.begin(), fp.end(), l) - fp.begin()));
+      return out;
+    };
+    for (const auto& plan : job.plans) job.local_plans.push_back(std::make_shared<const CollectivePlan>(remap(*plan, local)));
   }
   ++stats_.own_runs;
+  return run;
+}
+
+std::unique_ptr<CommJobs::OwnRun> CommJobs::own_run(Job& job) {
+  auto run = empty_run(job);
+  for (std::size_t i = 0; i < job.local_plans.size(); ++i) {
+    run->engine.start(job.local_plans[i], FlowNotify{run->finished_id, 0, i});
+  }
   return run;
 }
 
@@ -226,6 +234,7 @@ void CommJobs::start(std::uint32_t job, const PlanSource& plans, FlowNotify done
   a.pending = 0;
   a.instances.clear();
   a.resume.reset();
+  a.may_return = true;
   ++a.generation;
   bool crowded = !closed_form_;
   if (kind_ == NetworkKind::flow && closed_form_) {
@@ -272,14 +281,23 @@ void CommJobs::rebuild(std::uint32_t slot) {
     run_flow_by_flow(slot);
     return;
   }
-  const Job& j = jobs_[a.job];
+  Job& j = jobs_[a.job];
   const std::vector<LinkId>& fp = footprints_[j.footprint];
   // Its plans on their own network, from its start or from where it went back to closed form,
   // up to now: nothing crowded its links meanwhile, so that run is what happened.
   const Time base = a.resume ? a.resume->at : a.start;
   auto run = a.resume ? resumed_run(j, *a.resume) : own_run(j);
-  a.resume.reset();
   run->sim.run_before(sim_.now() - base, priority::settle);
+  if (a.resume) {
+    // Going back and forth copies its state each way (positions, flows in flight); when the
+    // stretch in closed form saved less than one event per eight of them (a job crowded again
+    // at once, as a ring of thousands of GPUs among frequent tensor-parallel collectives is),
+    // it stays flow by flow from now on. The answer is the same either way.
+    std::uint64_t state = 0;
+    for (const Resume::Plan& p : a.resume->plans) state += p.progress.sent.size() + p.progress.flow_done.size() + p.flows.size();
+    if (run->sim.events_processed() * 8 < state) a.may_return = false;
+    a.resume.reset();
+  }
   // Its plans' progress, flows and pending events move here, shifted by `base`.
   std::map<std::uint32_t, std::uint32_t> instance;
   a.closed = false;
@@ -313,13 +331,9 @@ void CommJobs::rebuild(std::uint32_t slot) {
   if (a.pending == 0) finish(slot);  // every plan ended at this instant
 }
 
-std::unique_ptr<CommJobs::OwnRun> CommJobs::resumed_run(const Job& job, const Resume& resume) {
+std::unique_ptr<CommJobs::OwnRun> CommJobs::resumed_run(Job& job, const Resume& resume) {
   const std::vector<LinkId>& fp = footprints_[job.footprint];
-  std::vector<double> capacity;
-  capacity.reserve(fp.size());
-  for (const LinkId l : fp) capacity.push_back(pools_.capacity[l]);
-  auto run = std::make_unique<OwnRun>(std::move(capacity));
-  run->finished.plans.assign(job.plans.size(), 0);
+  auto run = empty_run(job);
   const auto local = [&](LinkId l) {
     return static_cast<LinkId>(std::lower_bound(fp.begin(), fp.end(), l) - fp.begin());
   };
@@ -327,15 +341,7 @@ std::unique_ptr<CommJobs::OwnRun> CommJobs::resumed_run(const Job& job, const Re
     CollectiveEngine::Progress progress = p.progress;
     progress.done = FlowNotify{run->finished_id, 0, p.plan};
     progress.shift(Time::zero() - resume.at);
-    const CollectivePlan& plan = *job.plans.at(p.plan);
-    const std::uint32_t id =
-        run->engine.resume(std::make_shared<const CollectivePlan>(remap(plan, [&](const std::vector<LinkId>& path) {
-                             std::vector<LinkId> out;
-                             out.reserve(path.size());
-                             for (const LinkId l : path) out.push_back(local(l));
-                             return out;
-                           })),
-                           progress);
+    const std::uint32_t id = run->engine.resume(job.local_plans.at(p.plan), progress);
     run->engine.schedule_pending(id, p.events, resume.at);
     for (FlowNetwork::FlowState f : p.flows) {
       for (LinkId& l : f.path) l = local(l);
@@ -345,7 +351,6 @@ std::unique_ptr<CommJobs::OwnRun> CommJobs::resumed_run(const Job& job, const Re
       run->engine.set_flow(id, index, run->net.adopt(f));
     }
   }
-  ++stats_.own_runs;
   return run;
 }
 
@@ -366,6 +371,7 @@ void CommJobs::check_returns() {
 
 void CommJobs::return_to_closed_form(std::uint32_t slot) {
   Active& a = actives_[slot];
+  if (!a.may_return) return;
   Job& j = jobs_[a.job];
   if (!j.keeps_alone) j.keeps_alone = keeps_standalone_rates(j.load, pools_.capacity);
   if (!*j.keeps_alone) return;  // its own flows crowd each other: no closed form from a state

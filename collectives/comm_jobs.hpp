@@ -75,6 +75,7 @@ class CommJobs final : private EventHandler {
     std::vector<LinkLoad> load;                                ///< flow-level: per pool, by pool
     std::optional<Time> alone;                                 ///< duration alone, once known
     std::optional<bool> keeps_alone;  ///< flow-level: its own flows never crowd a link
+    std::vector<std::shared_ptr<const CollectivePlan>> local_plans;  ///< over its footprint's places, once needed
   };
   /// A job's state when it went back to closed form: per running plan, its progress, pending
   /// events and flows in flight (their links are pools, their notifications' data the local
@@ -99,6 +100,7 @@ class CommJobs final : private EventHandler {
     std::uint32_t generation = 0;
     std::vector<std::uint32_t> instances;  ///< flow by flow: each plan's engine instance, or kNone
     std::unique_ptr<Resume> resume;        ///< closed again after running flow by flow: from here
+    bool may_return = true;  ///< no return has failed to pay for itself (rebuild)
   };
   static constexpr std::uint32_t kNone = 0xffffffffU;
   struct OwnRun;
@@ -122,9 +124,13 @@ class CommJobs final : private EventHandler {
   /// where nothing crowds them any more (return_to_closed_form).
   void check_returns();
   void return_to_closed_form(std::uint32_t slot);
-  std::unique_ptr<OwnRun> own_run(const Job& job);
-  /// A job's plans on a network of their own, in the state `resume` holds, at its time 0.
-  std::unique_ptr<OwnRun> resumed_run(const Job& job, const Resume& resume);
+  /// A network of the job's own links (numbered by their place in its footprint), its plans
+  /// on them in local_plans, nothing started.
+  std::unique_ptr<OwnRun> empty_run(Job& job);
+  /// The job's plans on a network of their own, started at its time 0.
+  std::unique_ptr<OwnRun> own_run(Job& job);
+  /// The job's plans on a network of their own, in the state `resume` holds, at its time 0.
+  std::unique_ptr<OwnRun> resumed_run(Job& job, const Resume& resume);
 
   Simulator& sim_;
   NetworkKind kind_;

@@ -225,15 +225,20 @@ sim::ExecutionGraph two_collectives(double a_bytes, double b_bytes, sim::Time de
   return g;
 }
 
-/// Ranks on GPUs 0 and 8 (one per node): all-reduces of `bytes[i]` on stream 2 + i after
-/// `delay[i]` of compute, all over the same two GPUs.
+const topo::Cluster& four_nodes() {
+  static const topo::Cluster c = topo::resolve_cluster("dgx-a100", 32);
+  return c;
+}
+
+/// Ranks on GPUs 0, 8, 16 and 24 (one per node of four_nodes): all-reduces of `bytes[i]` on
+/// stream 2 + i, each after `delay[i]` of compute (in order on one stream, so the i-th starts
+/// after the sum of the delays up to it), all over the same four GPUs.
 sim::ExecutionGraph staggered_collectives(const std::vector<double>& bytes, const std::vector<sim::Time>& delay) {
   sim::ExecutionGraph g;
-  g.add_rank(0, 0);
-  g.add_rank(8, 1);
+  for (sim::RankId r = 0; r < 4; ++r) g.add_rank(static_cast<sim::GpuId>(8 * r), r);
   for (std::size_t i = 0; i < bytes.size(); ++i) {
-    const auto comm = g.add_communicator({0, 1});
-    for (sim::RankId r = 0; r < 2; ++r) {
+    const auto comm = g.add_communicator({0, 1, 2, 3});
+    for (sim::RankId r = 0; r < 4; ++r) {
       Node work = op(OpKind::compute, r, 1);
       work.duration = delay[i];
       const auto w = g.add(work);
@@ -299,23 +304,37 @@ TEST_CASE("a job goes back to closed form once nothing crowds it, and is rebuilt
   const auto config = test::executor_config();
   sim::ExecutorOptions off;
   off.closed_form = false;
-  // A 256 MB all-reduce over two nodes from 0; a 16 MB one on its links from 300 us crowds it
-  // (A is rebuilt, both run flow by flow); once B has ended A runs alone again and goes back to
-  // closed form from its state mid-ring; C crowds it later still, so A is rebuilt from there.
-  for (const sim::Time c_delay : {2_ms, 3456789123_ps, 6_ms}) {
+  // A 1 GB all-reduce over four nodes from 0 (its ring of 4 positions and 6 steps starts 5.7 ms
+  // in and ends near 68 ms); a 32 MB one on its links from 3 ms crowds it (A is rebuilt, both
+  // run flow by flow). B ends at 6.6 ms, mid-ring for A, which runs alone again and goes back
+  // to closed form from its state; C crowds it later still (from 3 ms + c_delay, once A has
+  // moved on by a step or more), so A is rebuilt from there, and goes back again after C.
+  const sim::NodeId a = 1, b = 9, c = 17;  // rank 0's all-reduces (after its compute)
+  for (const sim::Time c_delay : {20456789123_ps, 40_ms}) {
     CAPTURE(c_delay.ps());
-    const auto g = staggered_collectives({256e6, 16e6, 16e6}, {0_us, 300_us, c_delay});
-    const auto plain = sim::execute(g, two_nodes(), config, sim::NetworkKind::flow, off);
-    const auto fast = sim::execute(g, two_nodes(), config, sim::NetworkKind::flow);
+    const auto g = staggered_collectives({1e9, 32e6, 32e6}, {0_us, 3_ms, c_delay});
+    const auto plain = sim::execute(g, four_nodes(), config, sim::NetworkKind::flow, off);
+    const auto fast = sim::execute(g, four_nodes(), config, sim::NetworkKind::flow);
     same_times(g, plain, fast);
     REQUIRE(plain.jobs_returned == 0);
     REQUIRE(fast.jobs_returned == 2);
     REQUIRE(fast.jobs_rebuilt == 2);
     REQUIRE(fast.events < plain.events);
-    // C started while A was running, after B had ended.
-    const sim::NodeId a = 1, b = 5, c = 9;  // rank 0's all-reduces (after its compute)
-    REQUIRE(fast.start[c] > fast.end[b]);
+    REQUIRE(fast.start[c] > fast.end[b]);  // C started while A ran, after B had ended
     REQUIRE(fast.start[c] < fast.end[a]);
+  }
+  SECTION("a return that a rebuild follows at once is not tried again") {
+    // C starts 1 us after B has ended: A's stretch in closed form saved fewer events than going
+    // back and forth costs, so after C it stays flow by flow (same answer either way).
+    const auto first = sim::execute(staggered_collectives({1e9, 32e6}, {0_us, 3_ms}), four_nodes(), config,
+                                    sim::NetworkKind::flow);
+    const auto g = staggered_collectives({1e9, 32e6, 32e6}, {0_us, 3_ms, first.end[b] + 1_us - 3_ms});
+    const auto plain = sim::execute(g, four_nodes(), config, sim::NetworkKind::flow, off);
+    const auto fast = sim::execute(g, four_nodes(), config, sim::NetworkKind::flow);
+    same_times(g, plain, fast);
+    REQUIRE(fast.start[c] == first.end[b] + 1_us);
+    REQUIRE(fast.jobs_returned == 1);
+    REQUIRE(fast.jobs_rebuilt == 2);
   }
 }
 
