@@ -15,9 +15,14 @@
 /// their own network from its start to now (nothing crowded its links meanwhile, so that run is
 /// what happened), and their flows, progress and pending events move into the shared network,
 /// where the job goes on flow by flow among the others; a job crowded when it starts runs flow
-/// by flow from its start. So every job that meets contention is simulated flow by flow from the
-/// moment it does, and one that never does costs a few events, whatever the number of GPUs,
-/// steps and groups.
+/// by flow from its start. When a job it shared links with ends and nothing crowds it any more
+/// (the same test, against the jobs still running; its own flows must keep their standalone
+/// rates too), a job running flow by flow goes back to closed form from where it stands: its
+/// flows in flight leave when the network has them leave, and the rest follows from each ring
+/// position's state (CollectiveEngine::end_alone, ring_end_from). Its flows leave the network
+/// and its state is kept, so that a later job that crowds it rebuilds it from there. So every
+/// job is simulated flow by flow exactly while it meets contention, and one that never does
+/// costs a few events, whatever the number of GPUs, steps and groups.
 
 #include <cstdint>
 #include <functional>
