@@ -414,7 +414,6 @@ void CommJobs::return_to_closed_form(std::uint32_t slot) {
 
 void CommJobs::finish(std::uint32_t slot) {
   Active& a = actives_[slot];
-
   ++a.generation;
   a.resume.reset();
   a.instances.clear();
@@ -429,7 +428,7 @@ void CommJobs::finish(std::uint32_t slot) {
     ended_now_.push_back(fp);
     if (!return_check_pending_) {
       return_check_pending_ = true;
-      sim_.schedule_at(sim_.now(), self_, kReturn, 0, priority::settle + 1);
+      sim_.schedule_at(sim_.now(), self_, kReturn, 0, priority::after_settle);
     }
   }
   sim_.schedule_at(sim_.now(), a.done.target, a.done.kind, a.done.data);

@@ -75,7 +75,7 @@ class Runner final : public EventHandler {
     sampling_ = !options_.sample_links.empty() && options_.sample_interval > Time::zero();
     sample_interval_ = options_.sample_interval;
     result_.link_bytes.assign(sampling_ ? options_.sample_links.size() : 0, {});
-    if (sampling_) sim_.schedule_at(Time::zero(), self_, kSample, 0, priority::settle + 1);
+    if (sampling_) sim_.schedule_at(Time::zero(), self_, kSample, 0, priority::after_settle);
     sim_.run();
     detail::report_deadlock(g_, index_, comms_, done_, issued_, deps_left_);
     result_.events = sim_.events_processed();
@@ -156,7 +156,7 @@ class Runner final : public EventHandler {
         }
         if (result_.link_bytes.front().size() >= ExecutorOptions::kMaxLinkSamples) thin_samples();
         // Keep sampling while anything else is pending; the last sample closes the run.
-        if (sim_.pending() > 0) sim_.schedule_after(sample_interval_, self_, kSample, 0, priority::settle + 1);
+        if (sim_.pending() > 0) sim_.schedule_after(sample_interval_, self_, kSample, 0, priority::after_settle);
         return;
       case kGilRelease:
         if (const auto h = locks_.release(static_cast<std::uint32_t>(e.data))) work_.push_front({Work::resume_host, *h});

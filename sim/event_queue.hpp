@@ -30,6 +30,8 @@ inline constexpr std::int32_t normal = 0;
 /// Runs after every normal event of the same instant: used to batch work triggered by many
 /// same-time events (e.g. one bandwidth re-solve for all flows that start at that instant).
 inline constexpr std::int32_t settle = 1000;
+/// Runs after the instant's settle: sees the rates every change of that instant has led to.
+inline constexpr std::int32_t after_settle = settle + 1;
 }  // namespace priority
 
 /// A radix heap (Ahuja, Mehlhorn, Orlin and Tarjan 1990) on event times, which never go below the
