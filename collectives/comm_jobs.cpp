@@ -184,8 +184,13 @@ std::vector<std::uint32_t> CommJobs::contended(const Job& job, bool& crowded, st
                                      [](const LinkLoad& x, LinkId v) { return x.link < v; });
     return *it;  // every shared pool is in both loads
   };
-  // Per pool shared with running jobs: the flows and standalone rates of all of them.
-  std::map<LinkId, LinkLoad> total;
+  // Per pool shared with running jobs: the flows and standalone rates of all of them (in
+  // total_, valid where total_mark_ is this call's mark).
+  if (total_.size() != pools_.capacity.size()) {
+    total_.assign(pools_.capacity.size(), LinkLoad{});
+    total_mark_.assign(pools_.capacity.size(), 0);
+  }
+  const std::uint64_t mark = ++contended_calls_;
   std::vector<std::pair<std::uint32_t, const std::vector<LinkId>*>> sharers;
   for (const std::uint32_t other : running_) {
     if (other == self) continue;
@@ -196,17 +201,20 @@ std::vector<std::uint32_t> CommJobs::contended(const Job& job, bool& crowded, st
     if (both.empty()) continue;
     sharers.emplace_back(other, &both);
     for (const LinkId l : both) {
-      auto [it, added] = total.try_emplace(l, load_at(job, l));
+      if (total_mark_[l] != mark) {
+        total_mark_[l] = mark;
+        total_[l] = load_at(job, l);
+      }
       const LinkLoad add = load_at(oj, l);
-      it->second.flows += add.flows;
-      it->second.peak += add.peak;
+      total_[l].flows += add.flows;
+      total_[l].peak += add.peak;
     }
   }
   std::vector<std::uint32_t> out;
   crowded = false;
   for (const auto& [other, both] : sharers) {
     const bool tight = std::any_of(both->begin(), both->end(), [&](LinkId l) {
-      const LinkLoad& t = total.at(l);
+      const LinkLoad& t = total_[l];
       return !leaves_room(t.flows, t.peak, pools_.capacity[l]);
     });
     if (!tight) continue;

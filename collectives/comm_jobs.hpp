@@ -153,6 +153,10 @@ class CommJobs final : private EventHandler {
   std::vector<std::uint32_t> free_slots_;
   std::vector<std::uint32_t> running_;  ///< slots of started, unfinished jobs, in start order
   std::vector<std::uint32_t> ended_now_;  ///< footprints of jobs that ended at this instant
+  // Scratch of contended(): per pool, the load of the jobs sharing it, valid where marked.
+  std::vector<LinkLoad> total_;
+  std::vector<std::uint64_t> total_mark_;
+  std::uint64_t contended_calls_ = 0;
   bool return_check_pending_ = false;
   Stats stats_;
 };
