@@ -26,6 +26,11 @@ struct Finished final : EventHandler {
 }  // namespace comm_jobs_detail
 namespace {
 
+/// Place of pool `l` in a job's sorted `footprint` (the link's id on the job's own network).
+LinkId local_link(const std::vector<LinkId>& footprint, LinkId l) {
+  return static_cast<LinkId>(std::lower_bound(footprint.begin(), footprint.end(), l) - footprint.begin());
+}
+
 /// `plan` with every path mapped by `map`.
 template <typename Map>
 CollectivePlan remap(const CollectivePlan& plan, const Map& map) {
@@ -128,7 +133,7 @@ std::unique_ptr<CommJobs::OwnRun> CommJobs::empty_run(Job& job) {
     const auto local = [&](const std::vector<LinkId>& path) {
       std::vector<LinkId> out;
       out.reserve(path.size());
-      for (const LinkId l : path) out.push_back(static_cast<LinkId>(std::lower_bound(fp.begin(), fp.end(), l) - fp.begin()));
+      for (const LinkId l : path) out.push_back(local_link(fp, l));
       return out;
     };
     for (const auto& plan : job.plans) job.local_plans.push_back(std::make_shared<const CollectivePlan>(remap(*plan, local)));
@@ -342,9 +347,6 @@ void CommJobs::rebuild(std::uint32_t slot) {
 std::unique_ptr<CommJobs::OwnRun> CommJobs::resumed_run(Job& job, const Resume& resume) {
   const std::vector<LinkId>& fp = footprints_[job.footprint];
   auto run = empty_run(job);
-  const auto local = [&](LinkId l) {
-    return static_cast<LinkId>(std::lower_bound(fp.begin(), fp.end(), l) - fp.begin());
-  };
   for (const Resume::Plan& p : resume.plans) {
     CollectiveEngine::Progress progress = p.progress;
     progress.done = FlowNotify{run->finished_id, 0, p.plan};
@@ -352,7 +354,7 @@ std::unique_ptr<CommJobs::OwnRun> CommJobs::resumed_run(Job& job, const Resume& 
     const std::uint32_t id = run->engine.resume(job.local_plans.at(p.plan), progress);
     run->engine.schedule_pending(id, p.events, resume.at);
     for (FlowNetwork::FlowState f : p.flows) {
-      for (LinkId& l : f.path) l = local(l);
+      for (LinkId& l : f.path) l = local_link(fp, l);
       f.updated -= resume.at;
       const auto index = static_cast<std::uint32_t>(f.notify.data);
       f.notify = FlowNotify{run->engine.handler(), f.notify.kind, CollectiveEngine::event_data(id, index)};

@@ -38,6 +38,15 @@ struct LevelAfter {
   }
 };
 
+/// How long `remaining` bytes take at `rate` (> 0): rounded up to a picosecond, none for none.
+Time drain_time(double remaining, double rate) {
+  return remaining > 0.0 ? transfer_time(remaining, Bandwidth::bytes_per_second(rate)) : Time::zero();
+}
+
+/// Whether a flow at its completion time still has more than float noise left (the completion
+/// was rounded up to a picosecond, so normally it has not).
+bool left_over(double remaining, double rate) { return remaining > rate * 2e-12; }
+
 void check_capacities(const std::vector<double>& capacities) {
   for (std::size_t i = 0; i < capacities.size(); ++i) {
     if (!(capacities[i] > 0.0) || !std::isfinite(capacities[i])) {
@@ -113,10 +122,11 @@ std::uint32_t FlowNetwork::slot_of(FlowId id) const {
   return slot;
 }
 
-FlowNetwork::FlowState FlowNetwork::flow_state(FlowId id) const {
-  const Flow& f = flows_[slot_of(id)];
+FlowNetwork::FlowState FlowNetwork::state_of(const Flow& f) {
   return FlowState{f.path, f.remaining, f.rate, f.max_rate, f.updated, f.notify, static_cast<std::uint32_t>(f.weight)};
 }
+
+FlowNetwork::FlowState FlowNetwork::flow_state(FlowId id) const { return state_of(flows_[slot_of(id)]); }
 
 std::optional<Time> FlowNetwork::leaves_alone(FlowId id) const {
   const auto slot = static_cast<std::uint32_t>(id & 0xffffffffULL);
@@ -128,24 +138,18 @@ std::optional<Time> FlowNetwork::leaves_alone(FlowId id) const {
   Time updated = f.updated;
   double remaining = f.remaining;
   for (;;) {
-    const Time at = updated + (remaining > 0.0 ? transfer_time(remaining, Bandwidth::bytes_per_second(f.rate))
-                                               : Time::zero());
+    const Time at = updated + drain_time(remaining, f.rate);
     const double moved = f.rate * (at - updated).seconds();
     if (moved > 0.0) remaining -= moved;
-    if (!(remaining > f.rate * 2e-12)) return at;
+    if (!left_over(remaining, f.rate)) return at;
     updated = at;
   }
 }
 
 void FlowNetwork::withdraw(FlowId id) {
   const std::uint32_t slot = slot_of(id);
-  Flow& f = flows_[slot];
-  advance(f);
-  detach(slot);
-  f.active = false;
-  ++f.generation;
-  --active_;
-  free_slots_.push_back(slot);
+  advance(flows_[slot]);
+  release(slot);
 }
 
 double FlowNetwork::standalone_bound(const Flow& f) const {
@@ -167,10 +171,7 @@ std::uint32_t FlowNetwork::new_slot() {
 std::vector<FlowNetwork::FlowState> FlowNetwork::active_flow_states() const {
   std::vector<FlowState> out;
   for (const Flow& f : flows_) {
-    if (f.active) {
-      out.push_back(FlowState{f.path, f.remaining, f.rate, f.max_rate, f.updated, f.notify,
-                              static_cast<std::uint32_t>(f.weight)});
-    }
+    if (f.active) out.push_back(state_of(f));
   }
   return out;
 }
@@ -198,8 +199,7 @@ FlowId FlowNetwork::adopt(const FlowState& state) {
   // Its completion where its own network had it: `updated` plus the rest at its rate.
   if (f.rate > 0.0) {
     ++f.generation;
-    const Time at = f.updated + (f.remaining > 0.0 ? transfer_time(f.remaining, Bandwidth::bytes_per_second(f.rate))
-                                                   : Time::zero());
+    const Time at = f.updated + drain_time(f.remaining, f.rate);
     sim_.schedule_at(at, self_, kFlowDone, (static_cast<std::uint64_t>(f.generation) << 32) | slot);
   }
   return (static_cast<FlowId>(f.generation) << 32) | slot;
@@ -276,8 +276,7 @@ void FlowNetwork::handle(Simulator& /*sim*/, const Event& event) {
   Flow& f = flows_[slot];
   if (!f.active || f.generation != generation) return;  // superseded by a rate change
   advance(f);
-  // The completion time was rounded up to a picosecond, so at most float noise is left.
-  if (f.remaining > f.rate * 2e-12) {
+  if (left_over(f.remaining, f.rate)) {
     schedule_done(slot);
     return;
   }
@@ -297,20 +296,22 @@ void FlowNetwork::schedule_done(std::uint32_t slot) {
   Flow& f = flows_[slot];
   ++f.generation;
   if (!(f.rate > 0.0)) return;  // stalled until the next re-solve gives it bandwidth
-  const Time dt = f.remaining > 0.0
-                      ? transfer_time(f.remaining, Bandwidth::bytes_per_second(f.rate))
-                      : Time::zero();
-  sim_.schedule_after(dt, self_, kFlowDone, (static_cast<std::uint64_t>(f.generation) << 32) | slot);
+  sim_.schedule_after(drain_time(f.remaining, f.rate), self_, kFlowDone, (static_cast<std::uint64_t>(f.generation) << 32) | slot);
 }
 
-void FlowNetwork::finish(std::uint32_t slot) {
+void FlowNetwork::release(std::uint32_t slot) {
   Flow& f = flows_[slot];
   detach(slot);
   f.active = false;
   ++f.generation;
   --active_;
   free_slots_.push_back(slot);
-  sim_.schedule_at(sim_.now(), f.notify.target, f.notify.kind, f.notify.data);
+}
+
+void FlowNetwork::finish(std::uint32_t slot) {
+  release(slot);
+  const FlowNotify& n = flows_[slot].notify;
+  sim_.schedule_at(sim_.now(), n.target, n.kind, n.data);
 }
 
 void FlowNetwork::settle() {

@@ -128,6 +128,9 @@ class FlowNetwork final : public NetworkModel, private EventHandler {
   void advance(Flow& f);
   void schedule_done(std::uint32_t slot);
   void finish(std::uint32_t slot);
+  /// Takes an active flow off its links and frees its slot (no notification).
+  void release(std::uint32_t slot);
+  static FlowState state_of(const Flow& f);
   void attach(std::uint32_t slot, bool dirty = true);
   std::uint32_t new_slot();
   double standalone_bound(const Flow& f) const;
