@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <iterator>
+#include <unordered_map>
 
 #include "common/error.hpp"
 #include "net/flow_network.hpp"
+#include "collectives/plan_classes.hpp"
 #include "collectives/plan_timing.hpp"
 
 namespace foresight::sim {
@@ -142,12 +144,89 @@ std::unique_ptr<CommJobs::OwnRun> CommJobs::empty_run(Job& job) {
   return run;
 }
 
-std::unique_ptr<CommJobs::OwnRun> CommJobs::own_run(Job& job) {
+std::unique_ptr<CommJobs::OwnRun> CommJobs::own_run(Job& job, const Replays* replays) {
   auto run = empty_run(job);
   for (std::size_t i = 0; i < job.local_plans.size(); ++i) {
+    if (replays != nullptr && (*replays)[i].empty()) continue;
     run->engine.start(job.local_plans[i], FlowNotify{run->finished_id, 0, i});
   }
   return run;
+}
+
+void CommJobs::classify(Job& job) {
+  if (job.classified) return;
+  job.classified = true;
+  if (!job.keeps_alone) job.keeps_alone = keeps_standalone_rates(job.load, pools_.capacity);
+  if (!*job.keeps_alone) return;  // its flows may wait for each other: plans may not run alike
+  std::vector<const CollectivePlan*> plans;
+  for (const auto& p : job.plans) plans.push_back(p.get());
+  std::vector<LinkId> room;  // crossed by several of its flows, so with room for all (keeps_alone)
+  for (const LinkLoad& l : job.load) {
+    if (l.flows > 1) room.push_back(l.link);
+  }
+  job.classes = plan_classes(plans, pools_.capacity, room);
+}
+
+namespace {
+
+/// Whether two alike plans stand at the same place: progress, pending events and flows in
+/// flight equal (flows by their place in the plan, so their links correspond).
+bool same_state(const CollectiveEngine::Progress& a, const CollectiveEngine::Progress& b) {
+  return a.phase == b.phase && a.n == b.n && a.sent == b.sent && a.received == b.received && a.busy == b.busy &&
+         a.last_done == b.last_done && a.flow_done == b.flow_done && a.arrivals == b.arrivals &&
+         a.expected == b.expected && a.waiting == b.waiting && a.phase_start == b.phase_start;
+}
+
+}  // namespace
+
+CommJobs::Replays CommJobs::replays(const Job& job, const Active& a) const {
+  Replays out(job.plans.size());
+  if (!job.classes) {
+    for (std::uint32_t p = 0; p < out.size(); ++p) out[p] = {p};
+    return out;
+  }
+  if (!a.resume) {  // from its start: alike plans run alike
+    out = job.classes->copies;
+    return out;
+  }
+  std::vector<const Resume::Plan*> state(job.plans.size(), nullptr);
+  for (const Resume::Plan& p : a.resume->plans) state.at(p.plan) = &p;
+  const auto same = [](const Resume::Plan& x, const Resume::Plan& y) {
+    if (!same_state(x.progress, y.progress) || x.events.size() != y.events.size() || x.flows.size() != y.flows.size()) {
+      return false;
+    }
+    for (std::size_t i = 0; i < x.events.size(); ++i) {
+      const auto& e = x.events[i];
+      const auto& f = y.events[i];
+      if (e.time != f.time || e.kind != f.kind || e.local != f.local) return false;
+    }
+    for (std::size_t i = 0; i < x.flows.size(); ++i) {
+      const auto& e = x.flows[i];
+      const auto& f = y.flows[i];
+      if (e.path.size() != f.path.size() || e.remaining != f.remaining || e.rate != f.rate || e.max_rate != f.max_rate ||
+          e.updated != f.updated || e.weight != f.weight || e.notify.kind != f.notify.kind ||
+          e.notify.data != f.notify.data) {
+        return false;
+      }
+    }
+    return true;
+  };
+  // Within each class, a plan joins the first of (up to four) replayed plans in its state.
+  constexpr std::size_t kLeaders = 4;
+  for (const auto& members : job.classes->copies) {
+    std::vector<std::uint32_t> leaders;
+    for (const std::uint32_t m : members) {
+      if (state[m] == nullptr) continue;  // ended: nothing to replay
+      const auto it = std::find_if(leaders.begin(), leaders.end(), [&](std::uint32_t l) { return same(*state[l], *state[m]); });
+      if (it != leaders.end()) {
+        out[*it].push_back(m);
+      } else {
+        out[m] = {m};
+        if (leaders.size() < kLeaders) leaders.push_back(m);
+      }
+    }
+  }
+  return out;
 }
 
 Time CommJobs::alone(std::uint32_t job) {
@@ -297,57 +376,102 @@ void CommJobs::rebuild(std::uint32_t slot) {
   Job& j = jobs_[a.job];
   const std::vector<LinkId>& fp = footprints_[j.footprint];
   // Its plans on their own network, from its start or from where it went back to closed form,
-  // up to now: nothing crowded its links meanwhile, so that run is what happened.
+  // up to now: nothing crowded its links meanwhile, so that run is what happened. Plans alike
+  // and in the same state run alike: one of them runs for all.
+  classify(j);
+  const Replays replay = replays(j, a);
   const Time base = a.resume ? a.resume->at : a.start;
-  auto run = a.resume ? resumed_run(j, *a.resume) : own_run(j);
+  auto run = a.resume ? resumed_run(j, *a.resume, replay) : own_run(j, &replay);
   run->sim.run_before(sim_.now() - base, priority::settle);
   if (a.resume) {
     // Going back and forth copies its state each way (positions, flows in flight); when the
     // stretch in closed form saved less than one event per eight of them (a job crowded again
     // at once, as a ring of thousands of GPUs among frequent tensor-parallel collectives is),
-    // it stays flow by flow from now on. The answer is the same either way.
+    // it stays flow by flow from now on. The answer is the same either way. (A replay standing
+    // for several plans counts its events once for each.)
     std::uint64_t state = 0;
-    for (const Resume::Plan& p : a.resume->plans) state += p.progress.sent.size() + p.progress.flow_done.size() + p.flows.size();
-    if (run->sim.events_processed() * 8 < state) a.may_return = false;
+    std::uint64_t replayed = 0;
+    for (const Resume::Plan& p : a.resume->plans) {
+      state += p.progress.sent.size() + p.progress.flow_done.size() + p.flows.size();
+      if (!replay[p.plan].empty()) ++replayed;
+    }
+    if (run->sim.events_processed() * a.resume->plans.size() * 8 < state * replayed) a.may_return = false;
     a.resume.reset();
   }
-  // Its plans' progress, flows and pending events move here, shifted by `base`.
-  std::map<std::uint32_t, std::uint32_t> instance;
+  // Where a replayed plan's links are on the plans it stands for: the same place in the walk
+  // of plan_classes.
+  std::map<std::uint32_t, std::unordered_map<LinkId, std::uint32_t>> place;
+  for (std::uint32_t p = 0; p < replay.size(); ++p) {
+    if (replay[p].size() < 2) continue;
+    auto& m = place[p];
+    const auto& links = j.classes->links[p];
+    for (std::uint32_t i = 0; i < links.size(); ++i) m.emplace(links[i], i);
+  }
+  const auto link_on = [&](std::uint32_t target, std::uint32_t plan, LinkId pool) {
+    return target == plan ? pool : j.classes->links[target][place.at(plan).at(pool)];
+  };
+  // Its plans' progress, flows and pending events move here, shifted by `base`; a replayed
+  // plan's stand for each plan it replays.
+  std::map<std::uint32_t, std::uint32_t> plan_of;  // instance on its own network -> plan
   a.closed = false;
   a.pending = 0;
   a.instances.assign(j.plans.size(), kNone);
   for (CollectiveEngine::Progress p : run->engine.running_progress()) {
-    const std::uint32_t own_id = p.id;
     const auto plan = static_cast<std::uint32_t>(p.done.data);
-    p.done = FlowNotify{self_, kPlanDone, plan_done_data(slot, plan)};
+    plan_of[p.id] = plan;
     p.shift(base);
-    instance[own_id] = a.instances.at(plan) = engine_.resume(j.plans.at(plan), p);
-    ++a.pending;
+    for (const std::uint32_t t : replay[plan]) {
+      p.done = FlowNotify{self_, kPlanDone, plan_done_data(slot, t)};
+      a.instances.at(t) = engine_.resume(j.plans.at(t), p);
+      ++a.pending;
+      if (t != plan) ++stats_.plans_copied;
+    }
   }
-  const auto moved = [&](std::uint64_t data) {
-    const auto it = instance.find(CollectiveEngine::event_instance(data));
-    if (it == instance.end()) throw InternalError("comm jobs: a rebuilt flow or event names no running plan");
-    return CollectiveEngine::event_data(it->second, static_cast<std::uint32_t>(data & 0xffffffffULL));
+  const auto plan_named = [&](std::uint64_t data) {
+    const auto it = plan_of.find(CollectiveEngine::event_instance(data));
+    if (it == plan_of.end()) throw InternalError("comm jobs: a rebuilt flow or event names no running plan");
+    return it->second;
   };
   for (FlowNetwork::FlowState f : run->net.active_flow_states()) {
+    const std::uint32_t plan = plan_named(f.notify.data);
+    const auto local = static_cast<std::uint32_t>(f.notify.data & 0xffffffffULL);
     for (LinkId& l : f.path) l = fp[l];
     f.updated += base;
-    f.notify = FlowNotify{engine_.handler(), f.notify.kind, moved(f.notify.data)};
-    const FlowId id = flow_->adopt(f);
-    engine_.set_flow(CollectiveEngine::event_instance(f.notify.data), static_cast<std::uint32_t>(f.notify.data & 0xffffffffULL), id);
+    for (const std::uint32_t t : replay[plan]) {
+      FlowNetwork::FlowState g = f;
+      if (t != plan) {
+        for (LinkId& l : g.path) l = link_on(t, plan, l);
+      }
+      g.notify = FlowNotify{engine_.handler(), f.notify.kind, CollectiveEngine::event_data(a.instances[t], local)};
+      engine_.set_flow(a.instances[t], local, flow_->adopt(g));
+    }
   }
   for (const LinkId l : run->net.pending_links()) flow_->touch(fp[l]);
+  for (const auto& [plan, links] : place) {  // and the same links of the plans it stands for
+    for (const LinkId l : run->net.pending_links()) {
+      if (!links.contains(fp[l])) continue;
+      for (const std::uint32_t t : replay[plan]) {
+        if (t != plan) flow_->touch(link_on(t, plan, fp[l]));
+      }
+    }
+  }
   for (const Event& e : run->sim.drain()) {
     if (e.target != run->engine.handler()) continue;  // the network's own, re-created above
-    sim_.schedule_at(e.time + base, engine_.handler(), e.kind, moved(e.data), e.priority);
+    const std::uint32_t plan = plan_named(e.data);
+    const auto local = static_cast<std::uint32_t>(e.data & 0xffffffffULL);
+    for (const std::uint32_t t : replay[plan]) {
+      sim_.schedule_at(e.time + base, engine_.handler(), e.kind, CollectiveEngine::event_data(a.instances[t], local),
+                       e.priority);
+    }
   }
   if (a.pending == 0) finish(slot);  // every plan ended at this instant
 }
 
-std::unique_ptr<CommJobs::OwnRun> CommJobs::resumed_run(Job& job, const Resume& resume) {
+std::unique_ptr<CommJobs::OwnRun> CommJobs::resumed_run(Job& job, const Resume& resume, const Replays& replays) {
   const std::vector<LinkId>& fp = footprints_[job.footprint];
   auto run = empty_run(job);
   for (const Resume::Plan& p : resume.plans) {
+    if (replays[p.plan].empty()) continue;
     CollectiveEngine::Progress progress = p.progress;
     progress.done = FlowNotify{run->finished_id, 0, p.plan};
     progress.shift(Time::zero() - resume.at);

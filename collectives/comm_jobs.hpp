@@ -34,6 +34,7 @@
 
 #include "collectives/collective_engine.hpp"
 #include "collectives/collective_plan.hpp"
+#include "collectives/plan_classes.hpp"
 #include "net/flow_network.hpp"
 #include "net/link_efficiency.hpp"
 #include "net/link_pools.hpp"
@@ -69,6 +70,7 @@ class CommJobs final : private EventHandler {
     std::uint64_t rebuilt = 0;       ///< closed-form jobs continued flow by flow
     std::uint64_t returned = 0;      ///< flow-by-flow jobs back in closed form once alone again
     std::uint64_t own_runs = 0;      ///< runs of a job's plans on a network of their own
+    std::uint64_t plans_copied = 0;  ///< rebuilt plans copied from an alike plan's replay
   };
   const Stats& stats() const noexcept { return stats_; }
 
@@ -81,6 +83,10 @@ class CommJobs final : private EventHandler {
     std::optional<Time> alone;                                 ///< duration alone, once known
     std::optional<bool> keeps_alone;  ///< flow-level: its own flows never crowd a link
     std::vector<std::shared_ptr<const CollectivePlan>> local_plans;  ///< over its footprint's places, once needed
+    /// Flow-level, once a rebuild needs them: its alike plans (collectives/plan_classes.hpp),
+    /// none when no two are alike or its own flows crowd a link.
+    bool classified = false;
+    std::optional<PlanClasses> classes;
   };
   /// A job's state when it went back to closed form: per running plan, its progress, pending
   /// events and flows in flight (their links are pools, their notifications' data the local
@@ -132,10 +138,21 @@ class CommJobs final : private EventHandler {
   /// A network of the job's own links (numbered by their place in its footprint), its plans
   /// on them in local_plans, nothing started.
   std::unique_ptr<OwnRun> empty_run(Job& job);
-  /// The job's plans on a network of their own, started at its time 0.
-  std::unique_ptr<OwnRun> own_run(Job& job);
-  /// The job's plans on a network of their own, in the state `resume` holds, at its time 0.
-  std::unique_ptr<OwnRun> resumed_run(Job& job, const Resume& resume);
+  /// Per plan, the plans a replay of it stands for (itself first), empty for a plan it does not
+  /// replay (another's replay stands for it).
+  using Replays = std::vector<std::vector<std::uint32_t>>;
+  /// The job's plans on a network of their own, started at its time 0: all of them, or only
+  /// those `replays` runs.
+  std::unique_ptr<OwnRun> own_run(Job& job, const Replays* replays = nullptr);
+  /// The job's plans on a network of their own, in the state `resume` holds, at its time 0
+  /// (only those `replays` runs).
+  std::unique_ptr<OwnRun> resumed_run(Job& job, const Resume& resume, const Replays& replays);
+  /// Sets job.classes, once.
+  void classify(Job& job);
+  /// What a rebuild of `a` replays: one plan of each class of alike plans, from its start; from
+  /// where it went back to closed form, one of those alike plans whose states are equal too (a
+  /// crowd may have slowed some of them); each plan for itself without classes.
+  Replays replays(const Job& job, const Active& a) const;
 
   Simulator& sim_;
   NetworkKind kind_;

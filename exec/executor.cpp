@@ -83,6 +83,7 @@ class Runner final : public EventHandler {
     result_.jobs_flow_by_flow = jobs_.stats().flow_by_flow;
     result_.jobs_rebuilt = jobs_.stats().rebuilt;
     result_.jobs_returned = jobs_.stats().returned;
+    result_.plans_copied = jobs_.stats().plans_copied;
     result_.fingerprint = sim_.fingerprint();
     for (const Time t : result_.end) result_.makespan = std::max(result_.makespan, t);
     return std::move(result_);

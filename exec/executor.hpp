@@ -97,11 +97,14 @@ struct ExecutionResult {
   /// Collectives and transfers (each with every group or mirror it stands for) that started
   /// alone and ran in closed form, that started among others and ran flow by flow, and that
   /// started alone and went on flow by flow when another needed their links; and how many
-  /// times one running flow by flow went back to closed form once nothing crowded it.
+  /// times one running flow by flow went back to closed form once nothing crowded it; and the
+  /// plans whose state a rebuild copied from an alike plan's replay instead of replaying them
+  /// (collectives/plan_classes.hpp).
   std::uint64_t jobs_closed_form = 0;
   std::uint64_t jobs_flow_by_flow = 0;
   std::uint64_t jobs_rebuilt = 0;
   std::uint64_t jobs_returned = 0;
+  std::uint64_t plans_copied = 0;
 };
 
 /// Validates `graph` against `fabric` (GraphError naming the node and what is wrong: a dangling

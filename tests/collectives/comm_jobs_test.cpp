@@ -366,3 +366,76 @@ TEST_CASE("a folded collective costs the same events whatever the groups it stan
   REQUIRE(events(2) == events(16));
   REQUIRE(events(2) == events(64));
 }
+
+namespace {
+
+/// Rank 0 (GPU 0) runs a 1 GB all-reduce whose communicator stands for the 8 rail groups
+/// {j, j + 8, j + 16, j + 24} of four_nodes: alike plans, on links of their own but for spine
+/// pools with room for all. Ranks on the GPUs of rail `rail` run 32 MB all-reduces, the i-th
+/// after `delay[i]` more of compute, on those links.
+sim::ExecutionGraph rails_and_crowd(int rail, const std::vector<sim::Time>& delay) {
+  sim::ExecutionGraph g;
+  g.add_rank(0, 0);
+  std::vector<std::vector<sim::GpuId>> groups(8);
+  for (int j = 0; j < 8; ++j) {
+    for (int d = 0; d < 4; ++d) groups[static_cast<std::size_t>(j)].push_back(static_cast<sim::GpuId>(d * 8 + j));
+  }
+  const auto folded = g.add_communicator({0}, groups);
+  Node ar = op(OpKind::collective, 0, 2);
+  ar.communicator = folded;
+  ar.bytes = 1e9;
+  g.add(ar);
+  std::vector<sim::RankId> crowd;
+  sim::RankId next = 1;
+  for (int d = 0; d < 4; ++d) {
+    const auto gpu = static_cast<sim::GpuId>(d * 8 + rail);
+    if (gpu == 0) {
+      crowd.push_back(0);
+    } else {
+      crowd.push_back(next++);
+      g.add_rank(gpu, crowd.back());
+    }
+  }
+  for (const sim::Time d : delay) {
+    const auto comm = g.add_communicator(crowd);
+    for (const sim::RankId r : crowd) {
+      Node work = op(OpKind::compute, r, 1);
+      work.duration = d;
+      const auto w = g.add(work);
+      Node b = op(OpKind::collective, r, 3, {w});
+      b.communicator = comm;
+      b.bytes = 32e6;
+      g.add(b);
+    }
+  }
+  return g;
+}
+
+}  // namespace
+
+TEST_CASE("a rebuilt job replays one of its alike plans for all of them", "[collectives]") {
+  const auto config = test::executor_config();
+  sim::ExecutorOptions off;
+  off.closed_form = false;
+  // The crowd starts 3 ms into the big all-reduce and rebuilds it: its plans fall in two classes
+  // of four rails (rails 0-3 and 4-7 order their rings so that the spine is crossed at another
+  // hop), so two plans are replayed and six copied onto their own links. The crowd ends, the big
+  // one goes back to closed form, and the second crowd rebuilds it from there: the crowded
+  // rail's plan is behind the others of its class (the first crowd slowed it), so it is
+  // replayed apart and five are copied. Crowding a representative's rail or another one must
+  // give the run that never takes a shortcut, node for node: a copy on the wrong links, or from
+  // a plan in another state, would crowd or spare the wrong rail.
+  for (const int rail : {0, 5}) {
+    CAPTURE(rail);
+    const auto g = rails_and_crowd(rail, {3_ms, 20_ms});
+    const auto plain = sim::execute(g, four_nodes(), config, sim::NetworkKind::flow, off);
+    const auto fast = sim::execute(g, four_nodes(), config, sim::NetworkKind::flow);
+    same_times(g, plain, fast);
+    REQUIRE(fast.jobs_rebuilt == 2);
+    REQUIRE(fast.jobs_returned >= 1);
+    REQUIRE(fast.plans_copied == 6 + 5);
+    // The crowd did slow the big all-reduce (one rail's plan, so the job).
+    const auto alone = sim::execute(rails_and_crowd(rail, {}), four_nodes(), config, sim::NetworkKind::flow);
+    REQUIRE(fast.end[0] > alone.end[0]);
+  }
+}

@@ -1,0 +1,42 @@
+#pragma once
+/// Plans of one communication job that move alike. A folded collective's plans stand for groups
+/// that often sit alike on the hardware (the DP rings of a stage's TP ranks, one per rail): same
+/// phases, bytes, caps and latencies, over links of the same capacities met in the same pattern.
+/// When no flow of the job ever waits for another (keeps_standalone_rates, checked by the
+/// caller), each plan runs on a network as it would alone: a flow's rate is its standalone rate,
+/// a link crossed by one flow is that flow's alone, and a link crossed by several has room for
+/// all of them, so it never limits one and its flows are never re-solved when one of them starts
+/// or ends (net/flow_network.hpp). Then one run of a representative gives every plan of its
+/// class: the same progress and events, and the same flows on the corresponding links
+/// (CommJobs::rebuild replays only representatives).
+///
+/// Two plans are alike when a walk along their phases, rings, hops and flows meets equal numbers
+/// and, link for link, links of equal capacity that first appear at the same places, the same
+/// ones among the links with room, and the others in the same relative order of link ids (so
+/// that ties the flow network breaks by link id fall alike).
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "collectives/collective_plan.hpp"
+
+namespace foresight::sim {
+
+struct PlanClasses {
+  /// Per plan: the plans its replay stands for, itself first then in increasing index, when it
+  /// represents a class; empty for the other members of its class.
+  std::vector<std::vector<std::uint32_t>> copies;
+  /// Per plan: its links in the order a walk along it first meets them. Entry i of a member
+  /// corresponds to entry i of its representative.
+  std::vector<std::vector<LinkId>> links;
+};
+
+/// The classes of `plans` (links indexing `capacity`; `room`, sorted: the links with room for
+/// all of the job's flows), or none when two plans share a link without room or no two plans
+/// are alike (nothing to gain).
+std::optional<PlanClasses> plan_classes(const std::vector<const CollectivePlan*>& plans,
+                                        const std::vector<double>& capacity, std::span<const LinkId> room);
+
+}  // namespace foresight::sim
