@@ -194,9 +194,16 @@ std::optional<DeviceId> Cluster::nic(int node, int rail) const {
   return nics[static_cast<std::size_t>(rail)];
 }
 
-const std::string& Cluster::link_name(sim::LinkId id) const {
+std::string Cluster::link_name(sim::LinkId id) const {
   if (id >= impl_->links.size()) out_of_range("link", id, impl_->links.size());
-  return impl_->link_names[id];
+  const LinkEnds e = impl_->ends[id];
+  std::string name = impl_->devices[e.from].name + "->" + impl_->devices[e.to].name;
+  int parallel = 1;  // this link's place among the links from -> to, by id
+  for (const sim::LinkId l : impl_->out.of(e.from)) {
+    if (l < id && impl_->ends[l].to == e.to) ++parallel;
+  }
+  if (parallel > 1) name += fmt::format("#{}", parallel);
+  return name;
 }
 
 LinkEnds Cluster::link_ends(sim::LinkId id) const {
@@ -328,13 +335,6 @@ const DeviceInfo& ClusterBuilder::device(DeviceId id) const {
   return devices_[id];
 }
 
-std::string ClusterBuilder::link_name_for(DeviceId from, DeviceId to) {
-  std::string name = fmt::format("{}->{}", devices_[from].name, devices_[to].name);
-  const int uses = ++link_name_uses_[name];
-  if (uses > 1) name += fmt::format("#{}", uses);
-  return name;
-}
-
 sim::LinkId ClusterBuilder::add_link(DeviceId from, DeviceId to, const LinkSpec& spec) {
   for (DeviceId end : {from, to}) {
     if (end >= devices_.size()) {
@@ -356,8 +356,7 @@ sim::LinkId ClusterBuilder::add_link(DeviceId from, DeviceId to, const LinkSpec&
   }
   if (links_.size() >= detail::kNone - 1) throw sim::TopologyError("too many links");
   const auto id = static_cast<sim::LinkId>(links_.size());
-  links_.push_back(
-      {from, to, {spec.bandwidth, spec.latency, spec.cls}, link_name_for(from, to), std::nullopt});
+  links_.push_back({from, to, {spec.bandwidth, spec.latency, spec.cls}, std::nullopt});
   return id;
 }
 

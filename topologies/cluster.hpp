@@ -11,6 +11,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -101,6 +102,13 @@ struct LinkEnds {
   DeviceId to = 0;
 };
 
+/// Device ids by name, looked up by string_view.
+struct NameHash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+};
+using DeviceNames = std::unordered_map<std::string, DeviceId, NameHash, std::equal_to<>>;
+
 /// An immutable cluster. Copies share the same immutable data; every member is const and safe to
 /// call from several threads at once.
 ///
@@ -156,8 +164,9 @@ class Cluster final : public sim::Fabric {
   /// The NIC of rail `rail` in node `node`, if any.
   std::optional<DeviceId> nic(int node, int rail) const;
 
-  /// "n0.gpu0->n0.nvswitch"; parallel links get "#2", "#3", ... appended.
-  const std::string& link_name(sim::LinkId id) const;
+  /// "n0.gpu0->n0.nvswitch"; parallel links get "#2", "#3", ... appended (in increasing id).
+  /// Made from the devices' names when asked, not stored.
+  std::string link_name(sim::LinkId id) const;
   LinkEnds link_ends(sim::LinkId id) const;
   /// The opposite direction of a link added as duplex; nullopt for a link added alone.
   std::optional<sim::LinkId> reverse_link(sim::LinkId id) const;
@@ -216,17 +225,14 @@ class ClusterBuilder {
     DeviceId from;
     DeviceId to;
     sim::LinkInfo info;
-    std::string name;
     std::optional<sim::LinkId> reverse;
   };
-  std::string link_name_for(DeviceId from, DeviceId to);
 
   std::string name_;
   FabricRouting routing_ = FabricRouting::ecmp;
   std::vector<DeviceInfo> devices_;
-  std::map<std::string, DeviceId, std::less<>> by_name_;
+  DeviceNames by_name_;
   std::vector<PendingLink> links_;
-  std::map<std::string, int, std::less<>> link_name_uses_;
 };
 
 }  // namespace foresight::topo

@@ -4,8 +4,9 @@
 
 #include <algorithm>
 #include <boost/graph/breadth_first_search.hpp>
-#include <boost/graph/reverse_graph.hpp>
+#include <boost/graph/compressed_sparse_row_graph.hpp>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -119,32 +120,36 @@ detail::Adjacency make_adjacency(std::size_t vertex_count, const std::vector<Lin
   return adj;
 }
 
-/// Throws unless every GPU reaches GPU 0 and GPU 0 reaches every GPU (then all pairs connect).
+/// Throws unless every GPU reaches GPU 0 and GPU 0 reaches every GPU (then all pairs connect):
+/// a breadth-first search from GPU 0 along the links, then against them.
 void check_connected(const ClusterImpl& c) {
   if (c.gpu_devices.size() < 2) return;
+  using Graph = boost::compressed_sparse_row_graph<boost::directedS>;
   const DeviceId root = c.gpu_devices.front();
-  const auto index = boost::get(boost::vertex_index, c.graph);
-  std::vector<boost::default_color_type> colors(c.devices.size(), boost::white_color);
-  auto color_map = boost::make_iterator_property_map(colors.begin(), index);
-  boost::breadth_first_search(c.graph, root, boost::color_map(color_map));
-  for (DeviceId g : c.gpu_devices) {
-    if (colors[g] == boost::white_color) {
-      throw sim::TopologyError(fmt::format(
-          "GPU \"{}\" cannot be reached from GPU \"{}\": no directed path of links leads to it "
-          "(disconnected GPU)",
-          c.devices[g].name, c.devices[root].name));
+  const auto unreached = [&](bool reversed) -> std::optional<DeviceId> {
+    std::vector<std::pair<DeviceId, DeviceId>> edges;
+    edges.reserve(c.ends.size());
+    for (const LinkEnds& e : c.ends) edges.emplace_back(reversed ? e.to : e.from, reversed ? e.from : e.to);
+    const Graph g(boost::edges_are_unsorted_multi_pass, edges.begin(), edges.end(), c.devices.size());
+    std::vector<boost::default_color_type> colors(c.devices.size(), boost::white_color);
+    boost::breadth_first_search(
+        g, root, boost::color_map(boost::make_iterator_property_map(colors.begin(), boost::get(boost::vertex_index, g))));
+    for (DeviceId gpu : c.gpu_devices) {
+      if (colors[gpu] == boost::white_color) return gpu;
     }
+    return std::nullopt;
+  };
+  if (const auto g = unreached(false)) {
+    throw sim::TopologyError(fmt::format(
+        "GPU \"{}\" cannot be reached from GPU \"{}\": no directed path of links leads to it "
+        "(disconnected GPU)",
+        c.devices[*g].name, c.devices[root].name));
   }
-  std::fill(colors.begin(), colors.end(), boost::white_color);
-  const auto reversed = boost::make_reverse_graph(c.graph);
-  boost::breadth_first_search(reversed, root, boost::color_map(color_map));
-  for (DeviceId g : c.gpu_devices) {
-    if (colors[g] == boost::white_color) {
-      throw sim::TopologyError(fmt::format(
-          "GPU \"{}\" cannot reach GPU \"{}\": no directed path of links leaves it towards the "
-          "other GPUs (disconnected GPU)",
-          c.devices[g].name, c.devices[root].name));
-    }
+  if (const auto g = unreached(true)) {
+    throw sim::TopologyError(fmt::format(
+        "GPU \"{}\" cannot reach GPU \"{}\": no directed path of links leaves it towards the "
+        "other GPUs (disconnected GPU)",
+        c.devices[*g].name, c.devices[root].name));
   }
 }
 
@@ -237,43 +242,40 @@ Cluster ClusterBuilder::build() {
   if (nodes.empty()) {
     throw sim::TopologyError(fmt::format("cluster \"{}\" has no GPU", name_));
   }
-
-  c.devices = devices_;
-  c.by_name = by_name_;
-  c.gpu_of_device.assign(c.devices.size(), kNone);
-  for (const auto& nd : nodes) {
-    for (DeviceId g : nd.gpus) {
-      c.gpu_of_device[g] = static_cast<std::uint32_t>(c.gpu_devices.size());
-      c.gpu_devices.push_back(g);
+  // The devices and their names move into the cluster, and back if a check below fails.
+  c.devices = std::move(devices_);
+  c.by_name = std::move(by_name_);
+  try {
+    c.gpu_of_device.assign(c.devices.size(), kNone);
+    for (const auto& nd : nodes) {
+      for (DeviceId g : nd.gpus) {
+        c.gpu_of_device[g] = static_cast<std::uint32_t>(c.gpu_devices.size());
+        c.gpu_devices.push_back(g);
+      }
     }
-  }
+    c.links.reserve(links_.size());
+    c.ends.reserve(links_.size());
+    c.reverse.reserve(links_.size());
+    for (const auto& l : links_) {
+      c.links.push_back(l.info);
+      c.ends.push_back({l.from, l.to});
+      c.reverse.push_back(l.reverse ? *l.reverse : kNone);
+    }
+    c.out = make_adjacency(c.devices.size(), c.ends, true);
+    c.in = make_adjacency(c.devices.size(), c.ends, false);
 
-  c.links.reserve(links_.size());
-  c.ends.reserve(links_.size());
-  c.link_names.reserve(links_.size());
-  c.reverse.reserve(links_.size());
-  for (const auto& l : links_) {
-    c.links.push_back(l.info);
-    c.ends.push_back({l.from, l.to});
-    c.link_names.push_back(l.name);
-    c.reverse.push_back(l.reverse ? *l.reverse : kNone);
+    check_connected(c);
+    derive_gpu_facts(c);
+    derive_node_facts(c, nodes);
+    detail::build_route_tables(c);
+  } catch (...) {
+    devices_ = std::move(c.devices);
+    by_name_ = std::move(c.by_name);
+    throw;
   }
-  c.out = make_adjacency(c.devices.size(), c.ends, true);
-  c.in = make_adjacency(c.devices.size(), c.ends, false);
-  c.graph = detail::Graph(c.devices.size());
-  for (sim::LinkId l = 0; l < c.ends.size(); ++l) {
-    boost::add_edge(c.ends[l].from, c.ends[l].to, detail::EdgeProps{l}, c.graph);
-  }
-
-  check_connected(c);
-  derive_gpu_facts(c);
-  derive_node_facts(c, nodes);
-  detail::build_route_tables(c);
-
-  devices_.clear();
+  devices_.clear();  // moved from: left empty, as documented
   by_name_.clear();
   links_.clear();
-  link_name_uses_.clear();
   return Cluster(std::move(impl));
 }
 

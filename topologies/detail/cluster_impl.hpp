@@ -1,9 +1,7 @@
 #pragma once
-/// Internals of topo::Cluster: the Boost.Graph multigraph, compressed adjacency lists and the
-/// routing tables precomputed at build time. Included only by topologies/*.cpp; Boost stays out
-/// of the public headers.
+/// Internals of topo::Cluster: compressed adjacency lists and the routing tables precomputed at
+/// build time. Included only by topologies/*.cpp.
 
-#include <boost/graph/adjacency_list.hpp>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -18,15 +16,6 @@ namespace foresight::topo::detail {
 
 /// "No such device / link / index" in the tables below.
 inline constexpr std::uint32_t kNone = 0xFFFF'FFFFu;
-
-/// Bundled edge property: the LinkId of the directed link an edge stands for.
-struct EdgeProps {
-  sim::LinkId id = 0;
-};
-
-/// Vertex i is DeviceId i; edge e carries its LinkId. vecS out-edge lists keep parallel edges.
-using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS,
-                                    boost::no_property, EdgeProps>;
 
 /// Compressed adjacency lists: the links of device v are ids[offset[v] .. offset[v+1]), in
 /// increasing link id.
@@ -90,17 +79,15 @@ struct ClusterImpl {
   FabricRouting routing = FabricRouting::ecmp;
 
   std::vector<DeviceInfo> devices;
-  std::map<std::string, DeviceId, std::less<>> by_name;
+  DeviceNames by_name;
 
   std::vector<sim::LinkInfo> links;
   std::vector<std::uint32_t> weights;  ///< per link: link_weight(capacity)
   std::vector<std::uint32_t> pools;    ///< per link: its capacity pool (Cluster::link_pool)
   std::vector<LinkEnds> ends;
-  std::vector<std::string> link_names;
   std::vector<std::uint32_t> reverse;  ///< per link: its duplex twin, or kNone
   Adjacency out;
   Adjacency in;
-  Graph graph;
 
   std::vector<DeviceId> gpu_devices;         ///< by GpuId
   std::vector<std::uint32_t> gpu_of_device;  ///< per device: GpuId, or kNone
