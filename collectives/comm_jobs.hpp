@@ -15,7 +15,8 @@
 /// their own network from its start to now (nothing crowded its links meanwhile, so that run is
 /// what happened), and their flows, progress and pending events move into the shared network,
 /// where the job goes on flow by flow among the others; a job crowded when it starts runs flow
-/// by flow from its start. When a job it shared links with ends and nothing crowds it any more
+/// by flow from its start. That run replays one plan of each class of alike plans
+/// (collectives/plan_classes.hpp) and copies its state onto the others. When a job it shared links with ends and nothing crowds it any more
 /// (the same test, against the jobs still running; its own flows must keep their standalone
 /// rates too), a job running flow by flow goes back to closed form from where it stands: its
 /// flows in flight leave when the network has them leave, and the rest follows from each ring
