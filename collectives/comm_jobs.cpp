@@ -156,13 +156,21 @@ std::unique_ptr<CommJobs::OwnRun> CommJobs::own_run(Job& job, const Replays* rep
 void CommJobs::classify(Job& job) {
   if (job.classified) return;
   job.classified = true;
-  if (!job.keeps_alone) job.keeps_alone = keeps_standalone_rates(job.load, pools_.capacity);
-  if (!*job.keeps_alone) return;  // its flows may wait for each other: plans may not run alike
   std::vector<const CollectivePlan*> plans;
   for (const auto& p : job.plans) plans.push_back(p.get());
-  std::vector<LinkId> room;  // crossed by several of its flows, so with room for all (keeps_alone)
+  // Links its plans may share. When its flows all keep their standalone rates, every link
+  // crossed by several of them: each flow moves at exactly its standalone rate (the network
+  // snaps a fair share within rounding of it to it), whatever shares its links. Otherwise links
+  // whose flows can never fill them (their peak, the most they can carry at once, is below the
+  // capacity by a margin no rounding reaches): such a link is never saturated, so it never
+  // limits a flow nor ties with a crowded flow's own bottleneck.
+  if (!job.keeps_alone) job.keeps_alone = keeps_standalone_rates(job.load, pools_.capacity);
+  constexpr double kMargin = 1e-9;
+  std::vector<LinkId> room;
   for (const LinkLoad& l : job.load) {
-    if (l.flows > 1) room.push_back(l.link);
+    if (l.flows > 1 && (*job.keeps_alone || l.peak <= pools_.capacity[l.link] * (1.0 - kMargin))) {
+      room.push_back(l.link);
+    }
   }
   job.classes = plan_classes(plans, pools_.capacity, room);
 }

@@ -85,7 +85,7 @@ class CommJobs final : private EventHandler {
     std::optional<bool> keeps_alone;  ///< flow-level: its own flows never crowd a link
     std::vector<std::shared_ptr<const CollectivePlan>> local_plans;  ///< over its footprint's places, once needed
     /// Flow-level, once a rebuild needs them: its alike plans (collectives/plan_classes.hpp),
-    /// none when no two are alike or its own flows crowd a link.
+    /// none when no two are alike or two share a link without room.
     bool classified = false;
     std::optional<PlanClasses> classes;
   };

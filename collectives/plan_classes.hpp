@@ -2,13 +2,16 @@
 /// Plans of one communication job that move alike. A folded collective's plans stand for groups
 /// that often sit alike on the hardware (the DP rings of a stage's TP ranks, one per rail): same
 /// phases, bytes, caps and latencies, over links of the same capacities met in the same pattern.
-/// When no flow of the job ever waits for another (keeps_standalone_rates, checked by the
-/// caller), each plan runs on a network as it would alone: a flow's rate is its standalone rate,
-/// a link crossed by one flow is that flow's alone, and a link crossed by several has room for
-/// all of them, so it never limits one and its flows are never re-solved when one of them starts
-/// or ends (net/flow_network.hpp). Then one run of a representative gives every plan of its
-/// class: the same progress and events, and the same flows on the corresponding links
-/// (CommJobs::rebuild replays only representatives).
+/// On a network of the job's own (CommJobs::rebuild), such plans run exactly as each would alone
+/// when they share only links with room, which never limit a flow: in a job whose flows all keep
+/// their standalone rates, any link (each flow moves at exactly that rate); otherwise links its
+/// flows can never fill (the most they carry at once is below the capacity by a margin rounding
+/// never reaches), which are never saturated. Flows there keep the rates their own links and
+/// caps give them, and a re-solve around one plan's links never moves another plan's flows
+/// (net/flow_network.hpp). One run of a
+/// representative gives every plan of its class: the same progress and events, and the same
+/// flows on the corresponding links. Links without room (a plan's own flows may crowd them, as
+/// an all-to-all's do) must belong to one plan.
 ///
 /// Two plans are alike when a walk along their phases, rings, hops and flows meets equal numbers
 /// and, link for link, links of equal capacity that first appear at the same places, the same
@@ -34,8 +37,8 @@ struct PlanClasses {
 };
 
 /// The classes of `plans` (links indexing `capacity`; `room`, sorted: the links with room for
-/// all of the job's flows), or none when two plans share a link without room or no two plans
-/// are alike (nothing to gain).
+/// all of the job's flows, see above), or none when two plans share a link without room or no
+/// two plans are alike (nothing to gain).
 std::optional<PlanClasses> plan_classes(const std::vector<const CollectivePlan*>& plans,
                                         const std::vector<double>& capacity, std::span<const LinkId> room);
 

@@ -369,26 +369,22 @@ TEST_CASE("a folded collective costs the same events whatever the groups it stan
 
 namespace {
 
-/// Rank 0 (GPU 0) runs a 1 GB all-reduce whose communicator stands for the 8 rail groups
-/// {j, j + 8, j + 16, j + 24} of four_nodes: alike plans, on links of their own but for spine
-/// pools with room for all. Ranks on the GPUs of rail `rail` run 32 MB all-reduces, the i-th
-/// after `delay[i]` more of compute, on those links.
-sim::ExecutionGraph rails_and_crowd(int rail, const std::vector<sim::Time>& delay) {
+/// Rank 0 (GPU 0) runs a 1 GB collective `big` whose communicator stands for `groups` (GPU 0's
+/// first); ranks on the GPUs of `crowded` (one of the groups) run 32 MB all-reduces, the i-th
+/// after `delay[i]` more of compute, on its links.
+sim::ExecutionGraph groups_and_crowd(sim::CollectiveOp big, const std::vector<std::vector<sim::GpuId>>& groups,
+                                     const std::vector<sim::GpuId>& crowded, const std::vector<sim::Time>& delay) {
   sim::ExecutionGraph g;
   g.add_rank(0, 0);
-  std::vector<std::vector<sim::GpuId>> groups(8);
-  for (int j = 0; j < 8; ++j) {
-    for (int d = 0; d < 4; ++d) groups[static_cast<std::size_t>(j)].push_back(static_cast<sim::GpuId>(d * 8 + j));
-  }
   const auto folded = g.add_communicator({0}, groups);
   Node ar = op(OpKind::collective, 0, 2);
   ar.communicator = folded;
+  ar.op = big;
   ar.bytes = 1e9;
   g.add(ar);
   std::vector<sim::RankId> crowd;
   sim::RankId next = 1;
-  for (int d = 0; d < 4; ++d) {
-    const auto gpu = static_cast<sim::GpuId>(d * 8 + rail);
+  for (const sim::GpuId gpu : crowded) {
     if (gpu == 0) {
       crowd.push_back(0);
     } else {
@@ -413,21 +409,38 @@ sim::ExecutionGraph rails_and_crowd(int rail, const std::vector<sim::Time>& dela
 
 }  // namespace
 
+namespace {
+
+/// The 8 rail groups {j, j + 8, j + 16, j + 24} of four_nodes, and rail `rail`'s GPUs.
+std::vector<std::vector<sim::GpuId>> rails() {
+  std::vector<std::vector<sim::GpuId>> groups(8);
+  for (sim::GpuId j = 0; j < 8; ++j) {
+    for (sim::GpuId d = 0; d < 4; ++d) groups[j].push_back(d * 8 + j);
+  }
+  return groups;
+}
+
+}  // namespace
+
 TEST_CASE("a rebuilt job replays one of its alike plans for all of them", "[collectives]") {
   const auto config = test::executor_config();
   sim::ExecutorOptions off;
   off.closed_form = false;
-  // The crowd starts 3 ms into the big all-reduce and rebuilds it: its plans fall in two classes
-  // of four rails (rails 0-3 and 4-7 order their rings so that the spine is crossed at another
-  // hop), so two plans are replayed and six copied onto their own links. The crowd ends, the big
-  // one goes back to closed form, and the second crowd rebuilds it from there: the crowded
-  // rail's plan is behind the others of its class (the first crowd slowed it), so it is
-  // replayed apart and five are copied. Crowding a representative's rail or another one must
-  // give the run that never takes a shortcut, node for node: a copy on the wrong links, or from
-  // a plan in another state, would crowd or spare the wrong rail.
+  // A 1 GB all-reduce standing for the eight rail groups (alike rings, on links of their own but
+  // for spine pools with room for all); 32 MB all-reduces on one rail crowd it. The first starts
+  // 3 ms in and rebuilds it: its plans fall in two classes of four rails (rails 0-3 and 4-7
+  // order their rings so that the spine is crossed at another hop), so two plans are replayed
+  // and six copied onto their own links. The crowd ends, the big one goes back to closed form,
+  // and the second crowd rebuilds it from there: the crowded rail's plan is behind the others of
+  // its class (the first crowd slowed it), so it is replayed apart and five are copied. Crowding
+  // a representative's rail or another one must give the run that never takes a shortcut, node
+  // for node: a copy on the wrong links, or from a plan in another state, would crowd or spare
+  // the wrong rail.
+  const auto all_reduce = sim::CollectiveOp::all_reduce;
   for (const int rail : {0, 5}) {
     CAPTURE(rail);
-    const auto g = rails_and_crowd(rail, {3_ms, 20_ms});
+    const auto crowded = rails()[static_cast<std::size_t>(rail)];
+    const auto g = groups_and_crowd(all_reduce, rails(), crowded, {3_ms, 20_ms});
     const auto plain = sim::execute(g, four_nodes(), config, sim::NetworkKind::flow, off);
     const auto fast = sim::execute(g, four_nodes(), config, sim::NetworkKind::flow);
     same_times(g, plain, fast);
@@ -435,7 +448,36 @@ TEST_CASE("a rebuilt job replays one of its alike plans for all of them", "[coll
     REQUIRE(fast.jobs_returned >= 1);
     REQUIRE(fast.plans_copied == 6 + 5);
     // The crowd did slow the big all-reduce (one rail's plan, so the job).
-    const auto alone = sim::execute(rails_and_crowd(rail, {}), four_nodes(), config, sim::NetworkKind::flow);
+    const auto alone = sim::execute(groups_and_crowd(all_reduce, rails(), crowded, {}), four_nodes(), config,
+                                    sim::NetworkKind::flow);
+    REQUIRE(fast.end[0] > alone.end[0]);
+  }
+}
+
+TEST_CASE("a rebuilt all-to-all, whose own flows crowd its links, replays one of its alike plans too", "[collectives]") {
+  const auto config = test::executor_config();
+  sim::ExecutorOptions off;
+  off.closed_form = false;
+  // An all-to-all standing for the eight groups of four GPUs of four_nodes (two per node), over
+  // NVLink: each GPU's three flows share its NVLink port, so its own flows crowd links and it
+  // never goes back to closed form, but each group's ports are its own. An all-reduce on one
+  // group's GPUs crowds it 3 ms in; the rebuild replays fewer plans than it has.
+  std::vector<std::vector<sim::GpuId>> quads(8);
+  for (sim::GpuId q = 0; q < 8; ++q) {
+    for (sim::GpuId i = 0; i < 4; ++i) quads[q].push_back(4 * q + i);
+  }
+  for (const int crowded : {0, 5}) {
+    CAPTURE(crowded);
+    const auto& gpus = quads[static_cast<std::size_t>(crowded)];
+    const auto g = groups_and_crowd(sim::CollectiveOp::all_to_all, quads, gpus, {300_us});
+    const auto plain = sim::execute(g, four_nodes(), config, sim::NetworkKind::flow, off);
+    const auto fast = sim::execute(g, four_nodes(), config, sim::NetworkKind::flow);
+    same_times(g, plain, fast);
+    REQUIRE(fast.jobs_rebuilt == 1);
+    REQUIRE(fast.jobs_returned == 0);
+    REQUIRE(fast.plans_copied >= 4);
+    const auto alone = sim::execute(groups_and_crowd(sim::CollectiveOp::all_to_all, quads, gpus, {}), four_nodes(),
+                                    config, sim::NetworkKind::flow);
     REQUIRE(fast.end[0] > alone.end[0]);
   }
 }
