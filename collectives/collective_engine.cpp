@@ -68,6 +68,12 @@ void CollectiveEngine::Progress::shift(Time by) {
   }
 }
 
+bool CollectiveEngine::Progress::same_place(const Progress& o) const {
+  return phase == o.phase && n == o.n && sent == o.sent && received == o.received && busy == o.busy &&
+         last_done == o.last_done && flow_done == o.flow_done && arrivals == o.arrivals && expected == o.expected &&
+         waiting == o.waiting && phase_start == o.phase_start;
+}
+
 std::vector<CollectiveEngine::Progress> CollectiveEngine::running_progress() const {
   std::vector<Progress> out;
   for (std::uint32_t id = 0; id < instances_.size(); ++id) {

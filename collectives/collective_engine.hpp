@@ -52,6 +52,9 @@ class CollectiveEngine final : private EventHandler {
     Time phase_start;
     /// Moves its times `by` later (from one simulation's clock to another's).
     void shift(Time by);
+    /// Whether `o` (of a plan alike, collectives/plan_classes.hpp) stands at the same place:
+    /// every field but its instance and notification equal.
+    bool same_place(const Progress& o) const;
   };
   std::vector<Progress> running_progress() const;
   Progress progress(std::uint32_t id) const;

@@ -175,18 +175,6 @@ void CommJobs::classify(Job& job) {
   job.classes = plan_classes(plans, pools_.capacity, room);
 }
 
-namespace {
-
-/// Whether two alike plans stand at the same place: progress, pending events and flows in
-/// flight equal (flows by their place in the plan, so their links correspond).
-bool same_state(const CollectiveEngine::Progress& a, const CollectiveEngine::Progress& b) {
-  return a.phase == b.phase && a.n == b.n && a.sent == b.sent && a.received == b.received && a.busy == b.busy &&
-         a.last_done == b.last_done && a.flow_done == b.flow_done && a.arrivals == b.arrivals &&
-         a.expected == b.expected && a.waiting == b.waiting && a.phase_start == b.phase_start;
-}
-
-}  // namespace
-
 CommJobs::Replays CommJobs::replays(const Job& job, const Active& a) const {
   Replays out(job.plans.size());
   if (!job.classes) {
@@ -199,8 +187,10 @@ CommJobs::Replays CommJobs::replays(const Job& job, const Active& a) const {
   }
   std::vector<const Resume::Plan*> state(job.plans.size(), nullptr);
   for (const Resume::Plan& p : a.resume->plans) state.at(p.plan) = &p;
+  // Alike plans at the same place: progress, pending events and flows in flight equal (flows by
+  // their place in the plan, so their links correspond).
   const auto same = [](const Resume::Plan& x, const Resume::Plan& y) {
-    if (!same_state(x.progress, y.progress) || x.events.size() != y.events.size() || x.flows.size() != y.flows.size()) {
+    if (!x.progress.same_place(y.progress) || x.events.size() != y.events.size() || x.flows.size() != y.flows.size()) {
       return false;
     }
     for (std::size_t i = 0; i < x.events.size(); ++i) {

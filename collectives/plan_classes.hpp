@@ -8,10 +8,9 @@
 /// flows can never fill (the most they carry at once is below the capacity by a margin rounding
 /// never reaches), which are never saturated. Flows there keep the rates their own links and
 /// caps give them, and a re-solve around one plan's links never moves another plan's flows
-/// (net/flow_network.hpp). One run of a
-/// representative gives every plan of its class: the same progress and events, and the same
-/// flows on the corresponding links. Links without room (a plan's own flows may crowd them, as
-/// an all-to-all's do) must belong to one plan.
+/// (net/flow_network.hpp). One run of a representative gives every plan of its class: the same
+/// progress and events, and the same flows on the corresponding links. Links without room (a
+/// plan's own flows may crowd them, as an all-to-all's do) must belong to one plan.
 ///
 /// Two plans are alike when a walk along their phases, rings, hops and flows meets equal numbers
 /// and, link for link, links of equal capacity that first appear at the same places, the same
