@@ -62,12 +62,12 @@ std::uint32_t ExecutionGraph::add_communicator(std::vector<RankId> ranks, std::v
   return static_cast<std::uint32_t>(communicators.size() - 1);
 }
 
-std::uint32_t ExecutionGraph::intern(const std::string& name) {
+std::uint32_t ExecutionGraph::intern(std::string_view name) {
   const auto it = name_index.find(name);
   if (it != name_index.end()) return it->second;
   const auto id = static_cast<std::uint32_t>(names.size());
-  names.push_back(name);
-  name_index.emplace(name, id);
+  names.emplace_back(name);
+  name_index.emplace(names.back(), id);
   return id;
 }
 
@@ -143,7 +143,7 @@ NodeId ExecutionGraph::add_kernel(Node node) {
   if (joins) {
     const Node& t = nodes[nodes.size() - 1];
     const Time last = t.run == kNoRun ? t.duration : part_duration[part(t, runs[t.run].count - 1)];
-    joins = t.rank == node.rank && t.stream == node.stream && t.phase == node.phase &&
+    joins = t.rank == node.rank && t.stream == node.stream &&
             t.micro_batch == node.micro_batch && last >= node.dispatch &&
             std::all_of(node.deps.begin(), node.deps.end(), [&](NodeId d) { return d == prev_id; });
   }

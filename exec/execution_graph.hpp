@@ -16,6 +16,7 @@
 #include "net/fabric.hpp"
 #include "common/chunked_vector.hpp"
 #include "common/large_vector.hpp"
+#include "common/string_hash.hpp"
 #include "exec/op_signature.hpp"
 #include "common/units.hpp"
 
@@ -140,7 +141,7 @@ struct ExecutionGraph {
   std::vector<OpSignature> signatures;
   ChunkedVector<Node> nodes;  ///< program order: a rank's nodes in the order they appear
   std::vector<std::string> names{""};
-  std::map<std::string, std::uint32_t, std::less<>> name_index{{"", 0}};
+  StringMap<std::uint32_t> name_index{{"", 0}};
 
   /// Coalesced kernels (docs/internals.md#coalesced-kernels): a node's kernels, for nodes with
   /// Node::run set. Each part is one kernel: its duration, its dispatch and its signature.
@@ -161,13 +162,14 @@ struct ExecutionGraph {
   /// GPUs rank `r` stands for: 1 plus its mirrors.
   std::size_t represents(RankId r) const { return 1 + (r < rank_mirrors.size() ? rank_mirrors[r].size() : 0); }
   /// Interns a label and returns its index.
-  std::uint32_t intern(const std::string& name);
+  std::uint32_t intern(std::string_view name);
   /// Appends a node; returns its id. Throws ConfigError past kMaxNodes, so that a plan too large
   /// to simulate fails with a message instead of exhausting memory. While coalescing, ids are
   /// the builder's own (one per add or add_kernel, in order) and its dependencies name them.
   NodeId add(Node node);
   /// Adds a compute kernel, which joins the node added just before it when that is a kernel of
-  /// the same rank, stream, phase and micro-batch added by add_kernel, nothing has named that
+  /// the same rank, stream and micro-batch added by add_kernel (its phase label is then the
+  /// first kernel's: reports do not read phases, and timelines keep every kernel), nothing has named that
   /// kernel since, `node` waits for nothing but it (its deps are empty or that kernel), neither
   /// takes an interpreter lock, and that kernel runs at least as long as `node`'s dispatch (so
   /// `node` is always launched before its stream reaches it). The executor then runs the two as
@@ -175,6 +177,11 @@ struct ExecutionGraph {
   /// a full launch queue as for each kernel. Only while coalescing; the caller must not add
   /// kernels that slow under communication or hold SMs (ExecutorOptions): the executor refuses them.
   NodeId add_kernel(Node node);
+  /// Ends the open run, if any, at the kernel added last: a node added later will read that
+  /// kernel's end after more kernels are added, so none may join it (only while coalescing).
+  void end_run() {
+    if (coalescing_) close_tail();
+  }
   /// Starts coalescing (before any node is added).
   void start_coalescing();
   bool coalescing() const { return coalescing_; }

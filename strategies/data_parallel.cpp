@@ -140,7 +140,8 @@ bool end_compile(CompiledGraph& out) {
     }
   }
   g.finish_coalescing();
-  return g.coalescing_exact();
+  out.coalesced = g.coalescing_exact();
+  return out.coalesced;
 }
 
 CompiledGraph compile_data_parallel(const Model& model, const Plan& plan, const topo::Cluster& cluster,

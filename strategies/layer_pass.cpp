@@ -1,6 +1,7 @@
 #include "strategies/layer_pass.hpp"
 
 #include <algorithm>
+#include <string_view>
 #include <utility>
 
 namespace foresight::strategy {
@@ -126,6 +127,9 @@ void LayerPass::forward_layer(std::size_t i) {
   }
   std::vector<NodeId> start = waits_;
   start.push_back(last_);
+  // The overlapped collective after the GEMMs, added after them, reads the end of the kernel
+  // before them: none of them may join it.
+  if (overlap && !tp_[i].forward_after.empty()) e_.graph().end_run();
   if (model_.layers[i].experts > 0) {
     experts(i, true);
   } else {
@@ -222,7 +226,7 @@ NodeId LayerPass::ready() {
 }
 
 bool LayerPass::cached_cast(const OpTemplate& t) const {
-  return (micro_ > 0 || recomputing_) && t.kernel == "fp8_cast_transpose_weight";
+  return (micro_ > 0 || recomputing_) && std::string_view(t.kernel) == std::string_view("fp8_cast_transpose_weight");
 }
 
 NodeId LayerPass::forward(std::size_t first, std::size_t last, NodeId in) {
@@ -309,7 +313,12 @@ NodeId LayerPass::backward(std::size_t first, std::size_t last, NodeId in, bool 
       const bool w = is_wgrad(t);
       if (w && gathered != kNoNode) waits_.push_back(std::exchange(gathered, kNoNode));
       run(t, i, w ? sim::Phase::wgrad : sim::Phase::backward, plan_.dispatch_backward);
-      if (!w && dgrad == kNoNode) dgrad = last_;
+      if (!w && dgrad == kNoNode) {
+        dgrad = last_;
+        // Its collectives, added after the weight gradient, read its end: the weight gradient
+        // may not join it.
+        if (!tp_[i].backward_after_dgrad.empty()) e_.graph().end_run();
+      }
     }
     if (gathered != kNoNode) waits_.push_back(gathered);
     if (!tp_[i].backward_after_dgrad.empty() && dgrad != kNoNode) {

@@ -211,7 +211,7 @@ class StageCompiler {
   }
 
   NodeId transfer(sim::OpKind kind, sim::StreamId stream, int peer_chunk, double bytes, std::uint32_t tag,
-                  const std::string& name, sim::Phase phase, int micro, NodeId dep = kNoNode) {
+                  std::string_view name, sim::Phase phase, int micro, NodeId dep = kNoNode) {
     sim::Node n = e_.make(kind, stream, name, phase);
     n.peer = stage_ranks_[static_cast<std::size_t>(peer_chunk % plan_.pp)];
     n.bytes = bytes;
@@ -220,7 +220,7 @@ class StageCompiler {
     if (dep != kNoNode) n.deps = {dep};
     const NodeId id = e_.graph().add(std::move(n));
     if (kind == sim::OpKind::recv && plan_.p2p_sync) {
-      sim::Node wait = e_.make(sim::OpKind::sync, sim::kHostStream, "wait for " + name, phase);
+      sim::Node wait = e_.make(sim::OpKind::sync, sim::kHostStream, "wait for " + std::string(name), phase);
       wait.deps = {id};
       wait.micro_batch = micro;
       e_.graph().add(std::move(wait));

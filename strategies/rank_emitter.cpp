@@ -68,7 +68,7 @@ double optimizer_bytes_per_param(Optimizer o, OptimizerImpl impl) {
   return o == Optimizer::sgd ? 32.0 : 80.0;
 }
 
-sim::Node RankEmitter::make(sim::OpKind kind, sim::StreamId stream, const std::string& name, sim::Phase phase) const {
+sim::Node RankEmitter::make(sim::OpKind kind, sim::StreamId stream, std::string_view name, sim::Phase phase) const {
   sim::Node n;
   n.kind = kind;
   n.rank = rank_;
@@ -178,7 +178,7 @@ sim::NodeId RankEmitter::kernel_at(const OpTemplate& t, std::size_t index, int b
 sim::NodeId RankEmitter::tp_collective(const TpCollective& c, std::vector<sim::NodeId> deps, sim::Phase phase,
                                       int micro) {
   sim::Node n = make(sim::OpKind::collective, streams::tensor_parallel,
-                     fmt::format("{} {}", sim::to_string(c.op), c.what), phase);
+                     c.name, phase);
   n.op = c.op;
   n.bytes = c.bytes;
   n.communicator = tp_comm_;
@@ -203,7 +203,7 @@ sim::NodeId RankEmitter::memory(const std::string& name, double bytes, sim::Stre
   return g_.add(std::move(n));
 }
 
-sim::NodeId RankEmitter::host(const std::string& name, sim::Time duration, sim::Phase phase, int micro) {
+sim::NodeId RankEmitter::host(std::string_view name, sim::Time duration, sim::Phase phase, int micro) {
   sim::Node n = make(sim::OpKind::host, sim::kHostStream, name, phase);
   n.duration = duration;
   n.micro_batch = micro;

@@ -7,6 +7,8 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "exec/execution_graph.hpp"
@@ -78,7 +80,7 @@ class RankEmitter {
   sim::ExecutionGraph& graph() { return g_; }
 
   /// A node of this rank, not yet added.
-  sim::Node make(sim::OpKind kind, sim::StreamId stream, const std::string& name, sim::Phase phase) const;
+  sim::Node make(sim::OpKind kind, sim::StreamId stream, std::string_view name, sim::Phase phase) const;
   /// Hybrid sharding: the communicator of this rank's replica group, over which gradient shards
   /// are all-reduced after each reduce-scatter in the shard group.
   void set_replica_communicator(std::uint32_t c) { replica_comm_ = c; }
@@ -110,7 +112,7 @@ class RankEmitter {
   sim::NodeId memory(const std::string& name, double bytes, sim::StreamId stream, std::vector<sim::NodeId> deps,
                      sim::Time dispatch, sim::Phase phase = sim::Phase::backward);
   /// A host op of `duration` on the host thread.
-  sim::NodeId host(const std::string& name, sim::Time duration, sim::Phase phase, int micro = -1);
+  sim::NodeId host(std::string_view name, sim::Time duration, sim::Phase phase, int micro = -1);
   /// The batch's copy from pinned host memory to the GPU over PCIe (24 of 31.5 GB/s on Gen4 x16).
   sim::NodeId copy_input(int micro);
 
@@ -167,7 +169,13 @@ class RankEmitter {
     const OpTemplate* t;  ///< a template of the model's layers (which outlive this)
     int batch;
     int expert;
-    auto operator<=>(const KernelKey&) const = default;
+    bool operator==(const KernelKey&) const = default;
+  };
+  struct KernelKeyHash {
+    std::size_t operator()(const KernelKey& k) const noexcept {
+      const auto p = reinterpret_cast<std::uintptr_t>(k.t);
+      return std::hash<std::uint64_t>{}(p ^ (std::uint64_t(std::uint32_t(k.batch)) << 20) ^ (std::uint64_t(std::uint32_t(k.expert)) << 44));
+    }
   };
   struct KernelInfo {
     std::uint32_t signature = 0;
@@ -177,7 +185,7 @@ class RankEmitter {
     /// it neither slows under communication nor holds SMs on this rank's GPU, and is no expert's.
     bool coalesces = false;
   };
-  std::map<KernelKey, KernelInfo> kernels_;
+  std::unordered_map<KernelKey, KernelInfo, KernelKeyHash> kernels_;  ///< looked up only, never walked
   std::uint32_t replica_comm_ = 0xffffffffu;
 };
 

@@ -195,6 +195,10 @@ TpExchanges tp_exchanges(const Model& model, std::size_t index, const Plan& plan
     case TpRole::replicated:
       break;
   }
+  // Above, each name says what moves; the label leads with the op.
+  for (auto* list : {&x.forward_before, &x.forward_after, &x.backward_before, &x.backward_after_dgrad}) {
+    for (TpCollective& c : *list) c.name = fmt::format("{} {}", sim::to_string(c.op), c.name);
+  }
   return x;
 }
 

@@ -55,7 +55,8 @@ double tp_rank_params(const Model& model, int tp, std::size_t first = 0, std::si
 struct TpCollective {
   sim::CollectiveOp op = sim::CollectiveOp::all_reduce;
   double bytes = 0.0;  ///< NCCL size convention: the whole tensor for all_gather/reduce_scatter
-  std::string what;    ///< "attn.proj output", for names
+  /// The node's label, built once: the op and what it moves ("all_reduce attn.proj output").
+  std::string name;
 };
 
 /// The tensor-parallel collectives around layer `index` for one micro-batch.

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "net/fabric.hpp"
+#include "common/string_hash.hpp"
 #include "common/units.hpp"
 #include "topologies/gpu_spec.hpp"
 
@@ -103,11 +104,7 @@ struct LinkEnds {
 };
 
 /// Device ids by name, looked up by string_view.
-struct NameHash {
-  using is_transparent = void;
-  std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
-};
-using DeviceNames = std::unordered_map<std::string, DeviceId, NameHash, std::equal_to<>>;
+using DeviceNames = StringMap<DeviceId>;
 
 /// An immutable cluster. Copies share the same immutable data; every member is const and safe to
 /// call from several threads at once.
