@@ -14,8 +14,8 @@ namespace {
 using Interval = std::pair<std::int64_t, std::int64_t>;
 
 /// Total length of the union of intervals (picoseconds).
-std::int64_t union_length(std::vector<Interval> v) {
-  std::sort(v.begin(), v.end());
+/// The length of the union of intervals `v`, sorted.
+std::int64_t union_length(const std::vector<Interval>& v) {
   std::int64_t total = 0;
   std::int64_t cur_start = 0;
   std::int64_t cur_end = -1;
@@ -111,9 +111,10 @@ std::vector<RankBreakdown> breakdown(const sim::ExecutionGraph& g, const sim::Ex
   }
   std::vector<RankBreakdown> out;
   for (std::size_t rank = 0; rank < windows.size(); ++rank) {
-    const Spans& sp = spans[rank];
-    std::vector<Interval> busy = sp.compute;
-    busy.insert(busy.end(), sp.comm.begin(), sp.comm.end());
+    Spans& sp = spans[rank];
+    for (auto* v : {&sp.compute, &sp.comm, &sp.waits}) std::sort(v->begin(), v->end());
+    std::vector<Interval> busy(sp.compute.size() + sp.comm.size());
+    std::merge(sp.compute.begin(), sp.compute.end(), sp.comm.begin(), sp.comm.end(), busy.begin());
     const double k = std::max(1, windows[rank].iterations);
     RankBreakdown& r = out.emplace_back();
     r.iteration_s = (windows[rank].to - windows[rank].from).seconds() / k;
@@ -123,8 +124,8 @@ std::vector<RankBreakdown> breakdown(const sim::ExecutionGraph& g, const sim::Ex
     r.exposed_comm_s = busy_s - r.compute_s;
     // Bubble: the GPU idle while the rank waits for another stage's activations or gradients.
     // The rest of the idle time waits on the host (dispatch, input, bookkeeping).
-    std::vector<Interval> busy_or_waiting = std::move(busy);
-    busy_or_waiting.insert(busy_or_waiting.end(), sp.waits.begin(), sp.waits.end());
+    std::vector<Interval> busy_or_waiting(busy.size() + sp.waits.size());
+    std::merge(busy.begin(), busy.end(), sp.waits.begin(), sp.waits.end(), busy_or_waiting.begin());
     r.bubble_s = std::max(0.0, static_cast<double>(union_length(busy_or_waiting)) * 1e-12 / k - busy_s);
     r.host_s = std::max(0.0, r.iteration_s - busy_s - r.bubble_s);
   }
