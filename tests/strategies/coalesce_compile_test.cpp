@@ -67,7 +67,10 @@ void same_report_coalesced(const json& doc) {
 }  // namespace
 
 TEST_CASE("every strategy compiles coalesced in one build, with the report of one node per kernel", "[training][coalesce]") {
-  SECTION("DDP") { same_report_coalesced(small_gpt({{"dp", 16}, {"global_batch", 32}}, 16)); }
+  SECTION("DDP and Horovod") {
+    same_report_coalesced(small_gpt({{"dp", 16}, {"global_batch", 32}}, 16));
+    same_report_coalesced(small_gpt({{"dp", 16}, {"global_batch", 32}, {"framework", "horovod"}}, 16));
+  }
   SECTION("TP without SP, each recompute mode") {
     for (const char* recompute : {"none", "selective", "full", "selective_op"}) {
       CAPTURE(recompute);
