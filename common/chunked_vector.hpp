@@ -35,6 +35,8 @@ class ChunkedVector {
   static constexpr std::size_t kMask = kChunk - 1;
 
  public:
+  /// Elements per chunk.
+  static constexpr std::size_t chunk_elements = kChunk;
   using value_type = T;
   using size_type = std::size_t;
   using reference = T&;

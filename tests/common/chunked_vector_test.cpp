@@ -1,7 +1,9 @@
-// ChunkedVector: a sequence in chunks of 2^15 elements; appending never moves an element.
+// ChunkedVector: a sequence in chunks of at least 2^15 elements, each a whole number of 2 MiB
+// huge pages; appending never moves an element.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <array>
 #include <numeric>
 #include <string>
 
@@ -12,19 +14,24 @@ using foresight::sim::ChunkedVector;
 TEST_CASE("ChunkedVector: indexing, iteration and growth across chunks", "[chunked_vector]") {
   ChunkedVector<std::uint64_t> v;
   CHECK(v.empty());
-  constexpr std::size_t n = 3 * (std::size_t{1} << 15) + 7;  // three full chunks and a part
+  constexpr std::size_t chunk = ChunkedVector<std::uint64_t>::chunk_elements;
+  // The smallest power of two from 2^15 whose bytes are whole huge pages: 2^18 of 8 bytes.
+  STATIC_REQUIRE(chunk == (std::size_t{1} << 18));
+  STATIC_REQUIRE(ChunkedVector<std::array<char, 104>>::chunk_elements == (std::size_t{1} << 18));  // a graph node's size
+  STATIC_REQUIRE(ChunkedVector<std::array<char, 96>>::chunk_elements == (std::size_t{1} << 16));
+  constexpr std::size_t n = 3 * chunk + 7;  // three full chunks and a part
   const std::uint64_t* first = nullptr;
   const std::uint64_t* last_of_first_chunk = nullptr;
   for (std::size_t i = 0; i < n; ++i) {
     v.push_back(i * i);
     if (i == 0) first = &v[0];
-    if (i == (std::size_t{1} << 15) - 1) last_of_first_chunk = &v[i];
+    if (i == chunk - 1) last_of_first_chunk = &v[i];
   }
   REQUIRE(v.size() == n);
   // Elements never move as it grows.
   CHECK(&v[0] == first);
-  CHECK(&v[(std::size_t{1} << 15) - 1] == last_of_first_chunk);
-  for (const std::size_t i : {std::size_t{0}, std::size_t{32767}, std::size_t{32768}, std::size_t{65536}, n - 1}) {
+  CHECK(&v[chunk - 1] == last_of_first_chunk);
+  for (const std::size_t i : {std::size_t{0}, chunk - 1, chunk, 2 * chunk, n - 1}) {
     CHECK(v[i] == i * i);
   }
   CHECK(v.front() == 0);
@@ -40,6 +47,7 @@ TEST_CASE("ChunkedVector: indexing, iteration and growth across chunks", "[chunk
   CHECK(i == n);
   CHECK(static_cast<std::size_t>(std::distance(v.begin(), v.end())) == n);
   CHECK(*(v.begin() + 40000) == 40000ULL * 40000ULL);
+  CHECK(*(v.begin() + static_cast<std::ptrdiff_t>(chunk + 1)) == (chunk + 1) * (chunk + 1));
   CHECK(std::is_sorted(v.begin(), v.end()));
   CHECK(std::find(v.begin(), v.end(), 65536ULL * 65536ULL) - v.begin() == 65536);
   const ChunkedVector<std::uint64_t>& c = v;
