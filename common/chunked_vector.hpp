@@ -120,6 +120,7 @@ class ChunkedVector {
       // The first chunk's first 2 MiB in 4 KiB pages: a small graph touches a few of them
       // rather than a whole huge page (zeroed, or found by compacting memory).
       const std::size_t bytes = LargeAllocator<T>::rounded(kChunk);
+      chunks_.reserve(chunks_.size() + 1);  // so that nothing throws once the chunk is mapped
       chunks_.push_back(static_cast<T*>(detail::map_huge(bytes, chunks_.empty() ? detail::kHugePageBytes : 0)));
     }
     T* slot = &chunks_[size_ >> kShift][size_ & kMask];

@@ -13,8 +13,7 @@ namespace {
 
 using Interval = std::pair<std::int64_t, std::int64_t>;
 
-/// Total length of the union of intervals (picoseconds).
-/// The length of the union of intervals `v`, sorted.
+/// Total length (picoseconds) of the union of intervals `v`, which are sorted.
 std::int64_t union_length(const std::vector<Interval>& v) {
   std::int64_t total = 0;
   std::int64_t cur_start = 0;
