@@ -104,11 +104,23 @@ void ExecutionGraph::start_coalescing() {
 
 std::pair<NodeId, bool> ExecutionGraph::locate(NodeId id) const {
   if (id >= next_id_) throw InternalError(fmt::format("ExecutionGraph: id {} is not yet added", id));
-  // Ids grow with the nodes: the node holding `id` is the last whose first id is <= it (most
-  // lookups name one of the last nodes).
+  // Ids grow with the nodes: the node holding `id` is the last whose first id is <= it. Most
+  // lookups name one of the last nodes, so the search gallops back from the end (1, 2, 4, ...
+  // nodes) and bisects only the bracket found: a few probes near the end of the array.
   NodeId n = static_cast<NodeId>(first_id_.size() - 1);
   if (first_id_[n] > id) {
-    n = static_cast<NodeId>(std::upper_bound(first_id_.begin(), first_id_.end(), id) - first_id_.begin() - 1);
+    std::size_t hi = n;  // first_id_[hi] > id
+    std::size_t lo = 0;  // first_id_[lo] <= id once found (first_id_[0] is 0)
+    for (std::size_t step = 1; step <= hi; step *= 2) {
+      if (first_id_[hi - step] <= id) {
+        lo = hi - step;
+        break;
+      }
+      hi -= step;
+    }
+    n = static_cast<NodeId>(std::upper_bound(first_id_.begin() + static_cast<std::ptrdiff_t>(lo),
+                                             first_id_.begin() + static_cast<std::ptrdiff_t>(hi), id) -
+                            first_id_.begin() - 1);
   }
   const NodeId next = n + 1 < first_id_.size() ? first_id_[n + 1] : next_id_;
   return {n, id + 1 == next};
@@ -184,9 +196,13 @@ void ExecutionGraph::close_tail() {
     mix(static_cast<std::uint64_t>(part_dispatch[j].ps()));
     mix(part_signature[j]);
   }
-  const auto [it, inserted] = run_by_hash_.try_emplace(h, r);
+  bool inserted = false;
+  const std::uint32_t earlier = run_by_hash_.get_or_make(h, [&] {
+    inserted = true;
+    return r;
+  });
   if (inserted) return;
-  const KernelRun same = runs[it->second];
+  const KernelRun same = runs[earlier];
   const auto equal = [&](std::uint32_t j) {
     return part_duration[same.first + j] == part_duration[run.first + j] &&
            part_dispatch[same.first + j] == part_dispatch[run.first + j] &&
@@ -197,7 +213,7 @@ void ExecutionGraph::close_tail() {
     while (j < run.count && equal(j)) ++j;
   }
   if (j != run.count) return;  // a different run with the same hash keeps its own parts
-  nodes[nodes.size() - 1].run = it->second;
+  nodes[nodes.size() - 1].run = earlier;
   runs.pop_back();
   part_duration.resize(run.first);
   part_dispatch.resize(run.first);

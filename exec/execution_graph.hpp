@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <map>
 #include <optional>
-#include <unordered_map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,6 +14,7 @@
 #include "collectives/collective_types.hpp"
 #include "net/fabric.hpp"
 #include "common/chunked_vector.hpp"
+#include "common/flat_map.hpp"
 #include "common/large_vector.hpp"
 #include "common/string_hash.hpp"
 #include "exec/op_signature.hpp"
@@ -214,7 +214,10 @@ struct ExecutionGraph {
   bool tail_open_ = false;      ///< the last node may take the next kernel
   NodeId next_id_ = 0;          ///< the next builder id
   std::vector<NodeId> first_id_;  ///< per node, the builder id of its first kernel
-  std::unordered_map<std::uint64_t, std::uint32_t> run_by_hash_;  ///< closed runs by their parts' hash
+  struct RunHash {
+    std::size_t operator()(std::uint64_t h) const noexcept { return static_cast<std::size_t>(h); }
+  };
+  FlatMap<std::uint64_t, std::uint32_t, RunHash> run_by_hash_;  ///< closed runs by their parts' hash
 };
 
 }  // namespace foresight::sim

@@ -12,6 +12,7 @@
 #include "exec/detail/compute_rates.hpp"
 #include "exec/detail/interpreter_locks.hpp"
 #include "exec/detail/kernel_runs.hpp"
+#include "exec/detail/work_queue.hpp"
 #include "exec/graph_check.hpp"
 #include "sim/simulator.hpp"
 
@@ -232,8 +233,7 @@ class Runner final : public EventHandler {
 
   void drain() {
     while (!work_.empty()) {
-      const Work w = work_.front();
-      work_.pop_front();
+      const Work w = work_.pop_front();
       switch (w.kind) {
         case Work::issue_parts: {
           StreamState& st = streams_[stream_of(w.id)];
@@ -619,7 +619,7 @@ class Runner final : public EventHandler {
   std::vector<std::vector<HeldArrival>> held_;
   bool waits_;
   detail::InterpreterLocks locks_;
-  std::deque<Work> work_;
+  detail::WorkQueue<Work> work_;
   LargeVector<std::uint32_t> deps_left_;
   LargeVector<std::uint8_t> issued_;
   LargeVector<std::uint8_t> done_;

@@ -154,11 +154,12 @@ CompiledGraph compile_data_parallel(const Model& model, const Plan& plan, const 
   }
   if (model.layers.empty()) throw sim::ModelError(fmt::format("model {} has no layers", model.name));
   check_tensor_parallel(model, plan);
-  const std::vector<TpExchanges> exchanges = tp_exchanges(model, plan);
+  std::vector<TpExchanges> exchanges = tp_exchanges(model, plan);
   const std::vector<OpRecompute> op_recompute = op_recompute_layers(model, plan);
   CompiledGraph out;
   begin_compile(out, options);
   sim::ExecutionGraph& g = out.graph;
+  intern_labels(exchanges, g);
   g.stream_names = training_stream_names();
   // TP rank j of replica d runs on GPU d x tp + j: TP groups are consecutive GPUs, inside a node
   // when tp divides the node's GPUs (Megatron's tp-dp order). Identical ranks fold.

@@ -8,14 +8,6 @@ namespace foresight::strategy {
 
 using sim::NodeId;
 
-namespace {
-
-bool is_wgrad(const OpTemplate& t) {
-  return t.type == sim::OpType::conv_wgrad || t.kernel.find("wgrad") != std::string::npos;
-}
-
-}  // namespace
-
 LayerPass::LayerPass(const Model& model, const Plan& plan, const std::vector<TpExchanges>& tp,
                      const std::vector<OpRecompute>& op_recompute, RankEmitter& e, std::uint32_t dp_comm,
                      bool layer_recompute, int micro)
@@ -41,8 +33,8 @@ NodeId LayerPass::collectives(const std::vector<TpCollective>& list, std::vector
 
 NodeId LayerPass::run(const OpTemplate& t, std::size_t i, sim::Phase phase, sim::Time dispatch) {
   std::erase(waits_, kNoNode);
-  last_ = e_.kernel(t, i, micro_, phase, dispatch, std::move(waits_));
-  waits_.clear();
+  last_ = e_.kernel(t, i, micro_, phase, dispatch, waits_);
+  waits_.clear();  // keeps its buffer for the next kernel's
   return last_;
 }
 
@@ -134,7 +126,7 @@ void LayerPass::forward_layer(std::size_t i) {
     experts(i, true);
   } else {
     for (const OpTemplate& t : model_.layers[i].fwd) {
-      if (!cached_cast(t)) run(t, i, sim::Phase::forward, plan_.dispatch_forward);
+      if (!cached_cast(t, i)) run(t, i, sim::Phase::forward, plan_.dispatch_forward);
     }
   }
   if (gathered != kNoNode) waits_.push_back(gathered);
@@ -172,7 +164,7 @@ void LayerPass::run_tokens(const OpTemplate& t, std::size_t i, int expert, doubl
                            sim::Time dispatch) {
   if (tokens <= 0.0) return;
   std::erase(waits_, kNoNode);
-  last_ = e_.expert_kernel(t, i, expert, tokens, micro_, phase, dispatch, std::move(waits_));
+  last_ = e_.expert_kernel(t, i, expert, tokens, micro_, phase, dispatch, waits_);
   waits_.clear();
 }
 
@@ -225,8 +217,8 @@ NodeId LayerPass::ready() {
   return last_ = e_.graph().add(std::move(n));
 }
 
-bool LayerPass::cached_cast(const OpTemplate& t) const {
-  return (micro_ > 0 || recomputing_) && std::string_view(t.kernel) == std::string_view("fp8_cast_transpose_weight");
+bool LayerPass::cached_cast(const OpTemplate& t, std::size_t i) const {
+  return (micro_ > 0 || recomputing_) && e_.kernel_info(t, i).weight_cast;
 }
 
 NodeId LayerPass::forward(std::size_t first, std::size_t last, NodeId in) {
@@ -310,7 +302,7 @@ NodeId LayerPass::backward(std::size_t first, std::size_t last, NodeId in, bool 
       continue;
     }
     for (const OpTemplate& t : layer.bwd) {
-      const bool w = is_wgrad(t);
+      const bool w = e_.kernel_info(t, i).wgrad;
       if (w && gathered != kNoNode) waits_.push_back(std::exchange(gathered, kNoNode));
       run(t, i, w ? sim::Phase::wgrad : sim::Phase::backward, plan_.dispatch_backward);
       if (!w && dgrad == kNoNode) {

@@ -67,7 +67,7 @@ class LayerPass {
   void recompute_ops(std::size_t i);
   /// Whether `t` is an FP8 weight cast that Transformer Engine serves from its cache: after the
   /// step's first micro-batch (Megatron passes is_first_microbatch), and in recompute.
-  bool cached_cast(const OpTemplate& t) const;
+  bool cached_cast(const OpTemplate& t, std::size_t i) const;
   /// Routed experts' forward or backward pass: permute, dispatch all-to-all, each local
   /// expert's FFN at its tokens, combine all-to-all, unpermute; the backward pass mirrored.
   void experts(std::size_t i, bool forward);

@@ -353,7 +353,7 @@ CompiledGraph compile_pipeline(const Model& model, const Plan& plan, const topo:
                                        plan.replicas(), p, tp, ranks, cluster.gpu_count()));
   }
   check_tensor_parallel(model, plan);
-  const std::vector<TpExchanges> exchanges = tp_exchanges(model, plan);
+  std::vector<TpExchanges> exchanges = tp_exchanges(model, plan);
   const std::vector<OpRecompute> op_recompute = op_recompute_layers(model, plan);
   // TP rank j of stage s of replica d runs on GPU (d x pp + s) x tp + j: TP innermost (inside a
   // node), then the pipeline, then data parallelism (Megatron's placement). Identical ranks fold.
@@ -364,6 +364,7 @@ CompiledGraph compile_pipeline(const Model& model, const Plan& plan, const topo:
   CompiledGraph out;
   begin_compile(out, options);
   sim::ExecutionGraph& g = out.graph;
+  intern_labels(exchanges, g);
   g.stream_names = training_stream_names();
   out.folding = layout.describe();
   out.ep_folded = layout.folds_ep();

@@ -55,6 +55,10 @@ sim::OpSignature instantiate(const OpTemplate& t, int batch, const Plan& plan, i
   return sig;
 }
 
+bool is_wgrad(const OpTemplate& t) {
+  return t.type == sim::OpType::conv_wgrad || t.kernel.find("wgrad") != std::string::npos;
+}
+
 double optimizer_bytes_per_param(Optimizer o, OptimizerImpl impl) {
   // Fused: each state read and written once, the gradient read once: AdamW p, m, v r/w + g = 28,
   // SGD with momentum p, buf r/w + g = 20. Foreach (torch/optim/adamw.py and sgd.py,
@@ -69,22 +73,26 @@ double optimizer_bytes_per_param(Optimizer o, OptimizerImpl impl) {
 }
 
 sim::Node RankEmitter::make(sim::OpKind kind, sim::StreamId stream, std::string_view name, sim::Phase phase) const {
+  return make(kind, stream, g_.intern(name), phase);
+}
+
+sim::Node RankEmitter::make(sim::OpKind kind, sim::StreamId stream, std::uint32_t name, sim::Phase phase) const {
   sim::Node n;
   n.kind = kind;
   n.rank = rank_;
   n.stream = stream;
-  n.name = g_.intern(name);
+  n.name = name;
   n.phase = phase;
   return n;
 }
 
 sim::NodeId RankEmitter::kernel(const OpTemplate& t, std::size_t index, int micro, sim::Phase phase, sim::Time dispatch,
-                                std::vector<sim::NodeId> deps) {
+                                sim::DepList deps) {
   return kernel_at(t, index, plan_.micro_batch, -1, micro, phase, dispatch, std::move(deps));
 }
 
 sim::NodeId RankEmitter::expert_kernel(const OpTemplate& t, std::size_t index, int expert, double tokens, int micro,
-                                       sim::Phase phase, sim::Time dispatch, std::vector<sim::NodeId> deps) {
+                                       sim::Phase phase, sim::Time dispatch, sim::DepList deps) {
   return kernel_at(t, index, static_cast<int>(tokens), expert, micro, phase, dispatch, std::move(deps));
 }
 
@@ -131,13 +139,11 @@ RankEmitter::RankEmitter(const Model& model, const Plan& plan, const topo::Clust
   }
 }
 
-sim::NodeId RankEmitter::kernel_at(const OpTemplate& t, std::size_t index, int batch, int expert, int micro,
-                                   sim::Phase phase, sim::Time dispatch, std::vector<sim::NodeId> deps) {
+const RankEmitter::KernelInfo& RankEmitter::kernel_info(const OpTemplate& t, std::size_t index, int batch,
+                                                        int expert) {
   // A rank runs the same kernels for every micro-batch and step: each is instantiated, costed,
   // named and interned once.
-  const KernelKey key{&t, batch, expert};
-  auto it = kernels_.find(key);
-  if (it == kernels_.end()) {
+  return kernels_.get_or_make(KernelKey{&t, batch, expert}, [&] {
     const Layer& layer = model_.layers[index];
     const sim::OpSignature sig =
         instantiate(plan_.tp > 1 ? tp_shard(t, layer, plan_) : t, batch, plan_, gpu_.compute_capability);
@@ -157,28 +163,35 @@ sim::NodeId RankEmitter::kernel_at(const OpTemplate& t, std::size_t index, int b
                           (comm_slowdown_by_type(compute_constants(gpu_))[type] > 0.0 ||
                            comm_waits_by_type(compute_constants(gpu_))[type]);
     info.coalesces = layer.experts == 0 && plan_.comm_compute_slowdown <= 0.0 && !contends;
-    it = kernels_.emplace(key, info).first;
-  }
+    info.wgrad = is_wgrad(t);
+    info.weight_cast = t.kernel == "fp8_cast_transpose_weight";
+    return info;
+  });
+}
+
+sim::NodeId RankEmitter::kernel_at(const OpTemplate& t, std::size_t index, int batch, int expert, int micro,
+                                   sim::Phase phase, sim::Time dispatch, sim::DepList deps) {
+  const KernelInfo& info = kernel_info(t, index, batch, expert);
   sim::Node n;
   n.kind = sim::OpKind::compute;
   n.rank = rank_;
   n.stream = streams::compute;
-  n.name = it->second.name;
+  n.name = info.name;
   n.phase = phase;
-  n.duration = slowed(it->second.duration);
+  n.duration = slowed(info.duration);
   n.dispatch = dispatch;
-  n.signature = it->second.signature;
+  n.signature = info.signature;
   n.layer = static_cast<int>(index);
   n.micro_batch = micro;
   n.deps = std::move(deps);
   if (shared_interpreter_ && phase == sim::Phase::forward) n.gil = forward_gil_;
-  return it->second.coalesces ? g_.add_kernel(std::move(n)) : g_.add(std::move(n));
+  return info.coalesces ? g_.add_kernel(std::move(n)) : g_.add(std::move(n));
 }
 
 sim::NodeId RankEmitter::tp_collective(const TpCollective& c, std::vector<sim::NodeId> deps, sim::Phase phase,
                                       int micro) {
   sim::Node n = make(sim::OpKind::collective, streams::tensor_parallel,
-                     c.name, phase);
+                     c.label == TpCollective::kNoLabel ? g_.intern(c.name) : c.label, phase);
   n.op = c.op;
   n.bytes = c.bytes;
   n.communicator = tp_comm_;

@@ -8,9 +8,9 @@
 #include <memory>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
+#include "common/flat_map.hpp"
 #include "exec/execution_graph.hpp"
 #include "models/compute_model.hpp"
 #include "models/model.hpp"
@@ -54,6 +54,9 @@ inline constexpr sim::NodeId kNoNode = 0xffffffffu;
 /// compute capability `cc`: shape, dtype, FLOPs and bytes.
 sim::OpSignature instantiate(const OpTemplate& t, int batch, const Plan& plan, int cc);
 
+/// Whether `t` computes a weight gradient.
+bool is_wgrad(const OpTemplate& t);
+
 /// Bytes an optimizer step reads and writes per parameter, fp32 states: fused, each state read
 /// and written once and the gradient read once (SGD with momentum 5 x 4, AdamW 7 x 4); foreach,
 /// one pass per arithmetic operation of torch.optim's multi-tensor code (SGD 32, AdamW 80).
@@ -81,6 +84,8 @@ class RankEmitter {
 
   /// A node of this rank, not yet added.
   sim::Node make(sim::OpKind kind, sim::StreamId stream, std::string_view name, sim::Phase phase) const;
+  /// The same, named by a label already interned in the graph.
+  sim::Node make(sim::OpKind kind, sim::StreamId stream, std::uint32_t name, sim::Phase phase) const;
   /// Hybrid sharding: the communicator of this rank's replica group, over which gradient shards
   /// are all-reduced after each reduce-scatter in the shard group.
   void set_replica_communicator(std::uint32_t c) { replica_comm_ = c; }
@@ -96,7 +101,7 @@ class RankEmitter {
   /// Kernel `t` of experts layer `index` over `tokens` tokens (an expert's share of the routed
   /// assignments), named for `expert` (-1: the rank's permutation kernels).
   sim::NodeId expert_kernel(const OpTemplate& t, std::size_t index, int expert, double tokens, int micro,
-                            sim::Phase phase, sim::Time dispatch, std::vector<sim::NodeId> deps);
+                            sim::Phase phase, sim::Time dispatch, sim::DepList deps);
   /// The all-to-allv of experts layer `index`'s tokens for micro-batch `micro` over the EP group
   /// on the expert stream: toward the experts (dispatch, and the combine's gradients) or back.
   sim::NodeId expert_all_to_all(std::size_t index, int micro, bool to_experts, const std::string& name,
@@ -104,10 +109,26 @@ class RankEmitter {
   /// One tensor-parallel collective of a micro-batch on the TP stream, after `deps`.
   sim::NodeId tp_collective(const TpCollective& c, std::vector<sim::NodeId> deps, sim::Phase phase, int micro);
 
+  /// What a kernel of this rank costs and is, worked out once per rank (instantiated, costed,
+  /// named and interned) and found again for every micro-batch and step.
+  struct KernelInfo {
+    std::uint32_t signature = 0;
+    std::uint32_t name = 0;
+    sim::Time duration;
+    /// Whether the kernel may be coalesced with its neighbours (sim::ExecutionGraph::add_kernel):
+    /// it neither slows under communication nor holds SMs on this rank's GPU, and is no expert's.
+    bool coalesces = false;
+    bool wgrad = false;        ///< a weight-gradient kernel (a phase of its own in reports)
+    bool weight_cast = false;  ///< FP8's cast of the weights, which later micro-batches reuse
+  };
+  /// Kernel `t` of layer `index` for one micro-batch (this rank's tensor-parallel share of it).
+  const KernelInfo& kernel_info(const OpTemplate& t, std::size_t index) {
+    return kernel_info(t, index, plan_.micro_batch, -1);
+  }
   /// Kernel `t` of layer `index` for one micro-batch on the compute stream (this rank's
   /// tensor-parallel share of it when plan.tp > 1).
   sim::NodeId kernel(const OpTemplate& t, std::size_t index, int micro, sim::Phase phase, sim::Time dispatch,
-                     std::vector<sim::NodeId> deps = {});
+                     sim::DepList deps = {});
   /// A memory-bound kernel moving `bytes` on `stream`.
   sim::NodeId memory(const std::string& name, double bytes, sim::StreamId stream, std::vector<sim::NodeId> deps,
                      sim::Time dispatch, sim::Phase phase = sim::Phase::backward);
@@ -164,28 +185,22 @@ class RankEmitter {
   MoeRank moe_;
   /// Kernel `t` of layer `index` over `batch` (expert >= 0: that expert's share, named for it).
   sim::NodeId kernel_at(const OpTemplate& t, std::size_t index, int batch, int expert, int micro, sim::Phase phase,
-                        sim::Time dispatch, std::vector<sim::NodeId> deps);
+                        sim::Time dispatch, sim::DepList deps);
   struct KernelKey {
-    const OpTemplate* t;  ///< a template of the model's layers (which outlive this)
-    int batch;
-    int expert;
+    const OpTemplate* t = nullptr;  ///< a template of the model's layers (which outlive this)
+    int batch = 0;
+    int expert = 0;
     bool operator==(const KernelKey&) const = default;
   };
   struct KernelKeyHash {
     std::size_t operator()(const KernelKey& k) const noexcept {
       const auto p = reinterpret_cast<std::uintptr_t>(k.t);
-      return std::hash<std::uint64_t>{}(p ^ (std::uint64_t(std::uint32_t(k.batch)) << 20) ^ (std::uint64_t(std::uint32_t(k.expert)) << 44));
+      return p ^ (std::uint64_t(std::uint32_t(k.batch)) << 20) ^ (std::uint64_t(std::uint32_t(k.expert)) << 44);
     }
   };
-  struct KernelInfo {
-    std::uint32_t signature = 0;
-    std::uint32_t name = 0;
-    sim::Time duration;
-    /// Whether the kernel may be coalesced with its neighbours (sim::ExecutionGraph::add_kernel):
-    /// it neither slows under communication nor holds SMs on this rank's GPU, and is no expert's.
-    bool coalesces = false;
-  };
-  std::unordered_map<KernelKey, KernelInfo, KernelKeyHash> kernels_;  ///< looked up only, never walked
+  /// The kernel `t` of layer `index` over `batch`, named for `expert` (-1: none).
+  const KernelInfo& kernel_info(const OpTemplate& t, std::size_t index, int batch, int expert);
+  FlatMap<KernelKey, KernelInfo, KernelKeyHash> kernels_;
   std::uint32_t replica_comm_ = 0xffffffffu;
 };
 

@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include "common/error.hpp"
+#include "exec/execution_graph.hpp"
 
 namespace foresight::strategy {
 namespace {
@@ -206,6 +207,14 @@ std::vector<TpExchanges> tp_exchanges(const Model& model, const Plan& plan) {
   std::vector<TpExchanges> out;
   for (std::size_t i = 0; i < model.layers.size(); ++i) out.push_back(tp_exchanges(model, i, plan));
   return out;
+}
+
+void intern_labels(std::vector<TpExchanges>& exchanges, sim::ExecutionGraph& g) {
+  for (TpExchanges& x : exchanges) {
+    for (auto* list : {&x.forward_before, &x.forward_after, &x.backward_before, &x.backward_after_dgrad}) {
+      for (TpCollective& c : *list) c.label = g.intern(c.name);
+    }
+  }
 }
 
 }  // namespace foresight::strategy
