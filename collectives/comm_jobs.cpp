@@ -252,12 +252,15 @@ Time CommJobs::alone(std::uint32_t job) {
 const std::vector<LinkId>& CommJobs::shared(std::uint32_t a, std::uint32_t b) {
   if (a > b) std::swap(a, b);
   const std::uint64_t key = (static_cast<std::uint64_t>(a) << 32) | b;
-  const auto it = shared_.find(key);
-  if (it != shared_.end()) return it->second;
-  std::vector<LinkId> both;
-  std::set_intersection(footprints_[a].begin(), footprints_[a].end(), footprints_[b].begin(), footprints_[b].end(),
-                        std::back_inserter(both));
-  return shared_.emplace(key, std::move(both)).first->second;
+  const std::uint32_t k = shared_index_.get_or_make(key, [&] {
+    std::vector<LinkId> both;
+    std::set_intersection(footprints_[a].begin(), footprints_[a].end(), footprints_[b].begin(), footprints_[b].end(),
+                          std::back_inserter(both));
+    if (both.empty()) return std::uint32_t{0};  // most pairs: kept in no list
+    shared_.push_back(std::move(both));
+    return static_cast<std::uint32_t>(shared_.size() - 1);
+  });
+  return shared_[k];
 }
 
 std::vector<std::uint32_t> CommJobs::contended(const Job& job, bool& crowded, std::uint32_t self) {

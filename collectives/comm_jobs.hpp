@@ -26,6 +26,7 @@
 /// costs a few events, whatever the number of GPUs, steps and groups.
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -41,6 +42,7 @@
 #include "net/link_pools.hpp"
 #include "net/network_model.hpp"
 #include "collectives/plan_timing.hpp"
+#include "common/flat_map.hpp"
 #include "sim/simulator.hpp"
 
 namespace foresight::sim {
@@ -166,7 +168,14 @@ class CommJobs final : private EventHandler {
   std::vector<Job> jobs_;
   std::vector<std::vector<LinkId>> footprints_;  ///< sorted pools, by footprint id
   std::map<std::vector<LinkId>, std::uint32_t> footprint_ids_;
-  std::unordered_map<std::uint64_t, std::vector<LinkId>> shared_;
+  /// Pools two footprints share (shared()): per pair (lower id in the high word), an index into
+  /// shared_, whose first list is the empty one. Looked up for every running job at each start.
+  struct PairHash {
+    std::size_t operator()(std::uint64_t k) const noexcept { return static_cast<std::size_t>(k ^ (k >> 29)); }
+  };
+  FlatMap<std::uint64_t, std::uint32_t, PairHash> shared_index_;
+  /// A deque: shared() hands out references that outlive later insertions.
+  std::deque<std::vector<LinkId>> shared_ = std::deque<std::vector<LinkId>>(1);
   std::vector<Active> actives_;
   std::vector<std::uint32_t> free_slots_;
   std::vector<std::uint32_t> running_;  ///< slots of started, unfinished jobs, in start order
