@@ -213,7 +213,7 @@ struct ExecutionGraph {
   bool exact_ = true;
   bool tail_open_ = false;      ///< the last node may take the next kernel
   NodeId next_id_ = 0;          ///< the next builder id
-  std::vector<NodeId> first_id_;  ///< per node, the builder id of its first kernel
+  ChunkedVector<NodeId> first_id_;  ///< per node, the builder id of its first kernel (chunks: no copies as it grows)
   struct RunHash {
     std::size_t operator()(std::uint64_t h) const noexcept { return static_cast<std::size_t>(h); }
   };

@@ -65,10 +65,16 @@ class Runner final : public EventHandler {
     result_.ranks.assign(g.ranks(), RankTotals{});
     streams_.resize(index.stream_count);
     hosts_.resize(index.host_count);
-    std::vector<std::size_t> program_size(hosts_.size(), 0);
-    for (NodeId i = 0; i < n; ++i) ++program_size[g.rank_host[g.nodes[i].rank]];
-    for (std::uint32_t h = 0; h < hosts_.size(); ++h) hosts_[h].program.reserve(program_size[h]);
-    for (NodeId i = 0; i < n; ++i) hosts_[g.rank_host[g.nodes[i].rank]].program.push_back(i);
+    // Every host's program in one array (host by host, each in graph order), whole huge pages.
+    std::vector<std::size_t> fill(hosts_.size() + 1, 0);
+    for (NodeId i = 0; i < n; ++i) ++fill[g.rank_host[g.nodes[i].rank] + 1];
+    for (std::uint32_t h = 0; h < hosts_.size(); ++h) {
+      fill[h + 1] += fill[h];
+      hosts_[h].pc = fill[h];
+      hosts_[h].end = fill[h + 1];
+    }
+    programs_.resize(n);
+    for (NodeId i = 0; i < n; ++i) programs_[fill[g.rank_host[g.nodes[i].rank]]++] = i;
   }
 
   ExecutionResult run() {
@@ -179,8 +185,8 @@ class Runner final : public EventHandler {
     std::uint32_t count = 0;  ///< issue_parts: how many kernels of coalesced node `id`
   };
   struct HostState {
-    std::vector<NodeId> program;
-    std::size_t pc = 0;
+    std::size_t pc = 0;   ///< the next op of its program: programs_[pc .. end)
+    std::size_t end = 0;
     bool busy = false;
     NodeId waiting = kNone;
     /// The coalesced node at `pc` has launched its kernels before this one (0: none yet).
@@ -265,8 +271,8 @@ class Runner final : public EventHandler {
 
   void run_host(std::uint32_t h) {
     HostState& H = hosts_[h];
-    while (!H.busy && H.pc < H.program.size()) {
-      const NodeId n = H.program[H.pc];
+    while (!H.busy && H.pc < H.end) {
+      const NodeId n = programs_[H.pc];
       const Node& node = g_.nodes[n];
       if (node.stream == kHostStream) {
         if (deps_left_[n] > 0) {
@@ -625,6 +631,7 @@ class Runner final : public EventHandler {
   LargeVector<std::uint8_t> done_;
   std::vector<StreamState> streams_;
   std::vector<HostState> hosts_;
+  LargeVector<NodeId> programs_;  ///< every host's ops in program order, host after host
   bool sampling_ = false;
   Time sample_interval_;  ///< grows as long runs thin their samples
 

@@ -201,7 +201,7 @@ GraphIndex check_graph(const ExecutionGraph& g, const Fabric& fabric) {
                                  g.host_process.size(), x.host_count));
   }
   // GPU streams are numbered in the order their (rank, stream) first appears.
-  std::vector<std::uint32_t> dependents_count(n, 0);
+  LargeVector<std::uint32_t> dependents_count(n, 0);
   // Collectives: per (communicator, rank), the k-th collective of that rank there.
   std::unordered_map<std::uint64_t, std::vector<NodeId>> by_comm_rank;
   const auto comm_rank = [](std::uint32_t c, RankId r) { return (std::uint64_t{c} << 32) | r; };
@@ -222,7 +222,7 @@ GraphIndex check_graph(const ExecutionGraph& g, const Fabric& fabric) {
   x.dependents_offset.assign(n + 1, 0);
   for (NodeId i = 0; i < n; ++i) x.dependents_offset[i + 1] = x.dependents_offset[i] + dependents_count[i];
   x.dependents.resize(x.dependents_offset[n]);
-  std::vector<std::uint32_t> fill(x.dependents_offset.begin(), x.dependents_offset.end() - 1);
+  LargeVector<std::uint32_t> fill(x.dependents_offset.begin(), x.dependents_offset.end() - 1);
   for (NodeId i = 0; i < n; ++i) {
     for (const NodeId d : g.nodes[i].deps) x.dependents[fill[d]++] = i;
   }

@@ -6,7 +6,11 @@
 
 #include <algorithm>
 #include <array>
+#include <span>
+#include <utility>
 #include <nlohmann/json.hpp>
+
+#include "common/large_vector.hpp"
 
 namespace foresight::strategy {
 namespace {
@@ -14,7 +18,7 @@ namespace {
 using Interval = std::pair<std::int64_t, std::int64_t>;
 
 /// Total length (picoseconds) of the union of intervals `v`, which are sorted.
-std::int64_t union_length(const std::vector<Interval>& v) {
+std::int64_t union_length(std::span<const Interval> v) {
   std::int64_t total = 0;
   std::int64_t cur_start = 0;
   std::int64_t cur_end = -1;
@@ -83,48 +87,72 @@ std::string amount(double v) {
 
 std::vector<RankBreakdown> breakdown(const sim::ExecutionGraph& g, const sim::ExecutionResult& result,
                                      const std::vector<RankWindow>& windows) {
-  struct Spans {
-    std::vector<Interval> compute;
-    std::vector<Interval> comm;
-    std::vector<Interval> waits;  // a pipeline receive posted, its data not yet sent
-  };
-  std::vector<Spans> spans(windows.size());
+  // Each rank's compute, communication and wait intervals (a pipeline receive posted, its data
+  // not yet sent), clipped to its window: all in one array, each list's room counted first, so
+  // that no list is copied as it grows and the array is whole huge pages.
+  enum { kCompute, kComm, kWaits, kKinds };
+  using Lists = std::array<std::size_t, kKinds>;
+  const std::size_t ranks = windows.size();
+  std::vector<Lists> first(ranks, Lists{});
   for (sim::NodeId n = 0; n < g.nodes.size(); ++n) {
     const sim::Node& node = g.nodes[n];
-    if (node.rank >= windows.size()) continue;
-    Spans& sp = spans[node.rank];
+    if (node.rank >= ranks) continue;
+    if (node.kind == sim::OpKind::compute) ++first[node.rank][kCompute];
+    if (node.kind == sim::OpKind::collective || node.kind == sim::OpKind::send || node.kind == sim::OpKind::recv) {
+      ++first[node.rank][kComm];
+    }
+    if (node.kind == sim::OpKind::recv) ++first[node.rank][kWaits];
+  }
+  std::size_t total = 0;
+  for (Lists& r : first) {
+    for (std::size_t& k : r) total += std::exchange(k, total);
+  }
+  std::vector<Lists> last = first;  // one past each list's last interval
+  sim::LargeVector<Interval> all(total);
+  for (sim::NodeId n = 0; n < g.nodes.size(); ++n) {
+    const sim::Node& node = g.nodes[n];
+    if (node.rank >= ranks) continue;
+    Lists& at = last[node.rank];
     const std::int64_t lo = windows[node.rank].from.ps();
     const std::int64_t hi = windows[node.rank].to.ps();
     if (node.kind == sim::OpKind::recv) {
       const std::int64_t a = std::max(lo, result.ready_at(n).ps());
       const std::int64_t b = std::min(hi, result.start[n].ps());
-      if (b > a) sp.waits.emplace_back(a, b);
+      if (b > a) all[at[kWaits]++] = {a, b};
     }
     const std::int64_t a = std::max(lo, result.start[n].ps());
     const std::int64_t b = std::min(hi, result.end[n].ps());
     if (b <= a) continue;
-    if (node.kind == sim::OpKind::compute) sp.compute.emplace_back(a, b);
+    if (node.kind == sim::OpKind::compute) all[at[kCompute]++] = {a, b};
     if (node.kind == sim::OpKind::collective || node.kind == sim::OpKind::send || node.kind == sim::OpKind::recv) {
-      sp.comm.emplace_back(a, b);
+      all[at[kComm]++] = {a, b};
     }
   }
   std::vector<RankBreakdown> out;
-  for (std::size_t rank = 0; rank < windows.size(); ++rank) {
-    Spans& sp = spans[rank];
-    for (auto* v : {&sp.compute, &sp.comm, &sp.waits}) std::sort(v->begin(), v->end());
-    std::vector<Interval> busy(sp.compute.size() + sp.comm.size());
-    std::merge(sp.compute.begin(), sp.compute.end(), sp.comm.begin(), sp.comm.end(), busy.begin());
+  sim::LargeVector<Interval> busy;
+  sim::LargeVector<Interval> busy_or_waiting;
+  for (std::size_t rank = 0; rank < ranks; ++rank) {
+    const auto list = [&](int k) {
+      return std::span<Interval>(all.data() + first[rank][static_cast<std::size_t>(k)],
+                                 last[rank][static_cast<std::size_t>(k)] - first[rank][static_cast<std::size_t>(k)]);
+    };
+    const std::span<Interval> compute = list(kCompute);
+    const std::span<Interval> comm = list(kComm);
+    const std::span<Interval> waits = list(kWaits);
+    for (const std::span<Interval> v : {compute, comm, waits}) std::sort(v.begin(), v.end());
+    busy.resize(compute.size() + comm.size());
+    std::merge(compute.begin(), compute.end(), comm.begin(), comm.end(), busy.begin());
     const double k = std::max(1, windows[rank].iterations);
     RankBreakdown& r = out.emplace_back();
     r.iteration_s = (windows[rank].to - windows[rank].from).seconds() / k;
-    r.compute_s = static_cast<double>(union_length(sp.compute)) * 1e-12 / k;
-    r.comm_s = static_cast<double>(union_length(sp.comm)) * 1e-12 / k;
+    r.compute_s = static_cast<double>(union_length(compute)) * 1e-12 / k;
+    r.comm_s = static_cast<double>(union_length(comm)) * 1e-12 / k;
     const double busy_s = static_cast<double>(union_length(busy)) * 1e-12 / k;
     r.exposed_comm_s = busy_s - r.compute_s;
     // Bubble: the GPU idle while the rank waits for another stage's activations or gradients.
     // The rest of the idle time waits on the host (dispatch, input, bookkeeping).
-    std::vector<Interval> busy_or_waiting(busy.size() + sp.waits.size());
-    std::merge(busy.begin(), busy.end(), sp.waits.begin(), sp.waits.end(), busy_or_waiting.begin());
+    busy_or_waiting.resize(busy.size() + waits.size());
+    std::merge(busy.begin(), busy.end(), waits.begin(), waits.end(), busy_or_waiting.begin());
     r.bubble_s = std::max(0.0, static_cast<double>(union_length(busy_or_waiting)) * 1e-12 / k - busy_s);
     r.host_s = std::max(0.0, r.iteration_s - busy_s - r.bubble_s);
   }
