@@ -32,8 +32,12 @@ NodeId LayerPass::collectives(const std::vector<TpCollective>& list, std::vector
 }
 
 NodeId LayerPass::run(const OpTemplate& t, std::size_t i, sim::Phase phase, sim::Time dispatch) {
+  return run(e_.kernel_info(t, i), i, phase, dispatch);
+}
+
+NodeId LayerPass::run(const RankEmitter::KernelInfo& k, std::size_t i, sim::Phase phase, sim::Time dispatch) {
   std::erase(waits_, kNoNode);
-  last_ = e_.kernel(t, i, micro_, phase, dispatch, waits_);
+  last_ = e_.kernel(k, i, micro_, phase, dispatch, waits_);
   waits_.clear();  // keeps its buffer for the next kernel's
   return last_;
 }
@@ -126,7 +130,8 @@ void LayerPass::forward_layer(std::size_t i) {
     experts(i, true);
   } else {
     for (const OpTemplate& t : model_.layers[i].fwd) {
-      if (!cached_cast(t, i)) run(t, i, sim::Phase::forward, plan_.dispatch_forward);
+      const RankEmitter::KernelInfo& k = e_.kernel_info(t, i);
+      if (!cached_cast(k)) run(k, i, sim::Phase::forward, plan_.dispatch_forward);
     }
   }
   if (gathered != kNoNode) waits_.push_back(gathered);
@@ -217,10 +222,6 @@ NodeId LayerPass::ready() {
   return last_ = e_.graph().add(std::move(n));
 }
 
-bool LayerPass::cached_cast(const OpTemplate& t, std::size_t i) const {
-  return (micro_ > 0 || recomputing_) && e_.kernel_info(t, i).weight_cast;
-}
-
 NodeId LayerPass::forward(std::size_t first, std::size_t last, NodeId in) {
   if (in != kNoNode) waits_.push_back(in);
   for (std::size_t i = first; i < last; ++i) forward_layer(i);
@@ -302,9 +303,10 @@ NodeId LayerPass::backward(std::size_t first, std::size_t last, NodeId in, bool 
       continue;
     }
     for (const OpTemplate& t : layer.bwd) {
-      const bool w = e_.kernel_info(t, i).wgrad;
+      const RankEmitter::KernelInfo& k = e_.kernel_info(t, i);
+      const bool w = k.wgrad;
       if (w && gathered != kNoNode) waits_.push_back(std::exchange(gathered, kNoNode));
-      run(t, i, w ? sim::Phase::wgrad : sim::Phase::backward, plan_.dispatch_backward);
+      run(k, i, w ? sim::Phase::wgrad : sim::Phase::backward, plan_.dispatch_backward);
       if (!w && dgrad == kNoNode) {
         dgrad = last_;
         // Its collectives, added after the weight gradient, read its end: the weight gradient

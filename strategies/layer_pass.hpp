@@ -42,6 +42,8 @@ class LayerPass {
  private:
   sim::NodeId collectives(const std::vector<TpCollective>& list, std::vector<sim::NodeId> after, sim::Phase phase);
   sim::NodeId run(const OpTemplate& t, std::size_t i, sim::Phase phase, sim::Time dispatch);
+  /// The same, for a kernel already found (RankEmitter::kernel_info(t, i)).
+  sim::NodeId run(const RankEmitter::KernelInfo& k, std::size_t i, sim::Phase phase, sim::Time dispatch);
   sim::NodeId gather(std::size_t i, sim::Phase phase);
   // PyTorch FSDP (plan.zero3_schedule fsdp): a unit is a transformer block, or a layer outside
   // blocks. Its parameters are gathered once before its forward and once before its backward,
@@ -67,7 +69,7 @@ class LayerPass {
   void recompute_ops(std::size_t i);
   /// Whether `t` is an FP8 weight cast that Transformer Engine serves from its cache: after the
   /// step's first micro-batch (Megatron passes is_first_microbatch), and in recompute.
-  bool cached_cast(const OpTemplate& t, std::size_t i) const;
+  bool cached_cast(const RankEmitter::KernelInfo& k) const { return (micro_ > 0 || recomputing_) && k.weight_cast; }
   /// Routed experts' forward or backward pass: permute, dispatch all-to-all, each local
   /// expert's FFN at its tokens, combine all-to-all, unpermute; the backward pass mirrored.
   void experts(std::size_t i, bool forward);

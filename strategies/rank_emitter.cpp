@@ -171,7 +171,11 @@ const RankEmitter::KernelInfo& RankEmitter::kernel_info(const OpTemplate& t, std
 
 sim::NodeId RankEmitter::kernel_at(const OpTemplate& t, std::size_t index, int batch, int expert, int micro,
                                    sim::Phase phase, sim::Time dispatch, sim::DepList deps) {
-  const KernelInfo& info = kernel_info(t, index, batch, expert);
+  return kernel(kernel_info(t, index, batch, expert), index, micro, phase, dispatch, std::move(deps));
+}
+
+sim::NodeId RankEmitter::kernel(const KernelInfo& info, std::size_t index, int micro, sim::Phase phase,
+                                sim::Time dispatch, sim::DepList deps) {
   sim::Node n;
   n.kind = sim::OpKind::compute;
   n.rank = rank_;

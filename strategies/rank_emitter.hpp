@@ -129,6 +129,9 @@ class RankEmitter {
   /// tensor-parallel share of it when plan.tp > 1).
   sim::NodeId kernel(const OpTemplate& t, std::size_t index, int micro, sim::Phase phase, sim::Time dispatch,
                      sim::DepList deps = {});
+  /// The same for the kernel `k` of layer `index`, already found (kernel_info).
+  sim::NodeId kernel(const KernelInfo& k, std::size_t index, int micro, sim::Phase phase, sim::Time dispatch,
+                     sim::DepList deps = {});
   /// A memory-bound kernel moving `bytes` on `stream`.
   sim::NodeId memory(const std::string& name, double bytes, sim::StreamId stream, std::vector<sim::NodeId> deps,
                      sim::Time dispatch, sim::Phase phase = sim::Phase::backward);
