@@ -19,7 +19,7 @@ CommStarts::CommStarts(const ExecutionGraph& g, const GraphIndex& index, const F
       p2p_arrived_(index.transfers.size(), 0) {}
 
 std::uint32_t CommStarts::job_id(const JobKey& key) {
-  return job_ids_.emplace(key, static_cast<std::uint32_t>(job_ids_.size())).first->second;
+  return job_ids_.get_or_make(key, [&] { return static_cast<std::uint32_t>(job_ids_.size()); });
 }
 
 void CommStarts::start_collective(std::uint32_t c, FlowNotify done) {

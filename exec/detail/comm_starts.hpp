@@ -7,13 +7,14 @@
 /// for, a folded transfer for every mirror pair; a measured one (trace replay) takes its
 /// recorded duration without the network.
 
+#include <bit>
 #include <cstdint>
-#include <map>
 #include <tuple>
 #include <vector>
 
 #include "collectives/collective_config.hpp"
 #include "collectives/comm_jobs.hpp"
+#include "common/flat_map.hpp"
 #include "exec/execution_graph.hpp"
 #include "exec/graph_check.hpp"
 #include "sim/simulator.hpp"
@@ -37,6 +38,17 @@ class CommStarts {
 
  private:
   using JobKey = std::tuple<bool, std::uint32_t, std::uint32_t, int, double, int, int>;
+  struct JobKeyHash {
+    std::size_t operator()(const JobKey& k) const noexcept {
+      const double bytes = std::get<4>(k);
+      std::uint64_t h = bytes == 0.0 ? 0 : std::bit_cast<std::uint64_t>(bytes);  // 0.0 and -0.0 alike
+      h ^= (std::uint64_t{std::get<1>(k)} << 32 | std::get<2>(k)) * 0x9e3779b97f4a7c15ull;
+      h ^= (std::uint64_t(std::uint32_t(std::get<3>(k))) << 40) ^ (std::uint64_t(std::uint32_t(std::get<5>(k))) << 20) ^
+           std::uint64_t(std::uint32_t(std::get<6>(k))) ^ (std::get<0>(k) ? 0x8000000000000000ull : 0);
+      return static_cast<std::size_t>(h ^ (h >> 31));
+    }
+  };
+  /// The job of `key`, numbered in the order keys first appear (looked up at every start).
   std::uint32_t job_id(const JobKey& key);
 
   const ExecutionGraph& g_;
@@ -47,7 +59,7 @@ class CommStarts {
   CommJobs& jobs_;
   std::vector<std::uint32_t> coll_arrived_;
   std::vector<std::uint32_t> p2p_arrived_;
-  std::map<JobKey, std::uint32_t> job_ids_;
+  FlatMap<JobKey, std::uint32_t, JobKeyHash> job_ids_;
 };
 
 /// GraphError naming the first operations that never finished and why, when any did not.
