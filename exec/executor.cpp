@@ -58,6 +58,7 @@ class Runner final : public EventHandler {
       result_.ready.assign(n, Time::zero());
     } else {
       result_.recv_ready.assign(index.transfers.size(), Time::zero());
+      result_.send_ready.assign(index.transfers.size(), Time::zero());
       result_.first_transfer = index.collective_count();
     }
     result_.start.assign(n, Time::zero());
@@ -223,6 +224,8 @@ class Runner final : public EventHandler {
       result_.ready[n] = sim_.now();
     } else if (node.kind == OpKind::recv) {
       result_.recv_ready[index_.transfer_of(n)] = sim_.now();
+    } else if (node.kind == OpKind::send) {
+      result_.send_ready[index_.transfer_of(n)] = sim_.now();
     }
   }
   std::uint32_t process_of(std::uint32_t h) const { return g_.host_process.empty() ? h : g_.host_process[h]; }

@@ -86,9 +86,14 @@ struct ExecutionResult {
   /// Without ready_times: each transfer's receive's ready time, by comm_instance less
   /// `first_transfer` (the number of collectives).
   LargeVector<Time> recv_ready;
+  /// The same for each transfer's send (a send on a stream that computes blocks it until the
+  /// receiver is ready: DeepSpeed's pipeline engine).
+  LargeVector<Time> send_ready;
   std::uint32_t first_transfer = 0;
   /// Node `n`'s ready time: any node's with ready_times, else a receive's.
   Time ready_at(NodeId n) const { return ready.empty() ? recv_ready[comm_instance[n] - first_transfer] : ready[n]; }
+  /// A send's ready time, with or without ready_times.
+  Time send_ready_at(NodeId n) const { return ready.empty() ? send_ready[comm_instance[n] - first_transfer] : ready[n]; }
   /// Per sampled link: (time, bytes carried so far). Links of one capacity pool report the
   /// pool's bytes.
   std::vector<std::vector<std::pair<Time, double>>> link_bytes;

@@ -29,6 +29,7 @@ constexpr std::array<std::string_view, 2> kOptimizerImpls{"foreach", "fused"};
 constexpr std::array<std::string_view, 6> kSchedules{"none", "naive", "gpipe", "1f1b", "interleaved", "pipedream"};
 constexpr std::array<std::string_view, 3> kPartitions{"time", "params", "uniform"};
 constexpr std::array<std::string_view, 2> kDrivers{"per_stage", "single_process"};
+constexpr std::array<std::string_view, 2> kPipelineEngines{"megatron", "deepspeed"};
 constexpr std::array<std::string_view, 5> kRecomputes{"none", "full", "except_last", "selective", "selective_op"};
 constexpr std::array<std::string_view, 2> kScaleAxes{"dp", "pp"};
 constexpr std::array<std::string_view, 2> kNetworks{"analytical", "flow"};
@@ -228,6 +229,10 @@ std::vector<Param> make_table() {
   t.push_back(choice("plan", "driver", kDrivers, "per_stage",
                      "one process per stage (Megatron) or one process driving every stage (torchgpipe)",
                      store<P, &Plan::driver>, echo<P, &Plan::driver, &kDrivers>));
+  t.push_back(choice("plan", "pipeline_engine", kPipelineEngines, "megatron",
+                     "who runs the pipeline: Megatron-LM's schedules, or DeepSpeed's PipelineEngine (Megatron-DeepSpeed, "
+                     "2021-22: blocking exchanges, gradients reduced after the last backward)",
+                     store<P, &Plan::pipeline_engine>, echo<P, &Plan::pipeline_engine, &kPipelineEngines>));
   t.push_back(of_kind("plan", "p2p_sync", K::boolean, "", "true for per_stage without interleaving",
                       "the host waits for each point-to-point exchange (Megatron's non-interleaved schedule)",
                       store<P, &Plan::p2p_sync>, echo<P, &Plan::p2p_sync>));

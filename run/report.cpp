@@ -83,12 +83,19 @@ std::string amount(double v) {
   return grouped_whole(v);
 }
 
+/// Whether `node`'s wait for its peer idles the GPU: a receive's (the data it computes on has
+/// not come), or a send's on stream 1, which computes by convention (a blocking send, as
+/// DeepSpeed's pipeline engine issues them: no kernel runs until the receiver is ready).
+bool waits_for_peer(const sim::Node& node) {
+  return node.kind == sim::OpKind::recv || (node.kind == sim::OpKind::send && node.stream == 1);
+}
+
 }  // namespace
 
 std::vector<RankBreakdown> breakdown(const sim::ExecutionGraph& g, const sim::ExecutionResult& result,
                                      const std::vector<RankWindow>& windows) {
   // Each rank's compute, communication and wait intervals (a pipeline receive posted, its data
-  // not yet sent), clipped to its window: all in one array, each list's room counted first, so
+  // not yet sent; a blocking send not yet received), clipped to its window: all in one array, each list's room counted first, so
   // that no list is copied as it grows and the array is whole huge pages.
   enum { kCompute, kComm, kWaits, kKinds };
   using Lists = std::array<std::size_t, kKinds>;
@@ -101,7 +108,7 @@ std::vector<RankBreakdown> breakdown(const sim::ExecutionGraph& g, const sim::Ex
     if (node.kind == sim::OpKind::collective || node.kind == sim::OpKind::send || node.kind == sim::OpKind::recv) {
       ++first[node.rank][kComm];
     }
-    if (node.kind == sim::OpKind::recv) ++first[node.rank][kWaits];
+    if (waits_for_peer(node)) ++first[node.rank][kWaits];
   }
   std::size_t total = 0;
   for (Lists& r : first) {
@@ -115,8 +122,8 @@ std::vector<RankBreakdown> breakdown(const sim::ExecutionGraph& g, const sim::Ex
     Lists& at = last[node.rank];
     const std::int64_t lo = windows[node.rank].from.ps();
     const std::int64_t hi = windows[node.rank].to.ps();
-    if (node.kind == sim::OpKind::recv) {
-      const std::int64_t a = std::max(lo, result.ready_at(n).ps());
+    if (waits_for_peer(node)) {
+      const std::int64_t a = std::max(lo, (node.kind == sim::OpKind::recv ? result.ready_at(n) : result.send_ready_at(n)).ps());
       const std::int64_t b = std::min(hi, result.start[n].ps());
       if (b > a) all[at[kWaits]++] = {a, b};
     }

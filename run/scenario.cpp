@@ -77,7 +77,32 @@ void read_pipeline(const JsonReader& r, const json& o, const JsonPath& p, Plan& 
     r.fail(p.at("dispatch_gil"), fmt::format("expected at most dispatch_forward ({}), found {}",
                                              sim::to_string(plan.dispatch_forward), sim::to_string(plan.dispatch_gil)));
   }
-  if (!has("p2p_sync")) plan.p2p_sync = plan.driver == PipelineDriver::per_stage && plan.schedule != Schedule::interleaved;
+  if (plan.pipeline_engine == PipelineEngine::deepspeed) {
+    const JsonPath at = p.at("pipeline_engine");
+    if (plan.pp == 1) r.fail(at, "expected megatron with pp = 1: DeepSpeed's pipeline engine needs pp > 1");
+    if (plan.schedule != Schedule::one_f_one_b) {
+      r.fail(p.at("schedule"), fmt::format("expected 1f1b with pipeline_engine deepspeed (its TrainSchedule), found \"{}\"",
+                                           to_string(plan.schedule)));
+    }
+    if (plan.driver != PipelineDriver::per_stage) {
+      r.fail(p.at("driver"), "expected per_stage with pipeline_engine deepspeed: one process per stage");
+    }
+    if (has("p2p_sync")) {
+      r.fail(p.at("p2p_sync"), "expected no p2p_sync with pipeline_engine deepspeed: its exchanges block the compute "
+                               "stream, and the host where tensor parallelism partitions them");
+    }
+    if (plan.sequence_parallel) {
+      r.fail(p.at("sequence_parallel"), "expected false with pipeline_engine deepspeed: its engine partitions the "
+                                        "exchanged tensors over the tensor-parallel ranks itself");
+    }
+    if (plan.ep > 1) {
+      r.fail(p.at("ep"), fmt::format("expected 1 with pipeline_engine deepspeed: DeepSpeed-MoE under its pipeline engine "
+                                     "is not modelled, found {}", plan.ep));
+    }
+    plan.p2p_sync = false;
+  } else if (!has("p2p_sync")) {
+    plan.p2p_sync = plan.driver == PipelineDriver::per_stage && plan.schedule != Schedule::interleaved;
+  }
   if (plan.recompute == Recompute::except_last && plan.pp == 1) {
     r.fail(p.at("recompute"), "expected none, full, selective or selective_op with pp = 1: except_last is torchgpipe's per-stage "
                               "checkpointing");

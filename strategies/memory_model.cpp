@@ -51,7 +51,10 @@ MemoryBreakdown model_state_memory(double params, const Plan& plan, int shard) {
   m.optimizer = params * (plan.optimizer == Optimizer::sgd ? 4.0 : 8.0);
   if (plan.precision == Precision::fp16 || plan.precision == Precision::bf16) m.optimizer += params * 4.0;
   const double full_gradients = m.gradients;
-  if (plan.zero >= 1) m.optimizer /= n;
+  // DeepSpeed's BF16_Optimizer under its pipeline engine keeps the fp32 master weights and Adam's
+  // states of this rank's 1/dp only (its own ZeRO-1), whatever the ZeRO stage.
+  const bool ds_bf16 = plan.pipeline_engine == PipelineEngine::deepspeed && plan.precision == Precision::bf16;
+  if (plan.zero >= 1 || ds_bf16) m.optimizer /= n;
   if (plan.zero >= 2) m.gradients /= n;
   if (plan.zero >= 3) m.weights /= n;
   if (plan.replicas() > 1) {

@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 #include <utility>
 
 #include "common/error.hpp"
+#include "strategies/deepspeed_stage.hpp"
 #include "strategies/hybrid_layout.hpp"
 #include "strategies/layer_pass.hpp"
 #include "strategies/memory_model.hpp"
@@ -86,6 +88,7 @@ class StageCompiler {
       chunk_buckets_.push_back(b);
       buckets_.insert(buckets_.end(), b.begin(), b.end());
     }
+    if (plan.pipeline_engine == PipelineEngine::deepspeed) ds_.emplace(plan, e, params_, dp_communicator);
   }
 
   const std::vector<GradientBucket>& buckets() const { return buckets_; }
@@ -117,32 +120,55 @@ class StageCompiler {
       NodeId in = kNoNode;
       if (gc == 0) {
         e_.copy_input(micro);
+      } else if (deepspeed()) {
+        in = ds_->receive(rank_of(gc - 1), boundary_bytes(ch), 0, "activations", sim::Phase::forward, micro, 1);
       } else {
         in = transfer(sim::OpKind::recv, streams::p2p_recv_fwd, gc - 1, boundary_bytes(ch), 0, "recv activations",
                       sim::Phase::forward, micro);
       }
+      // DeepSpeed's forward step sends the previous backward's gradients after receiving.
+      if (deepspeed()) send_pending_gradients();
       NodeId last = forward(ch, micro, in);
       if (gc + 1 < chunks_total) {
-        transfer(sim::OpKind::send, streams::p2p_send_fwd, gc + 1, boundary_bytes(chunks_[static_cast<std::size_t>(gc + 1)]),
-                 0, "send activations", sim::Phase::forward, micro, last);
+        const double bytes = boundary_bytes(chunks_[static_cast<std::size_t>(gc + 1)]);
+        if (deepspeed()) {
+          ds_->send(rank_of(gc + 1), bytes, 0, "activations", sim::Phase::forward, micro, last);
+        } else {
+          transfer(sim::OpKind::send, streams::p2p_send_fwd, gc + 1, bytes, 0, "send activations", sim::Phase::forward,
+                   micro, last);
+        }
       }
       return kNoNode;
     }
     NodeId in = kNoNode;
+    // A backward step right after another (the cool-down) first sends the previous one's gradients.
+    if (deepspeed()) send_pending_gradients();
     if (gc + 1 < chunks_total) {
-      in = transfer(sim::OpKind::recv, streams::p2p_recv_bwd, gc + 1, boundary_bytes(chunks_[static_cast<std::size_t>(gc + 1)]),
-                    1, "recv gradients", sim::Phase::backward, micro);
+      const double bytes = boundary_bytes(chunks_[static_cast<std::size_t>(gc + 1)]);
+      // DeepSpeed also gathers the chunk's own partitioned output again for autograd.
+      in = deepspeed() ? ds_->receive(rank_of(gc + 1), bytes, 1, "gradients", sim::Phase::backward, micro, 2)
+                       : transfer(sim::OpKind::recv, streams::p2p_recv_bwd, gc + 1, bytes, 1, "recv gradients",
+                                  sim::Phase::backward, micro);
     }
     if (recomputes(micro)) in = forward(ch, micro, in, true);
-    const bool reduce = plan_.replicas() > 1 && ++backwards_[{t.step, t.task.chunk}] == plan_.grad_accum;
-    const NodeId last = backward(t.task.chunk, micro, in, reduce);
-    if (gc > 0) {
+    // DeepSpeed reduces gradients only after the last backward (DeepSpeedStage::reduce_gradients).
+    const bool reduce =
+        plan_.replicas() > 1 && ++backwards_[{t.step, t.task.chunk}] == plan_.grad_accum && !deepspeed();
+    NodeId last = backward(t.task.chunk, micro, in, reduce);
+    if (deepspeed()) {
+      last = ds_->accumulate(micro, last);
+      if (gc > 0) pending_gradients_ = {micro, last};
+    } else if (gc > 0) {
       transfer(sim::OpKind::send, streams::p2p_send_bwd, gc - 1, boundary_bytes(ch), 1, "send gradients",
                sim::Phase::backward, micro, last);
     }
     last_backward_ = last;
     if (++step_backwards_[t.step] < plan_.grad_accum * plan_.virtual_stages) return kNoNode;
     step_done_ = true;
+    if (deepspeed()) {
+      send_pending_gradients();
+      ds_->reduce_gradients();
+    }
     return defer_step_end ? kNoNode : finish_step({});
   }
 
@@ -164,11 +190,14 @@ class StageCompiler {
       wait.deps = join;
       e_.graph().add(std::move(wait));
     }
-    // ZeRO-1 (Megatron's distributed optimizer): each rank updates its 1/dp of the stage's
-    // parameters, then the updated shards are gathered.
-    const bool zero = plan_.zero >= 1 && plan_.dp > 1;
-    NodeId end = e_.finish_step(comm_, buckets_, zero ? params_ / plan_.shard_size() : params_);
-    if (zero) end = e_.gather_parameters(buckets_, end, comm_id_);
+    // ZeRO-1 (Megatron's distributed optimizer, DeepSpeed's ZeRO-1 and BF16_Optimizer): each rank
+    // updates its 1/dp of the stage's parameters, then the updated shards are gathered.
+    const bool zero = (ds_ ? ds_->shards_step() : plan_.zero >= 1) && plan_.dp > 1;
+    const auto& buckets = ds_ ? ds_->buckets() : buckets_;
+    // DeepSpeed copied its reduced gradients back already (DeepSpeedStage::reduce_gradients).
+    NodeId end = e_.finish_step(comm_, ds_ ? std::vector<GradientBucket>{} : buckets,
+                                zero ? params_ / plan_.shard_size() : params_);
+    if (zero) end = e_.gather_parameters(buckets, end, comm_id_);
     comm_.clear();
     if (plan_.sync_each_step && stage_ == plan_.pp - 1) {
       sim::Node sync = e_.make(sim::OpKind::sync, sim::kHostStream, "loss.item()", sim::Phase::other);
@@ -219,13 +248,26 @@ class StageCompiler {
     n.micro_batch = micro;
     if (dep != kNoNode) n.deps = {dep};
     const NodeId id = e_.graph().add(std::move(n));
-    if (kind == sim::OpKind::recv && plan_.p2p_sync) {
+    if (kind == sim::OpKind::recv && plan_.p2p_sync && !deepspeed()) {
       sim::Node wait = e_.make(sim::OpKind::sync, sim::kHostStream, "wait for " + std::string(name), phase);
       wait.deps = {id};
       wait.micro_batch = micro;
       e_.graph().add(std::move(wait));
     }
     return id;
+  }
+
+  bool deepspeed() const { return ds_.has_value(); }
+  /// The rank of global chunk `gc`'s stage in this pipeline.
+  sim::RankId rank_of(int gc) const { return stage_ranks_[static_cast<std::size_t>(gc % plan_.pp)]; }
+
+  /// DeepSpeed's SendGrad of the last backward, where its schedule puts it: in the next step.
+  void send_pending_gradients() {
+    if (pending_gradients_.second == kNoNode) return;
+    const int gc = global_chunk(0);
+    ds_->send(rank_of(gc - 1), boundary_bytes(chunk(0)), 1, "gradients", sim::Phase::backward,
+              pending_gradients_.first, pending_gradients_.second);
+    pending_gradients_ = {-1, kNoNode};
   }
 
   /// The chunk's forward (with its tensor-parallel collectives), or its recompute before the
@@ -263,6 +305,8 @@ class StageCompiler {
   RankEmitter& e_;
   std::vector<std::vector<GradientBucket>> chunk_buckets_;
   std::vector<GradientBucket> buckets_;
+  std::optional<DeepSpeedStage> ds_;  ///< with pipeline_engine deepspeed
+  std::pair<int, NodeId> pending_gradients_{-1, kNoNode};  ///< DeepSpeed: a backward's unsent gradients
   double params_ = 0.0;
   std::map<std::pair<int, int>, int> backwards_;  ///< (step, chunk) -> backwards done
   std::map<int, int> step_backwards_;

@@ -100,17 +100,21 @@ std::vector<PipelineChunk> partition_model(const Model& model, const Plan& plan,
       const auto blocks = has_blocks ? static_cast<std::size_t>(std::count_if(units.begin(), units.end(),
                                                                               [](const auto& u) { return u.block; }))
                                      : units.size();
-      if (blocks % static_cast<std::size_t>(plan.pp) != 0) {
+      // DeepSpeed's type:transformer (partition_balanced on one per block, runtime/utils.py) fills
+      // each stage with ceil(blocks / pp) blocks in turn, the last taking what is left; Megatron
+      // needs equal stages.
+      const bool greedy = plan.pipeline_engine == PipelineEngine::deepspeed;
+      if (!greedy && blocks % static_cast<std::size_t>(plan.pp) != 0) {
         throw sim::ConfigError(fmt::format("/plan/pp: the {} blocks of {} are not divisible by pp = {}", blocks,
                                            model.name, plan.pp));
       }
       const std::size_t per_stage = blocks / static_cast<std::size_t>(plan.pp);
-      if (per_stage % static_cast<std::size_t>(plan.virtual_stages) != 0) {
+      if (!greedy && per_stage % static_cast<std::size_t>(plan.virtual_stages) != 0) {
         throw sim::ConfigError(fmt::format(
             "/plan/virtual_stages: {} blocks per stage ({} blocks / pp {}) are not divisible by {} virtual stages",
             per_stage, blocks, plan.pp, plan.virtual_stages));
       }
-      const std::size_t per_chunk = blocks / k;
+      const std::size_t per_chunk = greedy ? (blocks + k - 1) / k : blocks / k;
       sizes.assign(k, 0);
       std::size_t seen = 0;
       for (const PartitionUnit& u : units) {

@@ -61,6 +61,14 @@ enum class Kernels : std::uint8_t { fused, eager, torchtitan };
 enum class PipelineDriver : std::uint8_t { per_stage, single_process };
 std::string_view to_string(PipelineDriver d);
 
+/// Which framework runs a pipeline: Megatron-LM's own schedules, or DeepSpeed's PipelineEngine
+/// as Megatron-DeepSpeed ran it in 2021-22 (BLOOM, MT-NLG; DeepSpeed v0.5.4-v0.6): exchanges that
+/// block the compute stream in its TrainSchedule's order, tensor-parallel ranks sending 1/t of
+/// each boundary tensor and all-gathering it, gradients accumulated by a separate kernel after
+/// each backward and reduced only after the last one (docs/strategies.md, "DeepSpeed's pipeline
+/// engine").
+enum class PipelineEngine : std::uint8_t { megatron, deepspeed };
+
 /// Activation recompute: none; full (each stage re-runs its forward before its backward and
 /// keeps only its input); except_last (full, except for the last micro-batch: torchgpipe's
 /// default checkpoint mode); selective (Korthikanti et al. 2022 §5: only the attention core,
@@ -142,6 +150,7 @@ struct Plan {
   /// Units (blocks, and layers outside blocks) per stage, for PartitionMode::explicit_units.
   std::vector<int> partition_units;
   PipelineDriver driver = PipelineDriver::per_stage;
+  PipelineEngine pipeline_engine = PipelineEngine::megatron;
   /// Single-process driver: host bookkeeping per micro-batch per stage (torchgpipe's fork/join,
   /// Copy/Wait autograd functions and worker-queue hand-offs): 100 us, an assumption.
   sim::Time microbatch_overhead = sim::Time::from_ps(100'000'000);

@@ -83,6 +83,7 @@ TEST_CASE("every parameter is documented with its type, default and range", "[pa
   added.insert("zero3_schedule");   // PyTorch FSDP's units, rate limit and prefetch, or DeepSpeed's (issue 20)
   added.insert("tp_comm_overlap");  // Transformer Engine's TP communication overlap (issue 20)
   added.insert("kernels");          // eager PyTorch kernels of Hugging Face modules (issue 20)
+  added.insert("pipeline_engine");  // DeepSpeed's PipelineEngine under Megatron-DeepSpeed (issue 20)
   const auto plan = strategy::section_keys("plan");
   REQUIRE(std::set<std::string_view>(plan.begin(), plan.end()) == added);
 }

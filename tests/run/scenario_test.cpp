@@ -266,3 +266,27 @@ TEST_CASE("fp32_main_grads, as documented, gives Megatron-LM's 18 bytes per para
   const auto half = strategy::model_state_memory(1000.0, parse(doc).plan, 1);
   REQUIRE(half.weights + half.gradients + half.optimizer == Approx(16.0 * 1000.0));
 }
+
+TEST_CASE("pipeline_engine deepspeed: what DeepSpeed's engine cannot run is refused, naming the field", "[training]") {
+  auto doc = base();
+  doc["plan"]["pipeline_engine"] = "deepspeed";
+  REQUIRE_THROWS_WITH(parse(doc), Contains("/plan/pipeline_engine") && Contains("expected megatron with pp = 1"));
+  doc["plan"]["dp"] = 4;
+  doc["plan"]["pp"] = 2;
+  const auto ok = parse(doc);
+  REQUIRE(ok.plan.pipeline_engine == strategy::PipelineEngine::deepspeed);
+  REQUIRE(ok.plan.schedule == strategy::Schedule::one_f_one_b);
+  REQUIRE_FALSE(ok.plan.p2p_sync);  // its own blocking exchanges instead
+  doc["plan"]["schedule"] = "gpipe";
+  REQUIRE_THROWS_WITH(parse(doc), Contains("/plan/schedule") && Contains("expected 1f1b with pipeline_engine deepspeed") &&
+                                      Contains("\"gpipe\""));
+  doc["plan"].erase("schedule");
+  doc["plan"]["p2p_sync"] = true;
+  REQUIRE_THROWS_WITH(parse(doc), Contains("/plan/p2p_sync") && Contains("expected no p2p_sync"));
+  doc["plan"].erase("p2p_sync");
+  doc["plan"]["driver"] = "single_process";
+  REQUIRE_THROWS_WITH(parse(doc), Contains("/plan/driver") && Contains("expected per_stage"));
+  doc["plan"].erase("driver");
+  doc["plan"]["pipeline_engine"] = "colossal";
+  REQUIRE_THROWS_WITH(parse(doc), Contains("/plan/pipeline_engine") && Contains("megatron") && Contains("colossal"));
+}
