@@ -9,7 +9,8 @@ packages=(g++ pkg-config python3 meson ninja-build libboost-graph-dev libeigen3-
           nlohmann-json3-dev catch2 libcli11-dev zlib1g-dev
           protobuf-compiler libprotobuf-dev            # Chakra execution traces
           python3-dev pybind11-dev python3-pytest python3-pandas  # the Python module and its tests
-          libopenmpi-dev openmpi-bin)                  # distributed sweeps (foresight sweep --mpi)
+          libopenmpi-dev openmpi-bin                   # distributed sweeps (foresight sweep --mpi)
+          clang)                                       # the sanitizer build of the tests, the fuzzers
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

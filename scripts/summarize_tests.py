@@ -3,7 +3,7 @@
 
     summarize_tests.py LOG [LOG...] [--failed=NAME...]
 
-Tests of a log after the first are named with its build folder ("build-asan: common/units_test");
+Tests of a log after the first are named with its build folder ("build-sanitize: common/units_test");
 each --failed=NAME counts one failure more (a step that left no log, such as a build that failed).
 
 Catch2 programs report their own counts ("All tests passed (A assertions in N test cases)" or
