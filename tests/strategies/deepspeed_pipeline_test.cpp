@@ -19,20 +19,13 @@ using foresight::test::dgx;
 
 namespace {
 
-/// `layers` linear layers of `width` (and a loss) cut into `stages` stages, `m` micro-batches
-/// of 64 samples, on DeepSpeed's engine.
+/// `stages` stages running `m` micro-batches of 64 samples in fp16 on DeepSpeed's engine.
 strategy::Plan ds_plan(int stages, int m) {
-  strategy::Plan p;
-  p.pp = stages;
-  p.micro_batch = 64;
-  p.grad_accum = m;
-  p.global_batch = 64 * m;
+  auto p = test::pipeline_plan(stages, 64, m);
   p.precision = strategy::Precision::fp16;
-  p.schedule = strategy::Schedule::one_f_one_b;
   p.pipeline_engine = strategy::PipelineEngine::deepspeed;
   p.p2p_sync = false;
   p.step_overhead = sim::Time::zero();
-  p.steps = 1;
   return p;
 }
 

@@ -47,16 +47,10 @@ TEST_CASE("a 4-stage 1F1B timeline shows the schedule diagram, slices labelled b
   const int m = 8;
   auto model = test::toy_mlp(8, 8192);
   model.input_elems = 1;
-  strategy::Plan plan;
-  plan.pp = p;
-  plan.micro_batch = 256;
-  plan.grad_accum = m;
-  plan.global_batch = 256 * m;
+  auto plan = test::pipeline_plan(p, 256, m);
   plan.precision = strategy::Precision::amp_fp16;
-  plan.schedule = strategy::Schedule::one_f_one_b;
   plan.partition = strategy::PartitionMode::explicit_units;
   plan.partition_units = {2, 2, 2, 3};
-  plan.steps = 1;
   const strategy::ComputeModel compute(test::dgx().gpu_model(0));
   const auto compiled = strategy::compile_pipeline(model, plan, test::dgx(), compute);
   const auto result = sim::execute(compiled.graph, test::dgx(), sim::CollectiveConfig{}, sim::NetworkKind::flow);

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "models/model.hpp"
+#include "strategies/plan.hpp"
 #include "topologies/cluster_builders.hpp"
 
 namespace foresight::test {
@@ -43,6 +44,19 @@ inline strategy::Model toy_mlp(int layers, int width) {
   loss.bwd.push_back(OpTemplate{sim::OpType::memory, MathKind::pointwise, "cross_entropy_bwd", {1, width}, 0, true, 5 * w, 2 * w, 0});
   m.layers.push_back(loss);
   return m;
+}
+
+/// A 1F1B pipeline of `stages` stages running `m` micro-batches of `micro_batch` samples in one
+/// step.
+inline strategy::Plan pipeline_plan(int stages, int micro_batch, int m) {
+  strategy::Plan p;
+  p.pp = stages;
+  p.micro_batch = micro_batch;
+  p.grad_accum = m;
+  p.global_batch = micro_batch * m;
+  p.schedule = strategy::Schedule::one_f_one_b;
+  p.steps = 1;
+  return p;
 }
 
 }  // namespace foresight::test
