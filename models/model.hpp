@@ -67,6 +67,11 @@ struct Layer {
   std::string kind;          ///< conv, batchnorm, relu, maxpool, avgpool, linear, add, embedding,
                              ///< layernorm, rmsnorm, attention, activation, dropout, loss, ...
   std::int64_t params = 0;   ///< trainable parameters
+  /// Parameters of another layer's weight this one uses (an LM head tied to the word embedding,
+  /// counted there). A pipeline rank running this layer without that one keeps a copy, with its
+  /// gradients and optimizer states (Megatron's word_embeddings on the last stage, DeepSpeed's
+  /// TiedLayerSpec).
+  std::int64_t tied_params = 0;
   double fwd_flops = 0.0;    ///< per sample
   double bwd_flops = 0.0;    ///< per sample: input gradient + weight gradient
   double saved_elems = 0.0;  ///< activation elements kept for the backward pass, per sample

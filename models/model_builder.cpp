@@ -306,6 +306,7 @@ Layer linear_layer(std::string name, std::int64_t rows, std::int64_t in, std::in
   const double act = as_double(rows * in + rows * out);
   Layer l =
       make_layer(std::move(name), "linear", params, as_double(rows * in), as_double(rows * out));
+  if (tied) l.tied_params = in * out;
   l.fwd.push_back(gemm_op("linear_fwd", rows, out, in, 1, 0, act, weights));
   l.bwd.push_back(gemm_op("linear_dgrad", rows, in, out, 1, 0, act, as_double(in * out)));
   l.bwd.push_back(gemm_op("linear_wgrad", out, in, rows, 1, 2, act, weights));

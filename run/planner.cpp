@@ -57,19 +57,21 @@ double lower_bound(const Model& model, const Plan& plan, const ComputeModel& com
 
 /// Another lower bound, from the compiled graph: a GPU stream runs its kernels one at a time, so
 /// no step is shorter than the busiest (rank, stream)'s kernel time per step. A pipeline also
-/// fills and drains: its step is at least the least busy rank's kernel time stretched by
+/// fills and drains: its step is at least the least busy rank's micro-batch kernel time (its
+/// forward and backward passes, not the step's own work such as the optimizer's) stretched by
 /// (pp - 1) / (micro-batches x virtual stages), as the FLOPs bound is.
 double stream_bound(const sim::ExecutionGraph& g, const Plan& plan) {
   std::map<std::pair<sim::RankId, sim::StreamId>, std::int64_t> busy;
+  std::map<std::pair<sim::RankId, sim::StreamId>, std::int64_t> micro_busy;
   for (const sim::Node& n : g.nodes) {
-    if (n.kind == sim::OpKind::compute) busy[{n.rank, n.stream}] += n.duration.ps();
+    if (n.kind != sim::OpKind::compute) continue;
+    busy[{n.rank, n.stream}] += n.duration.ps();
+    if (n.micro_batch >= 0) micro_busy[{n.rank, n.stream}] += n.duration.ps();
   }
-  std::map<sim::RankId, std::int64_t> rank_busiest;
   std::int64_t most = 0;
-  for (const auto& [key, ps] : busy) {
-    most = std::max(most, ps);
-    rank_busiest[key.first] = std::max(rank_busiest[key.first], ps);
-  }
+  for (const auto& [key, ps] : busy) most = std::max(most, ps);
+  std::map<sim::RankId, std::int64_t> rank_busiest;
+  for (const auto& [key, ps] : micro_busy) rank_busiest[key.first] = std::max(rank_busiest[key.first], ps);
   std::int64_t least = most;
   for (const auto& [rank, ps] : rank_busiest) least = std::min(least, ps);
   const double steps = std::max(1, plan.steps);

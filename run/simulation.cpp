@@ -365,6 +365,7 @@ void report_memory(const SimulationOutput& out, const Plan& plan, Report& r) {
       const auto ri = static_cast<std::size_t>(rank);
       double params = 0.0;
       for (const auto& [first, last] : cg.rank_chunks[ri]) params += tp_rank_params(out.model, plan.tp, first, last, plan.ep);
+      params += tp_tied_copy_params(out.model, plan.tp, cg.rank_chunks[ri]);
       mem = pipeline_rank_memory(params, plan, cg.rank_activation_peak_bytes[ri], cg.rank_in_flight[ri]);
     } else {
       mem = data_parallel_memory(out.model, plan);
@@ -392,6 +393,8 @@ void report_stages(const SimulationOutput& out, const Plan& plan, const ComputeM
     const auto stage_rank = static_cast<std::size_t>(cg.stage_ranks[static_cast<std::size_t>(st)]);  // replica 0, TP rank 0
     sr.rank = static_cast<int>(stage_rank);
     sr.in_flight = cg.rank_in_flight[stage_rank];
+    // A copy of the tied word embedding, where the stage runs the LM head without it.
+    const bool tied_copy = tp_tied_copy_params(out.model, 1, cg.rank_chunks[stage_rank]) > 0.0;
     for (const auto& [first, last] : cg.rank_chunks[stage_rank]) {
       StageReport::Chunk c;
       c.first_layer = out.model.layers[first].name;
@@ -399,7 +402,7 @@ void report_stages(const SimulationOutput& out, const Plan& plan, const ComputeM
       for (const PartitionUnit& u : partition_units(out.model)) c.units += (u.first >= first && u.last <= last) ? 1 : 0;
       for (std::size_t i = first; i < last; ++i) {
         c.modelled_s += layer_seconds(out.model, i, plan, compute, cc);
-        c.params += out.model.layers[i].params;
+        c.params += out.model.layers[i].params + (tied_copy ? out.model.layers[i].tied_params : 0);
       }
       sr.chunks.push_back(c);
     }

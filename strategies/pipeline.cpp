@@ -88,6 +88,7 @@ class StageCompiler {
       chunk_buckets_.push_back(b);
       buckets_.insert(buckets_.end(), b.begin(), b.end());
     }
+    add_tied_copy(model, plan);
     if (plan.pipeline_engine == PipelineEngine::deepspeed) ds_.emplace(plan, e, params_, dp_communicator);
   }
 
@@ -258,6 +259,29 @@ class StageCompiler {
   }
 
   bool deepspeed() const { return ds_.has_value(); }
+
+  /// The copy of a tied weight (the LM head's word embedding) this stage keeps: its parameters,
+  /// and its gradient reduced as a bucket of its own once the tied layer's backward is done.
+  void add_tied_copy(const Model& model, const Plan& plan) {
+    std::vector<std::pair<std::size_t, std::size_t>> ranges;
+    for (int c = 0; c < plan.virtual_stages; ++c) ranges.emplace_back(chunk(c).first, chunk(c).last);
+    const double copy = tp_tied_copy_params(model, plan.tp, ranges);
+    if (copy <= 0.0) return;
+    params_ += copy;
+    for (int c = 0; c < plan.virtual_stages; ++c) {
+      for (std::size_t i = chunk(c).first; i < chunk(c).last; ++i) {
+        if (model.layers[i].tied_params <= 0) continue;
+        GradientBucket b;
+        b.bytes = copy * gradient_bytes_per_param(plan);
+        b.layers = {i};
+        auto& chunk_buckets = chunk_buckets_[static_cast<std::size_t>(c)];
+        chunk_buckets.insert(chunk_buckets.begin(), b);
+        buckets_.clear();
+        for (const auto& cb : chunk_buckets_) buckets_.insert(buckets_.end(), cb.begin(), cb.end());
+        return;
+      }
+    }
+  }
   /// The rank of global chunk `gc`'s stage in this pipeline.
   sim::RankId rank_of(int gc) const { return stage_ranks_[static_cast<std::size_t>(gc % plan_.pp)]; }
 

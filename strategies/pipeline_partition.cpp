@@ -83,7 +83,10 @@ std::vector<PipelineChunk> partition_model(const Model& model, const Plan& plan,
   for (std::size_t u = 0; u < units.size(); ++u) {
     for (std::size_t i = units[u].first; i < units[u].last; ++i) {
       seconds[u] += layer_seconds(model, i, plan, compute, cc);
-      params[u] += static_cast<double>(model.layers[i].params);
+      // A tied weight's copy counts where it is used: with pp > 1 the word embedding runs
+      // elsewhere (DeepSpeed's 'parameters' partition counts a TiedLayerSpec on both stages).
+      params[u] += static_cast<double>(model.layers[i].params) +
+                   (k > 1 ? static_cast<double>(model.layers[i].tied_params) : 0.0);
     }
   }
   std::vector<std::size_t> sizes;

@@ -2,6 +2,8 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
+
 #include "common/error.hpp"
 #include "exec/execution_graph.hpp"
 
@@ -138,6 +140,24 @@ double tp_rank_params(const Model& model, int tp, std::size_t first, std::size_t
   if (last == 0) last = model.layers.size();
   double sum = 0.0;
   for (std::size_t i = first; i < last; ++i) sum += tp_layer_params(model.layers[i], tp, ep);
+  return sum;
+}
+
+double tp_tied_copy_params(const Model& model, int tp, const std::vector<std::pair<std::size_t, std::size_t>>& chunks) {
+  const auto owner = std::find_if(model.layers.begin(), model.layers.end(), [](const Layer& l) { return l.kind == "embedding"; });
+  if (owner == model.layers.end()) return 0.0;
+  const auto o = static_cast<std::size_t>(owner - model.layers.begin());
+  auto runs = [&](std::size_t i) {
+    return std::any_of(chunks.begin(), chunks.end(), [&](const auto& c) { return c.first <= i && i < c.second; });
+  };
+  if (runs(o)) return 0.0;
+  double sum = 0.0;
+  for (const auto& [first, last] : chunks) {
+    for (std::size_t i = first; i < last; ++i) {
+      const Layer& l = model.layers[i];
+      if (l.tied_params > 0) sum += static_cast<double>(l.tied_params) / (l.tp == TpRole::replicated ? 1 : std::max(1, tp));
+    }
+  }
   return sum;
 }
 

@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "collectives/collective_types.hpp"
@@ -55,6 +56,10 @@ OpTemplate tp_shard(const OpTemplate& t, const Layer& layer, const Plan& plan);
 double tp_layer_params(const Layer& layer, int tp, int ep = 1);
 /// Parameters one TP rank holds of layers [first, last) (last = 0: all).
 double tp_rank_params(const Model& model, int tp, std::size_t first = 0, std::size_t last = 0, int ep = 1);
+/// Of one TP rank of a pipeline rank running the layer ranges `chunks`: the copies it keeps of
+/// tied weights its layers use while the word embedding (the model's first embedding layer) runs
+/// on another rank (Layer::tied_params).
+double tp_tied_copy_params(const Model& model, int tp, const std::vector<std::pair<std::size_t, std::size_t>>& chunks);
 
 struct TpCollective {
   sim::CollectiveOp op = sim::CollectiveOp::all_reduce;

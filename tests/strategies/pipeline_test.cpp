@@ -5,8 +5,10 @@
 #include <algorithm>
 
 #include "common/error.hpp"
+#include "models/model_zoo.hpp"
 #include "strategies/memory_model.hpp"
 #include "strategies/pipeline.hpp"
+#include "strategies/tensor_parallel.hpp"
 #include "run/report.hpp"
 #include "tests/strategies/toy_model.hpp"
 #include "topologies/cluster_builders.hpp"
@@ -201,4 +203,42 @@ TEST_CASE("the 1F1B and interleaved orders follow Megatron's", "[training]") {
   }
   REQUIRE(fwd == std::vector<std::pair<int, int>>{{0, 0}, {1, 0}, {0, 1}, {1, 1}, {2, 0}, {3, 0}, {2, 1}, {3, 1}});
   REQUIRE_THROWS_AS(strategy::pipeline_order(strategy::Schedule::interleaved, 4, 2, 6, 0), sim::ConfigError);
+}
+
+TEST_CASE("a stage running a tied LM head without the word embedding keeps a copy of it", "[training]") {
+  // GPT-3 125M ties its LM head to the word embedding (vocabulary x hidden). Megatron keeps a
+  // copy on the last stage (word_embeddings), DeepSpeed too (TiedLayerSpec): its parameters,
+  // gradients and optimizer states are that stage's.
+  const auto model = strategy::build_model("gpt3-125m");
+  const auto& shape = *model.transformer;
+  const double table = static_cast<double>(shape.vocab) * shape.hidden;
+  const std::size_t n = model.layers.size();
+  using Ranges = std::vector<std::pair<std::size_t, std::size_t>>;
+  REQUIRE(strategy::tp_tied_copy_params(model, 1, Ranges{{n / 2, n}}) == Approx(table));
+  REQUIRE(strategy::tp_tied_copy_params(model, 2, Ranges{{n / 2, n}}) == Approx(table / 2));  // vocabulary-parallel
+  REQUIRE(strategy::tp_tied_copy_params(model, 1, Ranges{{0, n}}) == 0.0);                    // the embedding's own stage
+  REQUIRE(strategy::tp_tied_copy_params(model, 1, Ranges{{0, n / 2}}) == 0.0);                // no tied layer
+
+  // Two stages, two replicas, fp16, no bucketing limits: each stage all-reduces exactly its
+  // parameters' gradients, the last stage's with the copy's.
+  auto p = test::pipeline_plan(2, 1, 2);
+  p.dp = 2;
+  p.global_batch = 4;
+  p.precision = strategy::Precision::fp16;
+  p.partition = strategy::PartitionMode::uniform;
+  const strategy::ComputeModel compute(dgx().gpu_model(0));
+  const auto c = strategy::compile_pipeline(model, p, dgx(), compute);
+  for (int s = 0; s < 2; ++s) {
+    INFO("stage " << s);
+    const sim::RankId rank = c.stage_ranks[static_cast<std::size_t>(s)];
+    double reduced = 0.0;
+    for (const sim::Node& node : c.graph.nodes) {
+      if (node.rank == rank && node.kind == sim::OpKind::collective && node.op == sim::CollectiveOp::all_reduce) {
+        reduced += node.bytes;
+      }
+    }
+    double params = 0.0;
+    for (const auto& [first, last] : c.rank_chunks[rank]) params += strategy::tp_rank_params(model, 1, first, last);
+    REQUIRE(reduced == Approx(2.0 * (params + (s == 1 ? table : 0.0))));
+  }
 }
