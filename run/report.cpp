@@ -95,8 +95,9 @@ bool waits_for_peer(const sim::Node& node) {
 std::vector<RankBreakdown> breakdown(const sim::ExecutionGraph& g, const sim::ExecutionResult& result,
                                      const std::vector<RankWindow>& windows) {
   // Each rank's compute, communication and wait intervals (a pipeline receive posted, its data
-  // not yet sent; a blocking send not yet received), clipped to its window: all in one array, each list's room counted first, so
-  // that no list is copied as it grows and the array is whole huge pages.
+  // not yet sent; a blocking send not yet received), clipped to its window: all in one array,
+  // each list's room counted first, so that no list is copied as it grows and the array is
+  // whole huge pages.
   enum { kCompute, kComm, kWaits, kKinds };
   using Lists = std::array<std::size_t, kKinds>;
   const std::size_t ranks = windows.size();
@@ -123,7 +124,8 @@ std::vector<RankBreakdown> breakdown(const sim::ExecutionGraph& g, const sim::Ex
     const std::int64_t lo = windows[node.rank].from.ps();
     const std::int64_t hi = windows[node.rank].to.ps();
     if (waits_for_peer(node)) {
-      const std::int64_t a = std::max(lo, (node.kind == sim::OpKind::recv ? result.ready_at(n) : result.send_ready_at(n)).ps());
+      const sim::Time ready = node.kind == sim::OpKind::recv ? result.ready_at(n) : result.send_ready_at(n);
+      const std::int64_t a = std::max(lo, ready.ps());
       const std::int64_t b = std::min(hi, result.start[n].ps());
       if (b > a) all[at[kWaits]++] = {a, b};
     }

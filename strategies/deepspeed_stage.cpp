@@ -28,46 +28,34 @@ DeepSpeedStage::DeepSpeedStage(const Plan& plan, RankEmitter& e, double params, 
   }
 }
 
-sim::NodeId DeepSpeedStage::transfer(sim::OpKind kind, sim::RankId peer, double bytes, std::uint32_t tag,
-                                     std::string_view name, sim::Phase phase, int micro, sim::NodeId dep) {
-  sim::Node n = e_.make(kind, streams::compute, name, phase);
-  n.peer = peer;
-  n.bytes = bytes;
-  n.tag = tag;
-  n.micro_batch = micro;
-  if (dep != kNoNode) n.deps = {dep};
-  return e_.graph().add(std::move(n));
-}
-
-void DeepSpeedStage::host_wait(sim::NodeId dep, std::string_view name, sim::Phase phase, int micro) {
-  sim::Node wait = e_.make(sim::OpKind::sync, sim::kHostStream, name, phase);
-  wait.deps = {dep};
-  wait.micro_batch = micro;
-  e_.graph().add(std::move(wait));
-}
-
 sim::NodeId DeepSpeedStage::receive(sim::RankId peer, double bytes, std::uint32_t tag, std::string_view what,
                                     sim::Phase phase, int micro, int gathers) {
-  const std::string name(what);
-  if (plan_.tp <= 1) return transfer(sim::OpKind::recv, peer, bytes, tag, "recv " + name, phase, micro);
-  const sim::NodeId meta =
-      transfer(sim::OpKind::recv, peer, meta_bytes(plan_.tp), tag + kMetaTag, "recv " + name + " meta", phase, micro);
-  host_wait(meta, "read " + name + " meta", phase, micro);
-  sim::NodeId in = transfer(sim::OpKind::recv, peer, bytes / plan_.tp, tag, "recv " + name, phase, micro);
+  const std::string name = "recv " + std::string(what);
+  auto recv = [&](double b, std::uint32_t t, const std::string& n) {
+    return e_.transfer(sim::OpKind::recv, streams::compute, peer, b, t, n, phase, micro);
+  };
+  if (plan_.tp <= 1) return recv(bytes, tag, name);
+  e_.host_wait(recv(meta_bytes(plan_.tp), tag + kMetaTag, name + " meta"), "read " + std::string(what) + " meta", phase,
+               micro);
+  sim::NodeId in = recv(bytes / plan_.tp, tag, name);
   for (int i = 0; i < gathers; ++i) {
-    in = e_.tp_collective({sim::CollectiveOp::all_gather, bytes, "all_gather partitioned " + name}, {in}, phase, micro);
+    in = e_.tp_collective({sim::CollectiveOp::all_gather, bytes, "all_gather partitioned " + std::string(what)}, {in},
+                          phase, micro);
   }
   return in;
 }
 
 void DeepSpeedStage::send(sim::RankId peer, double bytes, std::uint32_t tag, std::string_view what, sim::Phase phase,
                           int micro, sim::NodeId dep) {
-  const std::string name(what);
+  const std::string name = "send " + std::string(what);
+  auto send = [&](double b, std::uint32_t t, const std::string& n) {
+    e_.transfer(sim::OpKind::send, streams::compute, peer, b, t, n, phase, micro, dep);
+  };
   if (plan_.tp > 1) {
-    host_wait(dep, "copy " + name + " meta to GPU", phase, micro);
-    transfer(sim::OpKind::send, peer, meta_bytes(plan_.tp), tag + kMetaTag, "send " + name + " meta", phase, micro, dep);
+    e_.host_wait(dep, "copy " + std::string(what) + " meta to GPU", phase, micro);
+    send(meta_bytes(plan_.tp), tag + kMetaTag, name + " meta");
   }
-  transfer(sim::OpKind::send, peer, bytes / std::max(1, plan_.tp), tag, "send " + name, phase, micro, dep);
+  send(bytes / std::max(1, plan_.tp), tag, name);
 }
 
 sim::NodeId DeepSpeedStage::accumulate(int micro, sim::NodeId last) {

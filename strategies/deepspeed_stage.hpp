@@ -57,10 +57,6 @@ class DeepSpeedStage {
   void reduce_gradients();
 
  private:
-  sim::NodeId transfer(sim::OpKind kind, sim::RankId peer, double bytes, std::uint32_t tag, std::string_view name,
-                       sim::Phase phase, int micro, sim::NodeId dep = kNoNode);
-  void host_wait(sim::NodeId dep, std::string_view name, sim::Phase phase, int micro);
-
   const Plan& plan_;
   RankEmitter& e_;
   double params_;

@@ -85,10 +85,10 @@ class StageCompiler {
       params_ += tp_rank_params(model, plan.tp, ch.first, ch.last, plan.ep);
       auto b = plan.framework == Framework::ddp ? ddp_buckets(model, plan, ch.first, ch.last)
                                                 : horovod_groups(model, plan, compute, cc, ch.first, ch.last);
-      chunk_buckets_.push_back(b);
-      buckets_.insert(buckets_.end(), b.begin(), b.end());
+      chunk_buckets_.push_back(std::move(b));
     }
     add_tied_copy(model, plan);
+    for (const auto& b : chunk_buckets_) buckets_.insert(buckets_.end(), b.begin(), b.end());
     if (plan.pipeline_engine == PipelineEngine::deepspeed) ds_.emplace(plan, e, params_, dp_communicator);
   }
 
@@ -242,26 +242,16 @@ class StageCompiler {
 
   NodeId transfer(sim::OpKind kind, sim::StreamId stream, int peer_chunk, double bytes, std::uint32_t tag,
                   std::string_view name, sim::Phase phase, int micro, NodeId dep = kNoNode) {
-    sim::Node n = e_.make(kind, stream, name, phase);
-    n.peer = stage_ranks_[static_cast<std::size_t>(peer_chunk % plan_.pp)];
-    n.bytes = bytes;
-    n.tag = tag;
-    n.micro_batch = micro;
-    if (dep != kNoNode) n.deps = {dep};
-    const NodeId id = e_.graph().add(std::move(n));
-    if (kind == sim::OpKind::recv && plan_.p2p_sync && !deepspeed()) {
-      sim::Node wait = e_.make(sim::OpKind::sync, sim::kHostStream, "wait for " + std::string(name), phase);
-      wait.deps = {id};
-      wait.micro_batch = micro;
-      e_.graph().add(std::move(wait));
-    }
+    const NodeId id = e_.transfer(kind, stream, rank_of(peer_chunk), bytes, tag, name, phase, micro, dep);
+    if (kind == sim::OpKind::recv && plan_.p2p_sync) e_.host_wait(id, "wait for " + std::string(name), phase, micro);
     return id;
   }
 
   bool deepspeed() const { return ds_.has_value(); }
 
   /// The copy of a tied weight (the LM head's word embedding) this stage keeps: its parameters,
-  /// and its gradient reduced as a bucket of its own once the tied layer's backward is done.
+  /// and its gradient reduced as a bucket of its own, first of its chunk's, once the tied layer's
+  /// backward is done.
   void add_tied_copy(const Model& model, const Plan& plan) {
     std::vector<std::pair<std::size_t, std::size_t>> ranges;
     for (int c = 0; c < plan.virtual_stages; ++c) ranges.emplace_back(chunk(c).first, chunk(c).last);
@@ -274,10 +264,8 @@ class StageCompiler {
         GradientBucket b;
         b.bytes = copy * gradient_bytes_per_param(plan);
         b.layers = {i};
-        auto& chunk_buckets = chunk_buckets_[static_cast<std::size_t>(c)];
-        chunk_buckets.insert(chunk_buckets.begin(), b);
-        buckets_.clear();
-        for (const auto& cb : chunk_buckets_) buckets_.insert(buckets_.end(), cb.begin(), cb.end());
+        auto& buckets = chunk_buckets_[static_cast<std::size_t>(c)];
+        buckets.insert(buckets.begin(), std::move(b));
         return;
       }
     }

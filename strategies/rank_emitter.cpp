@@ -228,6 +228,25 @@ sim::NodeId RankEmitter::host(std::string_view name, sim::Time duration, sim::Ph
   return g_.add(std::move(n));
 }
 
+sim::NodeId RankEmitter::host_wait(sim::NodeId dep, std::string_view name, sim::Phase phase, int micro) {
+  sim::Node wait = make(sim::OpKind::sync, sim::kHostStream, name, phase);
+  wait.deps = {dep};
+  wait.micro_batch = micro;
+  return g_.add(std::move(wait));
+}
+
+sim::NodeId RankEmitter::transfer(sim::OpKind kind, sim::StreamId stream, sim::RankId peer, double bytes,
+                                  std::uint32_t tag, std::string_view name, sim::Phase phase, int micro,
+                                  sim::NodeId dep) {
+  sim::Node n = make(kind, stream, name, phase);
+  n.peer = peer;
+  n.bytes = bytes;
+  n.tag = tag;
+  n.micro_batch = micro;
+  if (dep != kNoNode) n.deps = {dep};
+  return g_.add(std::move(n));
+}
+
 sim::NodeId RankEmitter::copy_input(int micro) {
   const double in_bytes = model_.input_elems * plan_.micro_batch * 4.0;
   sim::Node h2d = make(sim::OpKind::compute, streams::compute, "copy input to GPU", sim::Phase::data);

@@ -137,6 +137,11 @@ class RankEmitter {
                      sim::Time dispatch, sim::Phase phase = sim::Phase::backward);
   /// A host op of `duration` on the host thread.
   sim::NodeId host(std::string_view name, sim::Time duration, sim::Phase phase, int micro = -1);
+  /// The host thread waits until `dep` is done (a synchronizing read or copy, a blocking wait).
+  sim::NodeId host_wait(sim::NodeId dep, std::string_view name, sim::Phase phase, int micro = -1);
+  /// A point-to-point send or receive (`kind`) of `bytes` with `peer` on `stream`, after `dep`.
+  sim::NodeId transfer(sim::OpKind kind, sim::StreamId stream, sim::RankId peer, double bytes, std::uint32_t tag,
+                       std::string_view name, sim::Phase phase, int micro, sim::NodeId dep = kNoNode);
   /// The batch's copy from pinned host memory to the GPU over PCIe (24 of 31.5 GB/s on Gen4 x16).
   sim::NodeId copy_input(int micro);
 
