@@ -36,6 +36,22 @@ double dim(const sim::OpSignature& s, std::size_t i) {
 
 std::span<const TileShape> gemm_tiles() { return kTiles; }
 
+ConvConstants hopper_conv_constants() {
+  // Solved from the nine declared rows of validate/data/kernels/h200_kernel_sweep.json
+  // (validate::kConvCalibration; tests/validate/kernel_sweep_test.cpp solves them again).
+  ConvConstants c;
+  c.compute_fprop = 1.24597;  // VGG-19 512 -> 512 at 28 x 28: cuDNN above the model's GEMM cap
+  c.compute_bwd = 1.32223;
+  c.memory_fprop = 1.04669;  // ResNet-50 1x1 256 -> 64 at 56 x 56: the HBM copy rate
+  c.memory_bwd = 0.80344;
+  c.thin_fprop = 0.0657646;  // ResNet-50's 7x7 stem on 3 channels: a fifteenth of the GEMM rate
+  c.thin_bwd = 0.512496;
+  c.depthwise_fprop = 0.537966;  // MobileNetV2 depthwise 3x3 on 144 channels
+  c.depthwise_bwd = 0.365326;
+  c.overhead = sim::Time::from_ps(6'890'363);  // the smallest call, a 1x1 stride-2 at 16 x 16
+  return c;
+}
+
 ComputeConstants compute_constants(const topo::GpuSpec& gpu) {
   ComputeConstants c;
   if (gpu.compute_capability >= 90) {
@@ -51,6 +67,7 @@ ComputeConstants compute_constants(const topo::GpuSpec& gpu) {
       c.comm_waits_for_gemm = true;
       c.unaligned_4_8_byte = kHopperUnaligned48Byte;
       c.unaligned_1_2_byte = kHopperUnaligned12Byte;
+      c.conv16 = hopper_conv_constants();
     }
   } else {
     c.gemm_cap = 256.5 / 312.0;
@@ -164,6 +181,49 @@ double ComputeModel::gemm_seconds(double m, double n, double k, double count, si
   return best;
 }
 
+ComputeModel::ConvPass ComputeModel::conv_pass(const sim::OpSignature& sig) const {
+  const double n = dim(sig, 0), c = dim(sig, 1), h = dim(sig, 2), w = dim(sig, 3), kf = dim(sig, 4);
+  const double r = dim(sig, 5), s = dim(sig, 6), stride = dim(sig, 7), pad = dim(sig, 8), g = dim(sig, 9);
+  const double p = std::floor((h + 2 * pad - r) / stride) + 1;
+  const double q = std::floor((w + 2 * pad - s) / stride) + 1;
+  const double cg = c / g, kg = kf / g;
+  ConvPass out;
+  if (cg <= 8 || kg <= 8) out.kind = g == 1 ? ConvPass::Kind::thin : ConvPass::Kind::depthwise;
+  out.forward = sig.type == sim::OpType::conv_fprop;
+  const double x = n * c * h * w, y = n * kf * p * q, weights = kf * cg * r * s;
+  const double touched = std::min(1.0, r * s / (stride * stride));  // of the input, by the filter
+  const double elem = sim::dtype_bytes(sig.dtype);
+  if (sig.type == sim::OpType::conv_fprop) {
+    out.gemm_s = gemm_seconds(n * p * q, kg, cg * r * s, g, sig.dtype, 1.0);
+    out.bytes = elem * (x * touched + weights + y);
+  } else if (sig.type == sim::OpType::conv_dgrad) {
+    out.gemm_s = gemm_seconds(n * p * q, cg, kg * r * s, g, sig.dtype, 1.0);
+    out.bytes = elem * (y + weights + x);
+  } else {
+    out.gemm_s = gemm_seconds(kg, cg * r * s, n * p * q, g, sig.dtype, 1.0);
+    out.bytes = elem * (x * touched + y + weights);
+  }
+  return out;
+}
+
+double ComputeModel::conv16_seconds(const ConvPass& pass, const ConvConstants& c) const {
+  const double memory = memory_seconds(pass.bytes);
+  double t = 0.0;
+  switch (pass.kind) {
+    case ConvPass::Kind::regular:
+      t = std::max(pass.gemm_s / (pass.forward ? c.compute_fprop : c.compute_bwd),
+                   memory / (pass.forward ? c.memory_fprop : c.memory_bwd));
+      break;
+    case ConvPass::Kind::thin:
+      t = pass.gemm_s / (pass.forward ? c.thin_fprop : c.thin_bwd);
+      break;
+    case ConvPass::Kind::depthwise:
+      t = memory / (pass.forward ? c.depthwise_fprop : c.depthwise_bwd);
+      break;
+  }
+  return t + c.overhead.seconds();
+}
+
 bool ComputeModel::profiled(const sim::OpSignature& sig) const {
   return profiles_ != nullptr && profiles_->lookup(sig).has_value();
 }
@@ -192,6 +252,9 @@ sim::Time ComputeModel::analytical(const sim::OpSignature& sig) const {
     case sim::OpType::conv_fprop:
     case sim::OpType::conv_dgrad:
     case sim::OpType::conv_wgrad: {
+      if (c_.conv16 && (sig.dtype == sim::DType::bf16 || sig.dtype == sim::DType::fp16)) {
+        return sim::Time::from_seconds(conv16_seconds(conv_pass(sig), *c_.conv16)) + c_.launch_gap;
+      }
       // shape {n, c, h, w, k, r, s, stride, pad, groups}; implicit GEMM per group.
       const double n = dim(sig, 0), c = dim(sig, 1), h = dim(sig, 2), w = dim(sig, 3), kf = dim(sig, 4);
       const double r = dim(sig, 5), s = dim(sig, 6), stride = dim(sig, 7), pad = dim(sig, 8), g = dim(sig, 9);

@@ -21,6 +21,33 @@
 
 namespace foresight::strategy {
 
+/// cuDNN convolutions in 16 bits (bf16, fp16; channels-last), pass by pass (forward, and the
+/// input and weight gradients, which share the backward constants). A pass runs in
+///   max(implicit GEMM / compute, its bytes / (achievable HBM x memory)) + overhead,
+/// its GEMM as ComputeModel's at factor 1 (forward n.p.q x k x c.r.s; input gradient n.p.q x c x
+/// k.r.s, the forward's work, as cuDNN decomposes a strided one; weight gradient k x c.r.s x
+/// n.p.q) and its bytes from the shape (the input read as far as the filter touches it: a 1x1
+/// stride-2 convolution reads a quarter). A thin convolution (at most 8 channels in or out per
+/// group: an RGB stem) runs its implicit GEMM at `thin`; a depthwise one (groups, at most 8
+/// channels per group) moves its bytes at `depthwise` of the HBM rate. Each is the ratio that
+/// makes one declared calibration row of validate/data/kernels/h200_kernel_sweep.json exact
+/// (solved together, as `overhead` enters each); tests/models/conv_model_test.cpp solves them
+/// again from the file.
+struct ConvConstants {
+  double compute_fprop = 1.0;
+  double compute_bwd = 1.0;
+  double memory_fprop = 1.0;
+  double memory_bwd = 1.0;
+  double thin_fprop = 1.0;
+  double thin_bwd = 1.0;
+  double depthwise_fprop = 1.0;
+  double depthwise_bwd = 1.0;
+  sim::Time overhead;  ///< per pass: cuDNN's fixed cost beyond the launch gap
+};
+
+/// The Hopper values of ConvConstants, fitted on the H200 sweep's declared rows.
+ConvConstants hopper_conv_constants();
+
 /// Constants of the analytical model for one GPU architecture, each with its source.
 struct ComputeConstants {
   /// Fraction of the dtype's dense peak that the best large GEMM sustains: A100 FP16 cuBLASLt
@@ -28,7 +55,8 @@ struct ComputeConstants {
   /// (gemm_and_memory.json). Other architectures take the A100 value (an assumption).
   double gemm_cap = 0.822;
   /// cuDNN implicit-GEMM convolutions relative to a cuBLAS GEMM of the same size: 0.85, an
-  /// assumption (NCHW tensors need layout transforms for tensor cores) awaiting profiles.
+  /// assumption (NCHW tensors need layout transforms for tensor cores). Not for 16-bit ones
+  /// where conv16 is measured.
   double conv_factor = 0.85;
   /// Achievable fraction of HBM bandwidth: STREAM copy 1.61 of 2.039 TB/s on A100 80 GB (0.79),
   /// 2.90 of 3.35 TB/s on H100 (0.866) (gemm_and_memory.json).
@@ -73,6 +101,9 @@ struct ComputeConstants {
   /// queued after it; validate/data/comm_compute_overlap/h1?0-launch-wait.jsonl). False
   /// elsewhere: not measured.
   bool comm_waits_for_gemm = false;
+  /// 16-bit (bf16, fp16) channels-last convolutions as cuDNN runs them, where measured
+  /// (ConvConstants; Hopper). Absent: implicit GEMMs at conv_factor, thin ones memory-bound.
+  std::optional<ConvConstants> conv16;
 };
 
 /// The Hopper (H100 and H200) values of ComputeConstants::comm_slowdown_*;
@@ -131,6 +162,17 @@ class ComputeModel {
   /// The same with the K loop split into `split` slices run as separate tiles (split-K): waves
   /// over tiles x split, the short-K penalty on k / split.
   double gemm_split_efficiency(double m, double n, double k, double count, int split) const;
+  /// One 16-bit convolution pass by ConvConstants' terms, for calibration: its kind, its
+  /// implicit GEMM's time at factor 1 (thin: the same GEMM) and its bytes.
+  struct ConvPass {
+    enum class Kind { regular, thin, depthwise } kind = Kind::regular;
+    bool forward = true;
+    double gemm_s = 0.0;
+    double bytes = 0.0;
+  };
+  ConvPass conv_pass(const sim::OpSignature& sig) const;
+  /// The pass's time under `c` (the launch gap not included).
+  double conv16_seconds(const ConvPass& pass, const ConvConstants& c) const;
   /// Dense peak for a data type (tf32 without tensor cores falls back to fp32, bf16 to fp16 and
   /// fp8 to fp16 where the GPU lacks them).
   sim::FlopRate peak(sim::DType dtype) const;

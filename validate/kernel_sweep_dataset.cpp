@@ -189,4 +189,78 @@ std::vector<KernelResult> evaluate_kernel_sweep(const KernelSweep& sweep, Kernel
   return out;
 }
 
+const std::array<ConvCalibrationRow, 9> kConvCalibration{{
+    {"compute_fprop", "conv/bf16/conv_fwd/64x512x28x28x512x3x3x1x1x1"},     // VGG-19: compute-bound
+    {"compute_bwd", "conv/bf16/conv_bwd/64x512x28x28x512x3x3x1x1x1"},
+    {"memory_fprop", "conv/bf16/conv_fwd/64x256x56x56x64x1x1x1x0x1"},       // ResNet-50 1x1: bytes
+    {"memory_bwd", "conv/bf16/conv_bwd/64x256x56x56x64x1x1x1x0x1"},
+    {"thin_fprop", "conv/bf16/conv_fwd/64x3x224x224x64x7x7x2x3x1"},         // ResNet-50's stem
+    {"thin_bwd", "conv/bf16/conv_bwd/64x3x224x224x64x7x7x2x3x1"},
+    {"depthwise_fprop", "conv/bf16/conv_fwd/64x144x56x56x144x3x3x1x1x144"},  // MobileNetV2
+    {"depthwise_bwd", "conv/bf16/conv_bwd/64x144x56x56x144x3x3x1x1x144"},
+    {"overhead", "conv/bf16/conv_fwd/128x128x16x16x256x1x1x2x0x1"},        // the smallest call
+}};
+
+strategy::ConvConstants fit_conv_constants(const KernelSweep& sweep) {
+  const strategy::ComputeModel model(topo::find_gpu_spec(sweep.gpu));
+  struct Row {
+    double* constant = nullptr;  // null: the overhead
+    std::vector<strategy::ComputeModel::ConvPass> passes;
+    double measured = 0.0;
+  };
+  strategy::ConvConstants k;
+  k.overhead = sim::Time{};
+  const auto member = [&k](std::string_view name) -> double* {
+    if (name == "compute_fprop") return &k.compute_fprop;
+    if (name == "compute_bwd") return &k.compute_bwd;
+    if (name == "memory_fprop") return &k.memory_fprop;
+    if (name == "memory_bwd") return &k.memory_bwd;
+    if (name == "thin_fprop") return &k.thin_fprop;
+    if (name == "thin_bwd") return &k.thin_bwd;
+    if (name == "depthwise_fprop") return &k.depthwise_fprop;
+    if (name == "depthwise_bwd") return &k.depthwise_bwd;
+    return nullptr;
+  };
+  std::vector<Row> rows;
+  for (const ConvCalibrationRow& spec : kConvCalibration) {
+    const auto it = std::find_if(sweep.cases.begin(), sweep.cases.end(),
+                                 [&](const KernelCase& c) { return c.id == spec.case_id; });
+    if (it == sweep.cases.end() || it->role != Role::calibration) {
+      throw sim::ConfigError(fmt::format("{}: the convolution constant {} is fitted on case \"{}\", which the sweep "
+                                    "does not {}",
+                                    sweep.source, spec.constant, spec.case_id,
+                                    it == sweep.cases.end() ? "have" : "declare a calibration case"));
+    }
+    Row r{member(spec.constant), {}, it->measured_s};
+    for (const OpSignature& s : it->kernels) r.passes.push_back(model.conv_pass(s));
+    rows.push_back(std::move(r));
+  }
+  const double gap = model.constants().launch_gap.seconds();
+  // Each row's time is a sum over its passes of (work / its constant) + overhead + launch gap.
+  const auto predicted = [&](const Row& r) {
+    double t = 0.0;
+    for (const auto& p : r.passes) t += model.conv16_seconds(p, k) + gap;
+    return t;
+  };
+  for (int round = 0; round < 200; ++round) {
+    double moved = 0.0;
+    for (const Row& r : rows) {
+      const double fixed = static_cast<double>(r.passes.size()) * (k.overhead.seconds() + gap);
+      if (r.constant == nullptr) {
+        const double rest = predicted(r) - fixed;
+        const sim::Time o = sim::Time::from_seconds(std::max(0.0, r.measured - rest - static_cast<double>(r.passes.size()) * gap) /
+                                          static_cast<double>(r.passes.size()));
+        moved = std::max(moved, std::abs((o - k.overhead).seconds()) / r.measured);
+        k.overhead = o;
+        continue;
+      }
+      const double ratio = (predicted(r) - fixed) / (r.measured - fixed);
+      moved = std::max(moved, std::abs(ratio - 1.0));
+      *r.constant *= ratio;
+    }
+    if (moved < 1e-12) break;
+  }
+  return k;
+}
+
 }  // namespace foresight::validate

@@ -9,10 +9,12 @@
 /// - memory: memory-bound kernels by the bytes they must move.
 /// Every row is a prediction case unless the file's "calibration_cases" lists its id.
 
+#include <array>
 #include <string>
 #include <vector>
 
 #include "exec/op_signature.hpp"
+#include "models/compute_model.hpp"
 #include "validate/calibration.hpp"
 
 namespace foresight::validate {
@@ -48,5 +50,18 @@ struct KernelResult {
 
 /// The analytical compute model's time for every case of `family`.
 std::vector<KernelResult> evaluate_kernel_sweep(const KernelSweep& sweep, KernelFamily family);
+
+/// The 16-bit convolution constants (strategy::ConvConstants) solved from the sweep's declared
+/// calibration rows, one row per constant (kConvCalibration): each constant is the ratio that
+/// makes its row's predicted time equal the measured one, the overhead the measured time less
+/// the rest of its row's; solved together by repeating that until nothing moves (they enter
+/// each other's rows). ConfigError when a row of kConvCalibration is missing or is not declared
+/// a calibration case.
+struct ConvCalibrationRow {
+  const char* constant;
+  const char* case_id;
+};
+extern const std::array<ConvCalibrationRow, 9> kConvCalibration;
+strategy::ConvConstants fit_conv_constants(const KernelSweep& sweep);
 
 }  // namespace foresight::validate
