@@ -44,8 +44,10 @@ enum class MemoryPath : std::uint8_t {
   strided,      ///< a layout change (a transposing copy, a permuted view): elementwise_kernel
                 ///< with scattered accesses
   strided_cat,  ///< torch.cat of non-contiguous inputs (CatArrayBatchedCopy, not vectorized)
+  batchnorm_fwd,  ///< training BatchNorm forward: statistics and normalization (cuDNN's or PyTorch's)
+  batchnorm_bwd,  ///< training BatchNorm backward
 };
-inline constexpr int kMemoryPathCount = 5;
+inline constexpr int kMemoryPathCount = 7;
 
 struct OpSignature {
   OpType type = OpType::memory;

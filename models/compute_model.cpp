@@ -157,6 +157,15 @@ double ComputeModel::gemm_split_efficiency(double m, double n, double k, double 
   return best * slice / (slice + c_.k0);
 }
 
+double ComputeModel::batchnorm_factor(const sim::OpSignature& sig) const {
+  if (sig.type != sim::OpType::memory) return 1.0;
+  const bool fwd = sig.path == sim::MemoryPath::batchnorm_fwd;
+  if (!fwd && sig.path != sim::MemoryPath::batchnorm_bwd) return 1.0;
+  if (sig.dtype == sim::DType::bf16) return c_.batchnorm_native_bf16[fwd ? 0 : 1];
+  if (sig.dtype == sim::DType::fp16) return c_.batchnorm_cudnn16[fwd ? 0 : 1];
+  return 1.0;
+}
+
 double ComputeModel::memory_seconds(double bytes, sim::MemoryPath path) const {
   const double factor = c_.memory_path_factor[static_cast<std::size_t>(path)];
   return bytes / ((gpu_.memory_bandwidth * c_.hbm_fraction).bytes_per_second() * factor);
@@ -279,7 +288,8 @@ sim::Time ComputeModel::analytical(const sim::OpSignature& sig) const {
     case sim::OpType::memory:
       break;
   }
-  const double seconds = std::max(compute, memory_seconds(sig.bytes, sig.type == sim::OpType::memory ? sig.path : sim::MemoryPath::vectorized));
+  const double seconds = std::max(compute, memory_seconds(sig.bytes, sig.type == sim::OpType::memory ? sig.path : sim::MemoryPath::vectorized) /
+                                               batchnorm_factor(sig));
   return sim::Time::from_seconds(seconds) + c_.launch_gap;
 }
 

@@ -48,6 +48,13 @@ struct ConvConstants {
 /// The Hopper values of ConvConstants, fitted on the H200 sweep's declared rows.
 ConvConstants hopper_conv_constants();
 
+/// ComputeConstants::batchnorm_*: ResNet-18 AMP fp16 at batch 256 (cuDNN) and ResNet-50 AMP
+/// bf16 at batch 128 (PyTorch's kernels), both on the H200.
+inline constexpr double kBatchnormCudnn16Fwd = 0.5111;
+inline constexpr double kBatchnormCudnn16Bwd = 0.5307;
+inline constexpr double kBatchnormNativeBf16Fwd = 0.1888;
+inline constexpr double kBatchnormNativeBf16Bwd = 0.3441;
+
 /// Constants of the analytical model for one GPU architecture, each with its source.
 struct ComputeConstants {
   /// Fraction of the dtype's dense peak that the best large GEMM sustains: A100 FP16 cuBLASLt
@@ -80,7 +87,18 @@ struct ComputeConstants {
   /// Other GPUs take the same fractions (an assumption: the paths differ in loads and index
   /// arithmetic per byte, nothing Hopper-specific).
   std::array<double, sim::kMemoryPathCount> memory_path_factor{1.0, 2.29 / 4.35, 2.6 / 4.35, 1.26 / 4.35,
-                                                              0.60 / 4.35};
+                                                              0.60 / 4.35, 1.0, 1.0};
+  /// Training BatchNorm in 16 bits, channels-last (MemoryPath::batchnorm_fwd and _bwd; other
+  /// dtypes take memory_path_factor, 1): the bandwidth its kernels reach, over the vectorized
+  /// kernels' 4.35 TB/s, forward and backward, for the model's bytes (forward 2, backward 3
+  /// elements per activation element). PyTorch runs fp16 BatchNorm through cuDNN
+  /// (batchnorm_fwtr/bwtr_nhwc_semiPersist) and bf16 through its own channels-last kernels: a
+  /// per-channel statistics reduction at a fraction of HBM speed, then the normalization;
+  /// backward a reduction and an elementwise pass. Each from one declared calibration case of
+  /// validate/data/h200_single_gpu_steps, its Kineto trace (kBatchnorm* below;
+  /// tests/validate/gpu_steps_test.cpp derives them again).
+  std::array<double, 2> batchnorm_cudnn16{kBatchnormCudnn16Fwd, kBatchnormCudnn16Bwd};
+  std::array<double, 2> batchnorm_native_bf16{kBatchnormNativeBf16Fwd, kBatchnormNativeBf16Bwd};
   /// GPU-side time every kernel adds (launch and teardown between back-to-back kernels): 2 us,
   /// an assumption (the host-side launch, ~4-6 us, is the strategy's dispatch cost).
   sim::Time launch_gap = sim::Time::from_ps(2'000'000);
@@ -182,6 +200,8 @@ class ComputeModel {
  private:
   double gemm_seconds(double m, double n, double k, double count, sim::DType dtype, double factor) const;
   double memory_seconds(double bytes, sim::MemoryPath path = sim::MemoryPath::vectorized) const;
+  /// BatchNorm's factor for `sig` (ComputeConstants::batchnorm_*), 1 for anything else.
+  double batchnorm_factor(const sim::OpSignature& sig) const;
 
   const topo::GpuSpec& gpu_;
   ComputeConstants c_;

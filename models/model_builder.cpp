@@ -175,8 +175,10 @@ Layer batchnorm_layer(std::string name, ImageShape in) {
   // Forward reads x and writes y; backward reads dy and x and writes dx; both touch scale and
   // shift.
   l.fwd.push_back(memory_op("batchnorm_fwd", in.dims(), kAffineNormFlops * n, 2.0 * n, p));
+  l.fwd.back().path = sim::MemoryPath::batchnorm_fwd;
   l.bwd.push_back(
       memory_op("batchnorm_bwd", in.dims(), kBackwardFactor * kAffineNormFlops * n, 3.0 * n, p));
+  l.bwd.back().path = sim::MemoryPath::batchnorm_bwd;
   return sealed(std::move(l));
 }
 

@@ -221,6 +221,42 @@ TEST_CASE("memory paths: the same bytes take 1 / factor as long off the vectoriz
   REQUIRE(other.key() == sig.key());
 }
 
+TEST_CASE("training BatchNorm: bf16 at PyTorch's kernels' rate, fp16 at cuDNN's, fp32 at the plain one", "[eager]") {
+  const topo::GpuSpec& gpu = topo::find_gpu_spec("H100-SXM5-80GB");
+  const ComputeModel model(gpu);
+  const ComputeConstants& c = model.constants();
+  sim::OpSignature sig;
+  sig.type = sim::OpType::memory;
+  sig.kernel = "batchnorm_fwd";
+  sig.shape = {128, 256, 56, 56};
+  sig.bytes = 2.0 * 128 * 256 * 56 * 56 * 2;
+  const double launch = c.launch_gap.seconds();
+  const double plain = sig.bytes / (gpu.memory_bandwidth.bytes_per_second() * c.hbm_fraction);
+  const auto time = [&](sim::DType dt, MemoryPath p) {
+    sig.dtype = dt;
+    sig.path = p;
+    return model.analytical(sig).seconds() - launch;
+  };
+  REQUIRE(time(sim::DType::bf16, MemoryPath::batchnorm_fwd) == Approx(plain / c.batchnorm_native_bf16[0]).epsilon(1e-6));
+  REQUIRE(time(sim::DType::bf16, MemoryPath::batchnorm_bwd) == Approx(plain / c.batchnorm_native_bf16[1]).epsilon(1e-6));
+  REQUIRE(time(sim::DType::fp16, MemoryPath::batchnorm_fwd) == Approx(plain / c.batchnorm_cudnn16[0]).epsilon(1e-6));
+  REQUIRE(time(sim::DType::fp16, MemoryPath::batchnorm_bwd) == Approx(plain / c.batchnorm_cudnn16[1]).epsilon(1e-6));
+  REQUIRE(time(sim::DType::fp32, MemoryPath::batchnorm_fwd) == Approx(plain).epsilon(1e-6));  // not measured: 1
+  // PyTorch's statistics kernel makes its forward the slowest of the four.
+  REQUIRE(c.batchnorm_native_bf16[0] < c.batchnorm_native_bf16[1]);
+  REQUIRE(c.batchnorm_native_bf16[0] < c.batchnorm_cudnn16[0]);
+  // The model's BatchNorm layers carry the paths.
+  const Model r = strategy::build_model("resnet18");
+  int layers = 0;
+  for (const Layer& l : r.layers) {
+    if (l.kind != "batchnorm") continue;
+    ++layers;
+    REQUIRE(l.fwd.at(0).path == MemoryPath::batchnorm_fwd);
+    REQUIRE(l.bwd.at(0).path == MemoryPath::batchnorm_bwd);
+  }
+  REQUIRE(layers == 20);
+}
+
 TEST_CASE("plan.kernels eager: slower than fused for GPT-2 AMP, refused where it has no meaning", "[eager]") {
   using Catch::Matchers::Contains;
   const SimulationOutput fused = simulate_eager("gpt2", json::object());

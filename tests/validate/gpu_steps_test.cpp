@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.hpp"
+#include "models/compute_model.hpp"
+#include "models/model_zoo.hpp"
 #include "run/scenario.hpp"
 #include "run/simulation.hpp"
 #include "tests/test_paths.hpp"
@@ -50,9 +52,12 @@ TEST_CASE("the H200 steps dataset: nine configurations, each with its scenario, 
   REQUIRE(d.runs.size() == 9);
   for (const validate::GpuStepRun& r : d.runs) {
     CAPTURE(r.id);
-    // One calibration row: its kernel trace gave the compute model's memory-path factors
-    // (ComputeConstants::memory_path_factor); nothing is fitted on the others.
-    REQUIRE(r.role == (r.id == "gpt2-amp_bf16-b8" ? validate::Role::calibration : validate::Role::prediction));
+    // Three calibration rows: their kernel traces gave the compute model's memory-path factors
+    // (ComputeConstants::memory_path_factor: GPT-2) and its 16-bit BatchNorm factors (the two
+    // ResNet AMP rows); nothing is fitted on the others.
+    const bool calibration =
+        r.id == "gpt2-amp_bf16-b8" || r.id == "resnet50-amp_bf16-b128" || r.id == "resnet18-amp_fp16-b256";
+    REQUIRE(r.role == (calibration ? validate::Role::calibration : validate::Role::prediction));
     REQUIRE(std::filesystem::exists(r.scenario));
     REQUIRE(std::filesystem::exists(r.profile));
     REQUIRE_FALSE(r.inject_trace.empty());
@@ -161,4 +166,61 @@ TEST_CASE("eager kernels' saved tensors: the measured peak less weights and opti
     ++checked;
   }
   REQUIRE(checked == 4);
+}
+
+TEST_CASE("the 16-bit BatchNorm factors are what the two declared ResNet traces give", "[validate]") {
+  // Per step, the traced BatchNorm kernels' time against the model's bytes for them (forward 2,
+  // backward 3 elements per activation element, 2 bytes each, and the scale and shift), as
+  // bandwidth over the vectorized kernels' 4.35 TB/s (ComputeConstants::memory_path_factor's
+  // reference): cuDNN's NHWC kernels in fp16 (ResNet-18, batch 256), PyTorch's channels-last
+  // kernels in bf16 (ResNet-50, batch 128). Both rows are the dataset's calibration cases.
+  const validate::GpuStepsDataset d = validate::load_gpu_steps_dataset(dataset_path());
+  struct Case {
+    const char* id;
+    const char* model;
+    int batch;
+    const char* fwd_kernels[2];
+    const char* bwd_kernels[2];
+    double fwd_factor;
+    double bwd_factor;
+  };
+  const Case cases[] = {
+      {"resnet18-amp_fp16-b256", "resnet18", 256, {"batchnorm_fwtr_nhwc", ""}, {"batchnorm_bwtr_nhwc", ""},
+       strategy::kBatchnormCudnn16Fwd, strategy::kBatchnormCudnn16Bwd},
+      {"resnet50-amp_bf16-b128", "resnet50", 128, {"batch_norm_collect_statistics_channels_last", "batch_norm_transform_input_channels_last"},
+       {"batch_norm_backward_reduce_channels_last", "batch_norm_backward_elemt_channels_last"},
+       strategy::kBatchnormNativeBf16Fwd, strategy::kBatchnormNativeBf16Bwd},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.id);
+    const auto run = std::find_if(d.runs.begin(), d.runs.end(), [&](const validate::GpuStepRun& r) { return r.id == c.id; });
+    REQUIRE(run != d.runs.end());
+    REQUIRE(run->role == validate::Role::calibration);
+    const auto t = trace::load_kineto(run->kineto_trace);
+    double fwd_us = 0.0, bwd_us = 0.0;
+    int calls = 0;
+    for (const trace::KinetoGpuOp& op : t.gpu_ops) {
+      const auto has = [&](const char* k) { return *k != 0 && op.name.find(k) != std::string::npos; };
+      if (has(c.fwd_kernels[0]) || has(c.fwd_kernels[1])) fwd_us += op.dur_us;
+      if (has(c.bwd_kernels[0]) || has(c.bwd_kernels[1])) bwd_us += op.dur_us;
+      if (has(c.fwd_kernels[0])) ++calls;
+    }
+    const double steps = static_cast<double>(t.steps.size());
+    double fwd_bytes = 0.0, bwd_bytes = 0.0;
+    int layers = 0;
+    const strategy::Model m = strategy::build_model(c.model);
+    for (const strategy::Layer& l : m.layers) {
+      if (l.kind != "batchnorm") continue;
+      ++layers;
+      fwd_bytes += l.fwd.at(0).act_elems * c.batch * 2.0 + l.fwd.at(0).param_elems * 4.0;
+      bwd_bytes += l.bwd.at(0).act_elems * c.batch * 2.0 + l.bwd.at(0).param_elems * 4.0;
+    }
+    // One forward kernel per layer and step: cuDNN's batchnorm_fwtr_nhwc (in two variants),
+    // PyTorch's statistics kernel.
+    REQUIRE(calls == layers * static_cast<int>(steps));
+    const double fwd = fwd_bytes / (fwd_us * 1e-6 / steps) / 4.35e12;
+    const double bwd = bwd_bytes / (bwd_us * 1e-6 / steps) / 4.35e12;
+    REQUIRE(c.fwd_factor == Approx(fwd).epsilon(1e-3));
+    REQUIRE(c.bwd_factor == Approx(bwd).epsilon(1e-3));
+  }
 }
