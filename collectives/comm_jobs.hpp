@@ -17,10 +17,12 @@
 /// where the job goes on flow by flow among the others; a job crowded when it starts runs flow
 /// by flow from its start. That run replays one plan of each class of alike plans
 /// (collectives/plan_classes.hpp) and copies its state onto the others. When a job it shared links with ends and nothing crowds it any more
-/// (the same test, against the jobs still running; its own flows must keep their standalone
-/// rates too), a job running flow by flow goes back to closed form from where it stands: its
-/// flows in flight leave when the network has them leave, and the rest follows from each ring
-/// position's state (CollectiveEngine::end_alone, ring_end_from). Its flows leave the network
+/// (the same test, against the jobs still running), a job running flow by flow goes back to
+/// closed form from where it stands. When its own flows keep their standalone rates, its flows
+/// in flight leave when the network has them leave, and the rest follows from each ring
+/// position's state (CollectiveEngine::end_alone, ring_end_from); when they crowd each other (an
+/// all-to-all's), its end is a run of its plans on a network of their own from that state (one
+/// replay per class of alike plans in equal states). Its flows leave the network
 /// and its state is kept, so that a later job that crowds it rebuilds it from there. So every
 /// job is simulated flow by flow exactly while it meets contention, and one that never does
 /// costs a few events, whatever the number of GPUs, steps and groups.
