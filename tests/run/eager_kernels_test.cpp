@@ -195,16 +195,26 @@ TEST_CASE("eager decoders append K and V to a cache unless checkpointing; RMSNor
   REQUIRE(act.bwd.size() == 3);
 }
 
+namespace {
+
+/// A memory-bound kernel moving `bytes`.
+sim::OpSignature memory_kernel(std::string name, std::vector<std::int64_t> shape, double bytes) {
+  sim::OpSignature sig;
+  sig.type = sim::OpType::memory;
+  sig.kernel = std::move(name);
+  sig.shape = std::move(shape);
+  sig.bytes = bytes;
+  return sig;
+}
+
+}  // namespace
+
 TEST_CASE("memory paths: the same bytes take 1 / factor as long off the vectorized path", "[eager]") {
   const topo::GpuSpec& gpu = topo::find_gpu_spec("H200-SXM-141GB");
   const ComputeModel model(gpu);
   const ComputeConstants& c = model.constants();
-  sim::OpSignature sig;
-  sig.type = sim::OpType::memory;
+  sim::OpSignature sig = memory_kernel("eager_test", {1, 1 << 20, 64}, 1e9);
   sig.dtype = sim::DType::bf16;
-  sig.kernel = "eager_test";
-  sig.shape = {1, 1 << 20, 64};
-  sig.bytes = 1e9;
   const double launch = c.launch_gap.seconds();
   const double vectorized = model.analytical(sig).seconds() - launch;
   // 1 GB at peak x hbm_fraction.
@@ -225,11 +235,7 @@ TEST_CASE("training BatchNorm: bf16 at PyTorch's kernels' rate, fp16 at cuDNN's,
   const topo::GpuSpec& gpu = topo::find_gpu_spec("H100-SXM5-80GB");
   const ComputeModel model(gpu);
   const ComputeConstants& c = model.constants();
-  sim::OpSignature sig;
-  sig.type = sim::OpType::memory;
-  sig.kernel = "batchnorm_fwd";
-  sig.shape = {128, 256, 56, 56};
-  sig.bytes = 2.0 * 128 * 256 * 56 * 56 * 2;
+  sim::OpSignature sig = memory_kernel("batchnorm_fwd", {128, 256, 56, 56}, 2.0 * 128 * 256 * 56 * 56 * 2);
   const double launch = c.launch_gap.seconds();
   const double plain = sig.bytes / (gpu.memory_bandwidth.bytes_per_second() * c.hbm_fraction);
   const auto time = [&](sim::DType dt, MemoryPath p) {
