@@ -38,7 +38,7 @@ std::span<const TileShape> gemm_tiles() { return kTiles; }
 
 ConvConstants hopper_conv_constants() {
   // Solved from the nine declared rows of validate/data/kernels/h200_kernel_sweep.json
-  // (validate::kConvCalibration; tests/validate/kernel_sweep_test.cpp solves them again).
+  // (validate::kConvCalibration; tests/validate/conv_model_test.cpp solves them again).
   ConvConstants c;
   c.compute_fprop = 1.24597;  // VGG-19 512 -> 512 at 28 x 28: cuDNN above the model's GEMM cap
   c.compute_bwd = 1.32223;

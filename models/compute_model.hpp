@@ -6,7 +6,9 @@
 ///   (tile quantization of the matrix edges) x (that tile's relative throughput), times a short-K
 ///   penalty; an output of too few tiles splits its K loop (split-K) when that is faster, paying
 ///   for the partial sums' traffic. The cap is a measured maximum (gemm_and_memory.json).
-/// - Memory-bound kernels move their bytes at the achievable HBM bandwidth (measured copy).
+///   16-bit convolutions on Hopper have a measured model of their own (ConvConstants).
+/// - Memory-bound kernels move their bytes at the achievable HBM bandwidth (measured copy), off
+///   PyTorch's vectorized path and in 16-bit training BatchNorm at measured fractions of it.
 /// - Every kernel adds a GPU-side launch gap.
 /// The time is the larger of the compute and the memory estimate, plus the launch gap.
 
@@ -31,7 +33,7 @@ namespace foresight::strategy {
 /// group: an RGB stem) runs its implicit GEMM at `thin`; a depthwise one (groups, at most 8
 /// channels per group) moves its bytes at `depthwise` of the HBM rate. Each is the ratio that
 /// makes one declared calibration row of validate/data/kernels/h200_kernel_sweep.json exact
-/// (solved together, as `overhead` enters each); tests/models/conv_model_test.cpp solves them
+/// (solved together, as `overhead` enters each); tests/validate/conv_model_test.cpp solves them
 /// again from the file.
 struct ConvConstants {
   double compute_fprop = 1.0;
