@@ -163,6 +163,7 @@ double ComputeModel::batchnorm_factor(const sim::OpSignature& sig) const {
   if (!fwd && sig.path != sim::MemoryPath::batchnorm_bwd) return 1.0;
   if (sig.dtype == sim::DType::bf16) return c_.batchnorm_native_bf16[fwd ? 0 : 1];
   if (sig.dtype == sim::DType::fp16) return c_.batchnorm_cudnn16[fwd ? 0 : 1];
+  if (sig.dtype == sim::DType::fp32) return c_.batchnorm_cudnn32[fwd ? 0 : 1];
   return 1.0;
 }
 

@@ -56,6 +56,9 @@ inline constexpr double kBatchnormCudnn16Fwd = 0.5111;
 inline constexpr double kBatchnormCudnn16Bwd = 0.5307;
 inline constexpr double kBatchnormNativeBf16Fwd = 0.1888;
 inline constexpr double kBatchnormNativeBf16Bwd = 0.3441;
+/// ComputeConstants::batchnorm_cudnn32: ResNet-50 fp32 at batch 64 (cuDNN's NCHW kernels), H200.
+inline constexpr double kBatchnormCudnn32Fwd = 0.3649;
+inline constexpr double kBatchnormCudnn32Bwd = 0.2651;
 
 /// Constants of the analytical model for one GPU architecture, each with its source.
 struct ComputeConstants {
@@ -90,8 +93,8 @@ struct ComputeConstants {
   /// arithmetic per byte, nothing Hopper-specific).
   std::array<double, sim::kMemoryPathCount> memory_path_factor{1.0, 2.29 / 4.35, 2.6 / 4.35, 1.26 / 4.35,
                                                               0.60 / 4.35, 1.0, 1.0};
-  /// Training BatchNorm in 16 bits, channels-last (MemoryPath::batchnorm_fwd and _bwd; other
-  /// dtypes take memory_path_factor, 1): the bandwidth its kernels reach, over the vectorized
+  /// Training BatchNorm (MemoryPath::batchnorm_fwd and _bwd; other dtypes than bf16, fp16 and
+  /// fp32 take memory_path_factor, 1): the bandwidth its kernels reach, over the vectorized
   /// kernels' 4.35 TB/s, forward and backward, for the model's bytes (forward 2, backward 3
   /// elements per activation element). PyTorch runs fp16 BatchNorm through cuDNN
   /// (batchnorm_fwtr/bwtr_nhwc_semiPersist) and bf16 through its own channels-last kernels: a
@@ -101,6 +104,8 @@ struct ComputeConstants {
   /// tests/validate/gpu_steps_test.cpp derives them again).
   std::array<double, 2> batchnorm_cudnn16{kBatchnormCudnn16Fwd, kBatchnormCudnn16Bwd};
   std::array<double, 2> batchnorm_native_bf16{kBatchnormNativeBf16Fwd, kBatchnormNativeBf16Bwd};
+  /// FP32 BatchNorm, NCHW: cuDNN's bn_fw_tr_1C11 and bn_bw_1C11 kernels, as the others.
+  std::array<double, 2> batchnorm_cudnn32{kBatchnormCudnn32Fwd, kBatchnormCudnn32Bwd};
   /// GPU-side time every kernel adds (launch and teardown between back-to-back kernels): 2 us,
   /// an assumption (the host-side launch, ~4-6 us, is the strategy's dispatch cost).
   sim::Time launch_gap = sim::Time::from_ps(2'000'000);

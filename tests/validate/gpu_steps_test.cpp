@@ -52,11 +52,11 @@ TEST_CASE("the H200 steps dataset: nine configurations, each with its scenario, 
   REQUIRE(d.runs.size() == 9);
   for (const validate::GpuStepRun& r : d.runs) {
     CAPTURE(r.id);
-    // Three calibration rows: their kernel traces gave the compute model's memory-path factors
-    // (ComputeConstants::memory_path_factor: GPT-2) and its 16-bit BatchNorm factors (the two
-    // ResNet AMP rows); nothing is fitted on the others.
-    const bool calibration =
-        r.id == "gpt2-amp_bf16-b8" || r.id == "resnet50-amp_bf16-b128" || r.id == "resnet18-amp_fp16-b256";
+    // Four calibration rows: their kernel traces gave the compute model's memory-path factors
+    // (ComputeConstants::memory_path_factor: GPT-2) and its BatchNorm factors (the three ResNet
+    // rows); nothing is fitted on the others.
+    const bool calibration = r.id == "gpt2-amp_bf16-b8" || r.id == "resnet50-amp_bf16-b128" ||
+                             r.id == "resnet18-amp_fp16-b256" || r.id == "resnet50-fp32-b64";
     REQUIRE(r.role == (calibration ? validate::Role::calibration : validate::Role::prediction));
     REQUIRE(std::filesystem::exists(r.scenario));
     REQUIRE(std::filesystem::exists(r.profile));
@@ -168,12 +168,13 @@ TEST_CASE("eager kernels' saved tensors: the measured peak less weights and opti
   REQUIRE(checked == 4);
 }
 
-TEST_CASE("the 16-bit BatchNorm factors are what the two declared ResNet traces give", "[validate]") {
+TEST_CASE("the BatchNorm factors are what the three declared ResNet traces give", "[validate]") {
   // Per step, the traced BatchNorm kernels' time against the model's bytes for them (forward 2,
-  // backward 3 elements per activation element, 2 bytes each, and the scale and shift), as
-  // bandwidth over the vectorized kernels' 4.35 TB/s (ComputeConstants::memory_path_factor's
-  // reference): cuDNN's NHWC kernels in fp16 (ResNet-18, batch 256), PyTorch's channels-last
-  // kernels in bf16 (ResNet-50, batch 128). Both rows are the dataset's calibration cases.
+  // backward 3 elements per activation element, and the scale and shift), as bandwidth over the
+  // vectorized kernels' 4.35 TB/s (ComputeConstants::memory_path_factor's reference): cuDNN's
+  // NHWC kernels in fp16 (ResNet-18, batch 256), PyTorch's channels-last kernels in bf16
+  // (ResNet-50, batch 128), cuDNN's NCHW kernels in fp32 (ResNet-50, batch 64). The three rows
+  // are the dataset's calibration cases.
   const validate::GpuStepsDataset d = validate::load_gpu_steps_dataset(dataset_path());
   struct Case {
     const char* id;
@@ -181,15 +182,18 @@ TEST_CASE("the 16-bit BatchNorm factors are what the two declared ResNet traces 
     int batch;
     const char* fwd_kernels[2];
     const char* bwd_kernels[2];
+    double elem;  // bytes of an activation element
     double fwd_factor;
     double bwd_factor;
   };
   const Case cases[] = {
-      {"resnet18-amp_fp16-b256", "resnet18", 256, {"batchnorm_fwtr_nhwc", ""}, {"batchnorm_bwtr_nhwc", ""},
+      {"resnet18-amp_fp16-b256", "resnet18", 256, {"batchnorm_fwtr_nhwc", ""}, {"batchnorm_bwtr_nhwc", ""}, 2.0,
        strategy::kBatchnormCudnn16Fwd, strategy::kBatchnormCudnn16Bwd},
       {"resnet50-amp_bf16-b128", "resnet50", 128, {"batch_norm_collect_statistics_channels_last", "batch_norm_transform_input_channels_last"},
-       {"batch_norm_backward_reduce_channels_last", "batch_norm_backward_elemt_channels_last"},
+       {"batch_norm_backward_reduce_channels_last", "batch_norm_backward_elemt_channels_last"}, 2.0,
        strategy::kBatchnormNativeBf16Fwd, strategy::kBatchnormNativeBf16Bwd},
+      {"resnet50-fp32-b64", "resnet50", 64, {"bn_fw_tr_1C11", ""}, {"bn_bw_1C11", ""}, 4.0,
+       strategy::kBatchnormCudnn32Fwd, strategy::kBatchnormCudnn32Bwd},
   };
   for (const Case& c : cases) {
     CAPTURE(c.id);
@@ -212,11 +216,11 @@ TEST_CASE("the 16-bit BatchNorm factors are what the two declared ResNet traces 
     for (const strategy::Layer& l : m.layers) {
       if (l.kind != "batchnorm") continue;
       ++layers;
-      fwd_bytes += l.fwd.at(0).act_elems * c.batch * 2.0 + l.fwd.at(0).param_elems * 4.0;
-      bwd_bytes += l.bwd.at(0).act_elems * c.batch * 2.0 + l.bwd.at(0).param_elems * 4.0;
+      fwd_bytes += l.fwd.at(0).act_elems * c.batch * c.elem + l.fwd.at(0).param_elems * 4.0;
+      bwd_bytes += l.bwd.at(0).act_elems * c.batch * c.elem + l.bwd.at(0).param_elems * 4.0;
     }
-    // One forward kernel per layer and step: cuDNN's batchnorm_fwtr_nhwc (in two variants),
-    // PyTorch's statistics kernel.
+    // One forward kernel per layer and step: cuDNN's batchnorm_fwtr_nhwc or bn_fw_tr_1C11 (in two
+    // variants each), PyTorch's statistics kernel.
     REQUIRE(calls == layers * static_cast<int>(steps));
     const double fwd = fwd_bytes / (fwd_us * 1e-6 / steps) / 4.35e12;
     const double bwd = bwd_bytes / (bwd_us * 1e-6 / steps) / 4.35e12;
