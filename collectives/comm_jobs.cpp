@@ -352,11 +352,13 @@ void CommJobs::return_to_closed_form(std::uint32_t slot) {
   // from that state, below (one replay per class of alike plans in equal states).
   const auto leaves = [this](FlowId id) { return flow_->leaves_alone(id); };
   Time end = sim_.now();
-  for (const std::uint32_t id : a.instances) {
-    if (id == kNone || !*j.keeps_alone) continue;
-    const auto e = engine_.end_alone(id, pools_.capacity, leaves);
-    if (!e) return;
-    end = std::max(end, *e);
+  if (*j.keeps_alone) {
+    for (const std::uint32_t id : a.instances) {
+      if (id == kNone) continue;
+      const auto e = engine_.end_alone(id, pools_.capacity, leaves);
+      if (!e) return;
+      end = std::max(end, *e);
+    }
   }
   auto resume = std::make_unique<Resume>();
   resume->at = sim_.now();

@@ -190,15 +190,20 @@ std::vector<KernelResult> evaluate_kernel_sweep(const KernelSweep& sweep, Kernel
 }
 
 const std::array<ConvCalibrationRow, 9> kConvCalibration{{
-    {"compute_fprop", "conv/bf16/conv_fwd/64x512x28x28x512x3x3x1x1x1"},     // VGG-19: compute-bound
-    {"compute_bwd", "conv/bf16/conv_bwd/64x512x28x28x512x3x3x1x1x1"},
-    {"memory_fprop", "conv/bf16/conv_fwd/64x256x56x56x64x1x1x1x0x1"},       // ResNet-50 1x1: bytes
-    {"memory_bwd", "conv/bf16/conv_bwd/64x256x56x56x64x1x1x1x0x1"},
-    {"thin_fprop", "conv/bf16/conv_fwd/64x3x224x224x64x7x7x2x3x1"},         // ResNet-50's stem
-    {"thin_bwd", "conv/bf16/conv_bwd/64x3x224x224x64x7x7x2x3x1"},
-    {"depthwise_fprop", "conv/bf16/conv_fwd/64x144x56x56x144x3x3x1x1x144"},  // MobileNetV2
-    {"depthwise_bwd", "conv/bf16/conv_bwd/64x144x56x56x144x3x3x1x1x144"},
-    {"overhead", "conv/bf16/conv_fwd/128x128x16x16x256x1x1x2x0x1"},        // the smallest call
+    // VGG-19 512 -> 512 at 28 x 28: compute-bound.
+    {"compute_fprop", &strategy::ConvConstants::compute_fprop, "conv/bf16/conv_fwd/64x512x28x28x512x3x3x1x1x1"},
+    {"compute_bwd", &strategy::ConvConstants::compute_bwd, "conv/bf16/conv_bwd/64x512x28x28x512x3x3x1x1x1"},
+    // ResNet-50 1x1 256 -> 64 at 56 x 56: its bytes decide.
+    {"memory_fprop", &strategy::ConvConstants::memory_fprop, "conv/bf16/conv_fwd/64x256x56x56x64x1x1x1x0x1"},
+    {"memory_bwd", &strategy::ConvConstants::memory_bwd, "conv/bf16/conv_bwd/64x256x56x56x64x1x1x1x0x1"},
+    // ResNet-50's stem.
+    {"thin_fprop", &strategy::ConvConstants::thin_fprop, "conv/bf16/conv_fwd/64x3x224x224x64x7x7x2x3x1"},
+    {"thin_bwd", &strategy::ConvConstants::thin_bwd, "conv/bf16/conv_bwd/64x3x224x224x64x7x7x2x3x1"},
+    // MobileNetV2's depthwise 3x3 on 144 channels.
+    {"depthwise_fprop", &strategy::ConvConstants::depthwise_fprop, "conv/bf16/conv_fwd/64x144x56x56x144x3x3x1x1x144"},
+    {"depthwise_bwd", &strategy::ConvConstants::depthwise_bwd, "conv/bf16/conv_bwd/64x144x56x56x144x3x3x1x1x144"},
+    // The smallest call.
+    {"overhead", nullptr, "conv/bf16/conv_fwd/128x128x16x16x256x1x1x2x0x1"},
 }};
 
 strategy::ConvConstants fit_conv_constants(const KernelSweep& sweep) {
@@ -210,17 +215,6 @@ strategy::ConvConstants fit_conv_constants(const KernelSweep& sweep) {
   };
   strategy::ConvConstants k;
   k.overhead = sim::Time{};
-  const auto member = [&k](std::string_view name) -> double* {
-    if (name == "compute_fprop") return &k.compute_fprop;
-    if (name == "compute_bwd") return &k.compute_bwd;
-    if (name == "memory_fprop") return &k.memory_fprop;
-    if (name == "memory_bwd") return &k.memory_bwd;
-    if (name == "thin_fprop") return &k.thin_fprop;
-    if (name == "thin_bwd") return &k.thin_bwd;
-    if (name == "depthwise_fprop") return &k.depthwise_fprop;
-    if (name == "depthwise_bwd") return &k.depthwise_bwd;
-    return nullptr;
-  };
   std::vector<Row> rows;
   for (const ConvCalibrationRow& spec : kConvCalibration) {
     const auto it = std::find_if(sweep.cases.begin(), sweep.cases.end(),
@@ -231,7 +225,7 @@ strategy::ConvConstants fit_conv_constants(const KernelSweep& sweep) {
                                     sweep.source, spec.constant, spec.case_id,
                                     it == sweep.cases.end() ? "have" : "declare a calibration case"));
     }
-    Row r{member(spec.constant), {}, it->measured_s};
+    Row r{spec.member != nullptr ? &(k.*spec.member) : nullptr, {}, it->measured_s};
     for (const OpSignature& s : it->kernels) r.passes.push_back(model.conv_pass(s));
     rows.push_back(std::move(r));
   }

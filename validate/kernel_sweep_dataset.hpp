@@ -59,6 +59,7 @@ std::vector<KernelResult> evaluate_kernel_sweep(const KernelSweep& sweep, Kernel
 /// a calibration case.
 struct ConvCalibrationRow {
   const char* constant;
+  double strategy::ConvConstants::*member;  ///< null: the overhead
   const char* case_id;
 };
 extern const std::array<ConvCalibrationRow, 9> kConvCalibration;
