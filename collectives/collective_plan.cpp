@@ -363,8 +363,23 @@ int double_tree_parent(int r, int n, int tree) {
   return p < 0 ? -1 : (p + 1) % n;
 }
 
+namespace {
+/// add_tree_flows, its paths routed once per communicator where `shapes` keeps them.
+void add_trees(const Context& ctx, PlanShapes* shapes, int channels, double bytes, bool intra_chain,
+               std::vector<PlannedFlow>& out) {
+  if (shapes == nullptr) {
+    add_tree_flows(ctx.fabric, ctx.nodes, channels, bytes, intra_chain, out);
+    return;
+  }
+  const auto& paths = shapes->tree_paths(ctx.request.ranks, channels, intra_chain, [&] {
+    return detail::tree_paths(ctx.fabric, ctx.nodes, channels, intra_chain);
+  });
+  add_tree_flows(paths, ctx.nodes.size(), channels, bytes, out);
+}
+}  // namespace
+
 CollectivePlan plan_collective(const Fabric& fabric, const CollectiveConfig& config,
-                               const CollectiveRequest& request) {
+                               const CollectiveRequest& request, PlanShapes* shapes) {
   validate(fabric, request);
   Context ctx{fabric, config, request, group_by_node(fabric, request.ranks),
               config.timing == CollectiveTiming::link_level, static_cast<int>(request.ranks.size())};
@@ -454,7 +469,9 @@ CollectivePlan plan_collective(const Fabric& fabric, const CollectiveConfig& con
         plan.channels = static_cast<int>(rings.size());
         plan.phases.push_back(flow_phase(ctx, std::move(flows), proto, t));
       } else {
-        auto rings = build_rings(fabric, ctx.nodes, rails);
+        auto rings = shapes == nullptr
+                         ? build_rings(fabric, ctx.nodes, rails)
+                         : shapes->rings(request.ranks, rails, [&] { return build_rings(fabric, ctx.nodes, rails); });
         const int steps = request.op == CollectiveOp::all_reduce ? 2 * (ctx.n - 1) : ctx.n - 1;
         plan.channels = static_cast<int>(rings.size());
         const double per_step = s / (n * static_cast<double>(rings.size()));
@@ -463,7 +480,7 @@ CollectivePlan plan_collective(const Fabric& fabric, const CollectiveConfig& con
       break;
     case Algorithm::tree: {
       std::vector<PlannedFlow> flows;
-      add_tree_flows(fabric, ctx.nodes, rails, s, true, flows);
+      add_trees(ctx, shapes, rails, s, true, flows);
       plan.channels = ctx.nodes.size() == 1 ? 1 : rails;
       plan.phases.push_back(flow_phase(ctx, std::move(flows), proto, t));
       break;
@@ -480,7 +497,7 @@ CollectivePlan plan_collective(const Fabric& fabric, const CollectiveConfig& con
       if (request.op == CollectiveOp::all_gather) up = s / p, down = s;
       if (request.op == CollectiveOp::reduce_scatter) up = s, down = s / p;
       add_nvls_flows(fabric, ctx.nodes, up, down, flows);
-      if (algo == Algorithm::nvls_tree) add_tree_flows(fabric, ctx.nodes, rails, s, false, flows);
+      if (algo == Algorithm::nvls_tree) add_trees(ctx, shapes, rails, s, false, flows);
       plan.channels = tuner.graphs().nvls.channels;
       plan.phases.push_back(flow_phase(ctx, std::move(flows), proto, t));
       break;

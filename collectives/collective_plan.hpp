@@ -6,8 +6,10 @@
 /// run takes exactly the calibrated time of collectives/collective_config.hpp; concurrent traffic then
 /// slows it through the network model.
 
+#include <map>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "collectives/collective_config.hpp"
@@ -81,10 +83,43 @@ struct CollectivePlan {
   std::vector<PlannedPhase> phases;
 };
 
+/// Where a communicator's rings and trees run does not depend on the size: the same members over
+/// the same channels take the same routes. A caller that plans one communicator at many sizes (the
+/// executor: a bucket, a layer's output, each its own size) keeps the routed rings and tree paths
+/// here, so each is routed once, on one fabric. The plans are the same as without it, link for
+/// link.
+class PlanShapes {
+ public:
+  /// The rings of `ranks` over `channels` channels: `make()` the first time, then its copy.
+  template <typename Make>
+  const std::vector<PlannedRing>& rings(const std::vector<GpuId>& ranks, int channels, Make&& make) {
+    auto key = std::make_tuple(ranks, channels);
+    auto it = rings_.find(key);
+    if (it == rings_.end()) it = rings_.emplace(std::move(key), make()).first;
+    return it->second;
+  }
+  /// The paths of the double-binary-tree flows of `ranks` (with or without the chains inside each
+  /// node) over `channels` channels, in the order `make()` gives them the first time.
+  template <typename Make>
+  const std::vector<std::vector<LinkId>>& tree_paths(const std::vector<GpuId>& ranks, int channels,
+                                                     bool intra_chain, Make&& make) {
+    auto key = std::make_tuple(ranks, channels, intra_chain);
+    auto it = trees_.find(key);
+    if (it == trees_.end()) it = trees_.emplace(std::move(key), make()).first;
+    return it->second;
+  }
+
+ private:
+  std::map<std::tuple<std::vector<GpuId>, int>, std::vector<PlannedRing>> rings_;
+  std::map<std::tuple<std::vector<GpuId>, int, bool>, std::vector<std::vector<LinkId>>> trees_;
+};
+
 /// Plans `request` on `fabric`. ConfigError for an invalid request (empty or repeated ranks, a
-/// root out of range, an algorithm or protocol hint that is unavailable, with the reason).
+/// root out of range, an algorithm or protocol hint that is unavailable, with the reason). With
+/// `shapes`, rings and trees routed before for the same members are taken from it (and new ones
+/// kept there); `shapes` must only ever see this `fabric`.
 CollectivePlan plan_collective(const Fabric& fabric, const CollectiveConfig& config,
-                               const CollectiveRequest& request);
+                               const CollectiveRequest& request, PlanShapes* shapes = nullptr);
 
 /// Bytes on the wire per payload byte for an NCCL protocol: LL sends a 4-byte flag with every 4
 /// data bytes (x2), LL128 a flag word per 120 data bytes (x128/120), Simple none (#281).

@@ -58,18 +58,34 @@ CommJobs::Job& CommJobs::build(std::uint32_t job, const PlanSource& plans) {
   if (job >= jobs_.size()) jobs_.resize(job + 1);
   Job& j = jobs_[job];
   if (j.built) return j;
+  // Each pool once (marked while gathering: a large job names its links many times over), then
+  // sorted.
   std::vector<LinkId> footprint;
-  for (const CollectivePlan& p : plans()) {
-    CollectivePlan pooled = remap(p, [&](const std::vector<LinkId>& path) {
-      auto out = pools_.translate(path);
-      footprint.insert(footprint.end(), out.begin(), out.end());
-      return out;
-    });
-    merge_identical_rings(pooled);
-    j.plans.push_back(std::make_shared<const CollectivePlan>(std::move(pooled)));
+  in_footprint_.resize(pools_.capacity.size());
+  const auto unmark = [&] {
+    for (const LinkId l : footprint) in_footprint_[l] = 0;
+  };
+  try {
+    for (const CollectivePlan& p : plans()) {
+      CollectivePlan pooled = remap(p, [&](const std::vector<LinkId>& path) {
+        auto out = pools_.translate(path);
+        for (const LinkId l : out) {
+          if (in_footprint_[l] == 0) {
+            in_footprint_[l] = 1;
+            footprint.push_back(l);
+          }
+        }
+        return out;
+      });
+      merge_identical_rings(pooled);
+      j.plans.push_back(std::make_shared<const CollectivePlan>(std::move(pooled)));
+    }
+  } catch (...) {
+    unmark();
+    throw;
   }
+  unmark();
   std::sort(footprint.begin(), footprint.end());
-  footprint.erase(std::unique(footprint.begin(), footprint.end()), footprint.end());
   if (kind_ == NetworkKind::flow) {
     std::vector<const CollectivePlan*> raw;
     for (const auto& p : j.plans) raw.push_back(p.get());

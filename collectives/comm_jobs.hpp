@@ -169,6 +169,7 @@ class CommJobs final : private EventHandler {
   HandlerId self_;
   std::vector<Job> jobs_;
   std::vector<std::vector<LinkId>> footprints_;  ///< sorted pools, by footprint id
+  std::vector<std::uint8_t> in_footprint_;        ///< per pool, while build() gathers a footprint
   std::map<std::vector<LinkId>, std::uint32_t> footprint_ids_;
   /// Pools two footprints share (shared()): per pair (lower id in the high word), an index into
   /// shared_, whose first list is the empty one. Looked up for every running job at each start.

@@ -159,15 +159,16 @@ PlannedFlow flow(const Fabric& fabric, const std::vector<NodeGroup>& nodes, cons
   return f;
 }
 
-/// Pipelined double-binary-tree all-reduce flows: per channel (tree `channel % 2`), a chain
-/// inside each node from the channel's head, and the tree across nodes between heads; every
-/// edge carries the channel's share up (reduce) and down (broadcast) at once.
-void add_tree_flows(const Fabric& fabric, const std::vector<NodeGroup>& nodes, int channels,
-                    double bytes, bool intra_chain, std::vector<PlannedFlow>& out) {
+std::vector<std::vector<LinkId>> tree_paths(const Fabric& fabric, const std::vector<NodeGroup>& nodes, int channels,
+                                            bool intra_chain) {
   const int n_nodes = static_cast<int>(nodes.size());
   const int count = n_nodes == 1 ? 1 : channels;
-  const double share = bytes / count;
   const NodePositions pos = node_positions(nodes);
+  std::vector<std::vector<LinkId>> out;
+  const auto both = [&](GpuId a, GpuId b, int c) {
+    out.push_back(hop_path(fabric, nodes, pos, a, b, c));
+    out.push_back(hop_path(fabric, nodes, pos, b, a, c));
+  };
   for (int c = 0; c < count; ++c) {
     if (intra_chain) {
       for (const NodeGroup& ng : nodes) {
@@ -175,21 +176,35 @@ void add_tree_flows(const Fabric& fabric, const std::vector<NodeGroup>& nodes, i
         for (const Member& m : ng.members) {
           if (m.gpu != chain.front()) chain.push_back(m.gpu);
         }
-        for (std::size_t k = 0; k + 1 < chain.size(); ++k) {
-          out.push_back(flow(fabric, nodes, pos, chain[k + 1], chain[k], share, c));
-          out.push_back(flow(fabric, nodes, pos, chain[k], chain[k + 1], share, c));
-        }
+        for (std::size_t k = 0; k + 1 < chain.size(); ++k) both(chain[k + 1], chain[k], c);
       }
     }
     for (int i = 0; i < n_nodes; ++i) {
       const int parent = double_tree_parent(i, n_nodes, c % 2);
       if (parent < 0) continue;
-      const GpuId child_head = head(nodes[static_cast<std::size_t>(i)], c).gpu;
-      const GpuId parent_head = head(nodes[static_cast<std::size_t>(parent)], c).gpu;
-      out.push_back(flow(fabric, nodes, pos, child_head, parent_head, share, c));
-      out.push_back(flow(fabric, nodes, pos, parent_head, child_head, share, c));
+      both(head(nodes[static_cast<std::size_t>(i)], c).gpu, head(nodes[static_cast<std::size_t>(parent)], c).gpu, c);
     }
   }
+  return out;
+}
+
+void add_tree_flows(const std::vector<std::vector<LinkId>>& paths, std::size_t nodes, int channels, double bytes,
+                    std::vector<PlannedFlow>& out) {
+  const double share = bytes / (nodes == 1 ? 1 : channels);
+  for (const auto& path : paths) {
+    PlannedFlow f;
+    f.path = path;
+    f.bytes = share;
+    out.push_back(std::move(f));
+  }
+}
+
+/// Pipelined double-binary-tree all-reduce flows: per channel (tree `channel % 2`), a chain
+/// inside each node from the channel's head, and the tree across nodes between heads; every
+/// edge carries the channel's share up (reduce) and down (broadcast) at once.
+void add_tree_flows(const Fabric& fabric, const std::vector<NodeGroup>& nodes, int channels,
+                    double bytes, bool intra_chain, std::vector<PlannedFlow>& out) {
+  add_tree_flows(tree_paths(fabric, nodes, channels, intra_chain), nodes.size(), channels, bytes, out);
 }
 
 /// NVLink SHARP: per GPU, `up` bytes on its link into the NVSwitch and `down` bytes back.

@@ -46,6 +46,12 @@ PlannedFlow flow(const Fabric& fabric, const std::vector<NodeGroup>& nodes, cons
 /// between heads; every edge carries the channel's share up (reduce) and down (broadcast) at once.
 void add_tree_flows(const Fabric& fabric, const std::vector<NodeGroup>& nodes, int channels, double bytes,
                     bool intra_chain, std::vector<PlannedFlow>& out);
+/// The paths of add_tree_flows' flows, in its order.
+std::vector<std::vector<LinkId>> tree_paths(const Fabric& fabric, const std::vector<NodeGroup>& nodes, int channels,
+                                            bool intra_chain);
+/// add_tree_flows on paths from tree_paths: each carries `bytes` over the channels' count.
+void add_tree_flows(const std::vector<std::vector<LinkId>>& paths, std::size_t nodes, int channels, double bytes,
+                    std::vector<PlannedFlow>& out);
 /// NVLink SHARP: per GPU, `up` bytes on its link into the NVSwitch and `down` bytes back.
 void add_nvls_flows(const Fabric& fabric, const std::vector<NodeGroup>& nodes, double up, double down,
                     std::vector<PlannedFlow>& out);

@@ -42,11 +42,11 @@ void CommStarts::start_collective(std::uint32_t c, FlowNotify done) {
     std::vector<CollectivePlan> plans;
     if (comm.groups.empty()) {
       for (const RankId rank : comm.ranks) r.ranks.push_back(g_.rank_gpu[rank]);
-      plans.push_back(plan_collective(fabric_, config_, r));
+      plans.push_back(plan_collective(fabric_, config_, r, &shapes_));
     }
     for (const auto& group : comm.groups) {
       r.ranks = group;
-      plans.push_back(plan_collective(fabric_, config_, r));
+      plans.push_back(plan_collective(fabric_, config_, r, &shapes_));
     }
     return plans;
   }, done);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "collectives/collective_config.hpp"
+#include "collectives/collective_plan.hpp"
 #include "collectives/comm_jobs.hpp"
 #include "common/flat_map.hpp"
 #include "exec/execution_graph.hpp"
@@ -60,6 +61,8 @@ class CommStarts {
   std::vector<std::uint32_t> coll_arrived_;
   std::vector<std::uint32_t> p2p_arrived_;
   FlatMap<JobKey, std::uint32_t, JobKeyHash> job_ids_;
+  /// Rings and trees routed for a communicator, reused at its other sizes.
+  PlanShapes shapes_;
 };
 
 /// GraphError naming the first operations that never finished and why, when any did not.

@@ -322,3 +322,65 @@ TEST_CASE("collective runs are deterministic", "[collectives]") {
   REQUIRE(a.time == b.time);
   REQUIRE(a.events > 1000);
 }
+
+namespace {
+void require_same_plan(const sim::CollectivePlan& a, const sim::CollectivePlan& b) {
+  REQUIRE(a.algorithm == b.algorithm);
+  REQUIRE(a.protocol == b.protocol);
+  REQUIRE(a.phases.size() == b.phases.size());
+  for (std::size_t p = 0; p < a.phases.size(); ++p) {
+    const auto& x = a.phases[p];
+    const auto& y = b.phases[p];
+    REQUIRE(x.start_delay == y.start_delay);
+    REQUIRE(x.steps == y.steps);
+    REQUIRE(x.step_bytes == y.step_bytes);
+    REQUIRE(x.rings.size() == y.rings.size());
+    for (std::size_t r = 0; r < x.rings.size(); ++r) {
+      REQUIRE(x.rings[r].order == y.rings[r].order);
+      REQUIRE(x.rings[r].hops == y.rings[r].hops);
+      REQUIRE(x.rings[r].hop_latency == y.rings[r].hop_latency);
+      REQUIRE(x.rings[r].weight == y.rings[r].weight);
+    }
+    REQUIRE(x.flows.size() == y.flows.size());
+    for (std::size_t f = 0; f < x.flows.size(); ++f) {
+      REQUIRE(x.flows[f].path == y.flows[f].path);
+      REQUIRE(x.flows[f].bytes == y.flows[f].bytes);
+      REQUIRE(x.flows[f].cap == y.flows[f].cap);
+      REQUIRE(x.flows[f].latency == y.flows[f].latency);
+    }
+  }
+}
+}  // namespace
+
+TEST_CASE("a communicator's rings and trees are routed once and plan alike at every size", "[collectives]") {
+  // 64 H100s on 8 nodes: rings over 8 rails, double binary trees, NVLS trees.
+  const auto h100 = topo::resolve_cluster("dgx-h100", 64);
+  const sim::CollectiveConfig cfg;
+  sim::PlanShapes shapes;
+  int planned = 0;
+  for (const auto algo : {Algorithm::ring, Algorithm::tree, Algorithm::nvls_tree}) {
+    for (const double bytes : {1e5, 3e7, 2e9}) {
+      auto r = request(CollectiveOp::all_reduce, 64, bytes);
+      r.algorithm = algo;
+      const auto fresh = sim::plan_collective(h100, cfg, r);
+      const auto kept = sim::plan_collective(h100, cfg, r, &shapes);
+      REQUIRE(kept.algorithm == algo);
+      require_same_plan(fresh, kept);
+      ++planned;
+    }
+  }
+  REQUIRE(planned == 9);
+  // The same members over the same channels are made once; other members or channels anew.
+  int made = 0;
+  const auto make = [&] {
+    ++made;
+    return std::vector<sim::PlannedRing>(1);
+  };
+  const std::vector<sim::GpuId> a{0, 8, 16}, b{0, 8, 24};
+  shapes.rings(a, 2, make);
+  shapes.rings(a, 2, make);
+  REQUIRE(made == 1);
+  shapes.rings(a, 4, make);
+  shapes.rings(b, 2, make);
+  REQUIRE(made == 3);
+}
