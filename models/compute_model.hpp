@@ -106,6 +106,15 @@ struct ComputeConstants {
   std::array<double, 2> batchnorm_native_bf16{kBatchnormNativeBf16Fwd, kBatchnormNativeBf16Bwd};
   /// FP32 BatchNorm, NCHW: cuDNN's bn_fw_tr_1C11 and bn_bw_1C11 kernels, as the others.
   std::array<double, 2> batchnorm_cudnn32{kBatchnormCudnn32Fwd, kBatchnormCudnn32Bwd};
+  /// Where the BatchNorm factors scale on GPUs of the calibration GPU's architecture, in bytes/s
+  /// per FP32 FLOP/s. BatchNorm's kernels are reductions that reach 19-53% of the H200's
+  /// vectorized rate: their SMs hold them back, not HBM. On a GPU of the same SM design their
+  /// rate is the H200's times the SM throughput (SMs x clock, to which the FP32 peak is
+  /// proportional within an architecture), never above the GPU's own vectorized rate: the same
+  /// on an H100 SXM as on the H200 (132 SMs at 1.98 GHz both), 76% of it on an H100 PCIe. Set
+  /// for Hopper: the H200's vectorized rate over its FP32 peak. 0 elsewhere (A100, V100,
+  /// Blackwell: no BatchNorm measured): the factors scale with HBM, an assumption.
+  double batchnorm_rate_per_flop = 0.0;
   /// GPU-side time every kernel adds (launch and teardown between back-to-back kernels): 2 us,
   /// an assumption (the host-side launch, ~4-6 us, is the strategy's dispatch cost).
   sim::Time launch_gap = sim::Time::from_ps(2'000'000);
@@ -206,7 +215,10 @@ class ComputeModel {
 
  private:
   double gemm_seconds(double m, double n, double k, double count, sim::DType dtype, double factor) const;
-  double memory_seconds(double bytes, sim::MemoryPath path = sim::MemoryPath::vectorized) const;
+  /// Seconds to move `bytes` on `path`; a kernel held back by its SMs at `sm_bound` (below 1;
+  /// BatchNorm's factor) of the calibration GPU's rate scales as batchnorm_rate_per_flop says.
+  double memory_seconds(double bytes, sim::MemoryPath path = sim::MemoryPath::vectorized,
+                        double sm_bound = 1.0) const;
   /// BatchNorm's factor for `sig` (ComputeConstants::batchnorm_*), 1 for anything else.
   double batchnorm_factor(const sim::OpSignature& sig) const;
 

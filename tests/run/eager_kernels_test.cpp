@@ -232,7 +232,8 @@ TEST_CASE("memory paths: the same bytes take 1 / factor as long off the vectoriz
 }
 
 TEST_CASE("training BatchNorm: bf16 at PyTorch's kernels' rate, fp16 and fp32 at cuDNN's", "[eager]") {
-  const topo::GpuSpec& gpu = topo::find_gpu_spec("H100-SXM5-80GB");
+  // The GPU the factors were measured on.
+  const topo::GpuSpec& gpu = topo::find_gpu_spec("H200-SXM-141GB");
   const ComputeModel model(gpu);
   const ComputeConstants& c = model.constants();
   sim::OpSignature sig = memory_kernel("batchnorm_fwd", {128, 256, 56, 56}, 2.0 * 128 * 256 * 56 * 56 * 2);
@@ -321,4 +322,45 @@ TEST_CASE("torchtitan's eager Llama: bf16 parameters without autocast, no cache,
   REQUIRE(titan.report.iteration_time_s < hf.report.iteration_time_s);
   REQUIRE_THROWS_WITH(simulate_eager("resnet50", json{{"kernels", "torchtitan"}, {"fused_attention", false}}),
                       Catch::Matchers::Contains("/plan/kernels") && Catch::Matchers::Contains("\"torchtitan\""));
+}
+
+TEST_CASE("BatchNorm scales with the SMs within Hopper and with HBM elsewhere", "[eager]") {
+  // Times come back in whole picoseconds: compared to 1e-7.
+  const auto time = [](const char* name, sim::DType dt, MemoryPath p) {
+    const topo::GpuSpec& gpu = topo::find_gpu_spec(name);
+    const ComputeModel model(gpu);
+    sim::OpSignature sig = memory_kernel("batchnorm_fwd", {128, 256, 56, 56}, 2.0 * 128 * 256 * 56 * 56 * 2);
+    sig.dtype = dt;
+    sig.path = p;
+    return model.analytical(sig).seconds() - model.constants().launch_gap.seconds();
+  };
+  const auto plain = [](const char* name, double bytes) {
+    const topo::GpuSpec& gpu = topo::find_gpu_spec(name);
+    return bytes / (gpu.memory_bandwidth.bytes_per_second() * ComputeModel(gpu).constants().hbm_fraction);
+  };
+  const double bytes = 2.0 * 128 * 256 * 56 * 56 * 2;
+  const ComputeConstants hopper = ComputeModel(topo::find_gpu_spec("H200-SXM-141GB")).constants();
+  // H100 SXM and H200: the same 132 SMs at the same clock (FP32 67 TFLOP/s both), so BatchNorm
+  // takes the same time on both, though the H200's HBM is 43% faster; a plain kernel does not.
+  for (const auto dt : {sim::DType::bf16, sim::DType::fp16, sim::DType::fp32}) {
+    for (const auto p : {MemoryPath::batchnorm_fwd, MemoryPath::batchnorm_bwd}) {
+      REQUIRE(time("H100-SXM5-80GB", dt, p) == Approx(time("H200-SXM-141GB", dt, p)).epsilon(1e-7));
+    }
+  }
+  const double hbm_ratio = topo::find_gpu_spec("H200-SXM-141GB").memory_bandwidth.bytes_per_second() /
+                           topo::find_gpu_spec("H100-SXM5-80GB").memory_bandwidth.bytes_per_second();
+  REQUIRE(hbm_ratio > 1.4);
+  REQUIRE(time("H100-SXM5-80GB", sim::DType::bf16, MemoryPath::vectorized) ==
+          Approx(time("H200-SXM-141GB", sim::DType::bf16, MemoryPath::vectorized) * hbm_ratio).epsilon(1e-7));
+  // H100 PCIe: 114 SMs at 1.755 GHz, FP32 51 of 67 TFLOP/s: BatchNorm at that fraction of the
+  // H200's rate, as long as that stays under its own HBM rate (2.0 TB/s x 0.866).
+  const double h200_rate = bytes / time("H200-SXM-141GB", sim::DType::bf16, MemoryPath::batchnorm_fwd);
+  REQUIRE(h200_rate * 51.0 / 67.0 < bytes / plain("H100-PCIE-80GB", bytes));
+  REQUIRE(bytes / time("H100-PCIE-80GB", sim::DType::bf16, MemoryPath::batchnorm_fwd) ==
+          Approx(h200_rate * 51.0 / 67.0).epsilon(1e-7));
+  // The rule is Hopper's: the H200's vectorized rate over its FP32 peak.
+  REQUIRE(hopper.batchnorm_rate_per_flop == Approx(4.8e12 * hopper.hbm_fraction / 67.0e12).epsilon(1e-12));
+  // A100 (no BatchNorm measured on its architecture): the factors scale with HBM.
+  REQUIRE(time("A100-SXM4-80GB", sim::DType::bf16, MemoryPath::batchnorm_fwd) ==
+          Approx(plain("A100-SXM4-80GB", bytes) / hopper.batchnorm_native_bf16[0]).epsilon(1e-7));
 }
