@@ -367,14 +367,13 @@ namespace {
 /// add_tree_flows, its paths routed once per communicator where `shapes` keeps them.
 void add_trees(const Context& ctx, PlanShapes* shapes, int channels, double bytes, bool intra_chain,
                std::vector<PlannedFlow>& out) {
+  const auto route = [&] { return detail::tree_paths(ctx.fabric, ctx.nodes, channels, intra_chain); };
   if (shapes == nullptr) {
-    add_tree_flows(ctx.fabric, ctx.nodes, channels, bytes, intra_chain, out);
-    return;
+    add_tree_flows(route(), ctx.nodes.size(), channels, bytes, out);
+  } else {
+    add_tree_flows(shapes->tree_paths(ctx.request.ranks, channels, intra_chain, route), ctx.nodes.size(), channels,
+                   bytes, out);
   }
-  const auto& paths = shapes->tree_paths(ctx.request.ranks, channels, intra_chain, [&] {
-    return detail::tree_paths(ctx.fabric, ctx.nodes, channels, intra_chain);
-  });
-  add_tree_flows(paths, ctx.nodes.size(), channels, bytes, out);
 }
 }  // namespace
 

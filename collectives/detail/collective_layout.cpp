@@ -199,14 +199,6 @@ void add_tree_flows(const std::vector<std::vector<LinkId>>& paths, std::size_t n
   }
 }
 
-/// Pipelined double-binary-tree all-reduce flows: per channel (tree `channel % 2`), a chain
-/// inside each node from the channel's head, and the tree across nodes between heads; every
-/// edge carries the channel's share up (reduce) and down (broadcast) at once.
-void add_tree_flows(const Fabric& fabric, const std::vector<NodeGroup>& nodes, int channels,
-                    double bytes, bool intra_chain, std::vector<PlannedFlow>& out) {
-  add_tree_flows(tree_paths(fabric, nodes, channels, intra_chain), nodes.size(), channels, bytes, out);
-}
-
 /// NVLink SHARP: per GPU, `up` bytes on its link into the NVSwitch and `down` bytes back.
 void add_nvls_flows(const Fabric& fabric, const std::vector<NodeGroup>& nodes, double up,
                     double down, std::vector<PlannedFlow>& out) {

@@ -41,15 +41,13 @@ NodePositions node_positions(const std::vector<NodeGroup>& nodes);
 /// node_positions(nodes).
 PlannedFlow flow(const Fabric& fabric, const std::vector<NodeGroup>& nodes, const NodePositions& pos, GpuId a,
                  GpuId b, double bytes, int channel);
-/// Pipelined double-binary-tree all-reduce flows: per channel (tree `channel % 2`), a chain
-/// inside each node from the channel's head (when `intra_chain`), and the tree across nodes
-/// between heads; every edge carries the channel's share up (reduce) and down (broadcast) at once.
-void add_tree_flows(const Fabric& fabric, const std::vector<NodeGroup>& nodes, int channels, double bytes,
-                    bool intra_chain, std::vector<PlannedFlow>& out);
-/// The paths of add_tree_flows' flows, in its order.
+/// Paths of the pipelined double-binary-tree all-reduce flows: per channel (tree `channel % 2`),
+/// a chain inside each node from the channel's head (when `intra_chain`), and the tree across
+/// nodes between heads; every edge both ways, up (reduce) and down (broadcast) at once.
 std::vector<std::vector<LinkId>> tree_paths(const Fabric& fabric, const std::vector<NodeGroup>& nodes, int channels,
                                             bool intra_chain);
-/// add_tree_flows on paths from tree_paths: each carries `bytes` over the channels' count.
+/// The tree flows on `paths` (from tree_paths over `nodes` nodes): each carries its channel's
+/// share of `bytes`.
 void add_tree_flows(const std::vector<std::vector<LinkId>>& paths, std::size_t nodes, int channels, double bytes,
                     std::vector<PlannedFlow>& out);
 /// NVLink SHARP: per GPU, `up` bytes on its link into the NVSwitch and `down` bytes back.
