@@ -52,6 +52,22 @@ ConvConstants hopper_conv_constants() {
   return c;
 }
 
+FlashAttentionConstants hopper_attention_constants() {
+  // Solved from the seven declared rows of validate/data/kernels/h200_kernel_sweep.json
+  // (validate::kAttentionCalibration; tests/validate/attention_model_test.cpp solves them again).
+  FlashAttentionConstants k;
+  k.rate = 0.42089507;                   // the longest forward: 416 of 989 TFLOP/s for a large head dim
+  k.head_extra = 21.5454697;             // head dim 64 against 128: a tile's softmax is 22 dims' work
+  k.row_overhead = 0.941619809;          // one query block of 128: a tile's work again
+  k.causal_row_overhead = 2.39982744;    // masked: 2.4 tiles per query block
+  k.backward_rate = 0.886460606;         // the backward's FLOPs 11% slower than the forward's
+  k.backward_row_overhead = 3.16294079;  // its per-block cost: dQ accumulated, dK and dV written
+  k.backward_causal_row_overhead = 2.77679345;
+  k.cudnn_speedup = 1.95966275;           // cuDNN's forward: twice FlashAttention-2's rate
+  k.cudnn_backward_speedup = 1.98425472;  // and its backward
+  return k;
+}
+
 ComputeConstants compute_constants(const topo::GpuSpec& gpu) {
   ComputeConstants c;
   if (gpu.compute_capability >= 90) {
@@ -68,6 +84,7 @@ ComputeConstants compute_constants(const topo::GpuSpec& gpu) {
       c.unaligned_4_8_byte = kHopperUnaligned48Byte;
       c.unaligned_1_2_byte = kHopperUnaligned12Byte;
       c.conv16 = hopper_conv_constants();
+      c.flash_attention = hopper_attention_constants();
       // The BatchNorm factors were measured on the H200 (4.8 TB/s, 67 TFLOP/s FP32).
       c.batchnorm_rate_per_flop = 4.8e12 * c.hbm_fraction / 67.0e12;
     }
@@ -239,6 +256,21 @@ double ComputeModel::conv16_seconds(const ConvPass& pass, const ConvConstants& c
   return t + c.overhead.seconds();
 }
 
+double ComputeModel::attention_seconds(const sim::OpSignature& sig, const FlashAttentionConstants& k) const {
+  constexpr double kTile = 128.0;  // FlashAttention-2's row blocks on Hopper: 128 queries
+  const double heads = dim(sig, 0), sq = dim(sig, 1), sk = dim(sig, 2), d = dim(sig, 3);
+  const bool causal = dim(sig, 4) != 0.0;
+  const bool backward = sig.kernel == "flash_attn_bwd";
+  const double n = std::ceil(sq / kTile), m = std::ceil(sk / kTile);
+  const double overhead = backward ? (causal ? k.backward_causal_row_overhead : k.backward_row_overhead)
+                                   : (causal ? k.causal_row_overhead : k.row_overhead);
+  const double tiles = heads * n * ((causal ? (m + 1.0) / 2.0 : m) + overhead);
+  const bool cudnn = (sig.shape.size() > 5 ? sig.shape[5] : kAttentionDefault) != kAttentionFlash2;
+  const double rate = k.rate * (cudnn ? (backward ? k.cudnn_backward_speedup : k.cudnn_speedup) : 1.0);
+  const double tile_s = 4.0 * kTile * kTile * (d + k.head_extra) / (peak(sig.dtype).per_second() * rate);
+  return tiles * tile_s * (backward ? 2.5 / k.backward_rate : 1.0);
+}
+
 bool ComputeModel::profiled(const sim::OpSignature& sig) const {
   return profiles_ != nullptr && profiles_->lookup(sig).has_value();
 }
@@ -289,7 +321,12 @@ sim::Time ComputeModel::analytical(const sim::OpSignature& sig) const {
       break;
     }
     case sim::OpType::attention:
-      compute = sig.flops / (peak(sig.dtype).per_second() * c_.attention_cap);
+      // The tiles run 16-bit inputs only (fp32 takes SDPA's other kernels).
+      compute = c_.flash_attention && sig.shape.size() >= 5 &&
+                        (sig.shape.size() < 6 || sig.shape[5] != kAttentionOther) &&
+                        (sig.dtype == sim::DType::bf16 || sig.dtype == sim::DType::fp16)
+                    ? attention_seconds(sig, *c_.flash_attention)
+                    : sig.flops / (peak(sig.dtype).per_second() * c_.attention_cap);
       break;
     case sim::OpType::memory:
       break;

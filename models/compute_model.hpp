@@ -50,6 +50,45 @@ struct ConvConstants {
 /// The Hopper values of ConvConstants, fitted on the H200 sweep's declared rows.
 ConvConstants hopper_conv_constants();
 
+/// Fused attention as FlashAttention-2 runs it (PyTorch's SDPA flash backend), by its tiles.
+/// Each (batch, head) splits its queries into n = ceil(s_q / 128) row blocks and its keys into
+/// m = ceil(s_k / 128) column blocks; a row block computes a 128 x 128 tile per column block it
+/// needs (all m; with a causal mask those up to the diagonal, (m + 1) / 2 on average) and pays a
+/// fixed cost of its own (loading its queries, rescaling and writing its output and
+/// statistics), counted in tiles: row_overhead, or causal_row_overhead with the mask (its
+/// diagonal tiles are masked element by element). A tile's time grows with the head dim d as
+/// d + head_extra (the softmax and rescaling of a tile do not scale with d): its 4 x 128^2 x d
+/// FLOPs run at `rate` of the 16-bit dense peak in the limit of a large d. The backward kernel
+/// does 2.5 times the forward's FLOPs per tile (five products against two) at backward_rate of
+/// the forward's rate, with row overheads of its own. Each constant makes one declared
+/// calibration row of validate/data/kernels/h200_kernel_sweep.json exact (solved together,
+/// validate::kAttentionCalibration); tests/validate/attention_model_test.cpp solves them again.
+struct FlashAttentionConstants {
+  double rate = 1.0;
+  /// cuDNN's fused attention (PyTorch's SDPA on Hopper since 2.8, Transformer Engine's
+  /// FusedAttention): the same tiles, forward and backward at these multiples of FlashAttention-2's
+  /// rates (Hopper's wgmma instructions against FA2's Ampere-style mma).
+  double cudnn_speedup = 1.0;
+  double cudnn_backward_speedup = 1.0;
+  double head_extra = 0.0;
+  double row_overhead = 0.0;
+  double causal_row_overhead = 0.0;
+  double backward_rate = 1.0;
+  double backward_row_overhead = 0.0;
+  double backward_causal_row_overhead = 0.0;
+};
+
+/// The Hopper values of FlashAttentionConstants, fitted on the H200 sweep's declared rows.
+FlashAttentionConstants hopper_attention_constants();
+
+/// Which kernel a fused attention op runs (shape[5] of an attention OpSignature; absent: 0):
+/// the GPU's default (cuDNN's on Hopper), FlashAttention-2, cuDNN's, or another (SDPA's
+/// memory-efficient or math kernels, which the tile model does not describe).
+inline constexpr std::int64_t kAttentionDefault = 0;
+inline constexpr std::int64_t kAttentionFlash2 = 1;
+inline constexpr std::int64_t kAttentionCudnn = 2;
+inline constexpr std::int64_t kAttentionOther = 3;
+
 /// ComputeConstants::batchnorm_*: ResNet-18 AMP fp16 at batch 256 (cuDNN) and ResNet-50 AMP
 /// bf16 at batch 128 (PyTorch's kernels), both on the H200.
 inline constexpr double kBatchnormCudnn16Fwd = 0.5111;
@@ -138,6 +177,9 @@ struct ComputeConstants {
   /// 16-bit (bf16, fp16) channels-last convolutions as cuDNN runs them, where measured
   /// (ConvConstants; Hopper). Absent: implicit GEMMs at conv_factor, thin ones memory-bound.
   std::optional<ConvConstants> conv16;
+  /// Fused attention by FlashAttention-2's tiles, where measured (FlashAttentionConstants;
+  /// Hopper). Absent: its FLOPs at attention_cap, whatever the shape.
+  std::optional<FlashAttentionConstants> flash_attention;
 };
 
 /// The Hopper (H100 and H200) values of ComputeConstants::comm_slowdown_*;
@@ -207,6 +249,9 @@ class ComputeModel {
   ConvPass conv_pass(const sim::OpSignature& sig) const;
   /// The pass's time under `c` (the launch gap not included).
   double conv16_seconds(const ConvPass& pass, const ConvConstants& c) const;
+  /// A fused attention kernel's time under `k` (flash_attn_fwd or flash_attn_bwd; shape {batch x
+  /// heads, s_q, s_k, head dim, causal[, kernel]}), the launch gap not included.
+  double attention_seconds(const sim::OpSignature& sig, const FlashAttentionConstants& k) const;
   /// Dense peak for a data type (tf32 without tensor cores falls back to fp32, bf16 to fp16 and
   /// fp8 to fp16 where the GPU lacks them).
   sim::FlopRate peak(sim::DType dtype) const;

@@ -403,7 +403,7 @@ Layer attention_layer(std::string name, const AttentionShape& a) {
   return sealed(std::move(l));
 }
 
-Model with_fused_attention(Model model) {
+Model with_fused_attention(Model model, std::int64_t kernel) {
   const bool causal = !model.transformer || model.transformer->causal;
   for (Layer& l : model.layers) {
     if (l.kind != "attention") continue;
@@ -418,7 +418,7 @@ Model with_fused_attention(Model model) {
     f.type = sim::OpType::attention;
     f.math = MathKind::matmul;
     f.kernel = "flash_attn_fwd";
-    f.shape = {h, s, s, d, causal ? 1 : 0};
+    f.shape = {h, s, s, d, causal ? 1 : 0, kernel};
     f.batch_axis = 0;
     f.flops = fwd_flops;
     f.act_elems = qkvo;  // read Q, K, V, write O

@@ -134,7 +134,8 @@ Layer attention_layer(std::string name, const AttentionShape& shape);
 /// halved when causal, and one backward kernel of 2.5x that (it recomputes the scores); RoPE
 /// kernels stay. The s x s scores are no longer saved, only the softmax statistics (one fp32 per
 /// query row and head). Layer FLOPs stay the unfused model FLOPs that MFU counts.
-Model with_fused_attention(Model model);
+/// `kernel` (kAttention* of models/compute_model.hpp) names the fused kernel: shape[5] of both.
+Model with_fused_attention(Model model, std::int64_t kernel = 0);
 
 /// The model under Transformer Engine's FP8 recipe (TE's Linear in fp8_autocast, delayed
 /// scaling; Micikevicius et al. 2022): every linear layer inside a transformer block runs its

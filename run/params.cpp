@@ -36,12 +36,13 @@ constexpr std::array<std::string_view, 2> kNetworks{"analytical", "flow"};
 constexpr std::array<std::string_view, 2> kCommContention{"off", "measured"};
 constexpr std::array<std::string_view, 2> kZero3Schedules{"fsdp", "deepspeed"};
 constexpr std::array<std::string_view, 3> kKernels{"fused", "eager", "torchtitan"};
+constexpr std::array<std::string_view, 3> kAttentionKernels{"auto", "flash2", "cudnn"};
 constexpr std::array<std::string_view, 3> kDistributions{"balanced", "zipf", "histogram"};
 constexpr std::array<std::string_view, 2> kRoles{"calibration", "prediction"};
 
 static_assert(static_cast<int>(Schedule::pipedream) == 5 && static_cast<int>(Recompute::selective_op) == 4 &&
               static_cast<int>(sim::NetworkKind::flow) == 1 && static_cast<int>(Precision::bf16) == 4 &&
-              static_cast<int>(Kernels::torchtitan) == 2);
+              static_cast<int>(Kernels::torchtitan) == 2 && static_cast<int>(AttentionKernel::cudnn) == 2);
 
 /// Stores a value into member `Field` of the scenario part `Part`.
 template <auto Part, auto Field>
@@ -201,6 +202,11 @@ std::vector<Param> make_table() {
   t.push_back(of_kind("plan", "fused_attention", K::boolean, "", "false",
                       "FlashAttention-style fused attention instead of Megatron's unfused core",
                       store<P, &Plan::fused_attention>, echo<P, &Plan::fused_attention>));
+  t.push_back(choice("plan", "attention_kernel", kAttentionKernels, "auto",
+                     "the fused attention kernel (with fused_attention): auto (cuDNN's on Hopper, as PyTorch's SDPA "
+                     "since 2.8 and Transformer Engine pick it; FlashAttention-2's published rate elsewhere), flash2 "
+                     "(FlashAttention-2: PyTorch's SDPA before 2.8, the flash-attn package) or cudnn",
+                     store<P, &Plan::attention_kernel>, echo<P, &Plan::attention_kernel, &kAttentionKernels>));
   t.push_back(choice("plan", "kernels", kKernels, "fused",
                      "the transformer's non-matmul kernels: fused (Megatron, Transformer Engine), eager (PyTorch eager "
                      "as Hugging Face transformers runs it: unfused GELU, RMSNorm and RoPE; under amp precisions "

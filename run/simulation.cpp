@@ -11,6 +11,7 @@
 
 #include "common/error.hpp"
 #include "strategies/memory_model.hpp"
+#include "models/compute_model.hpp"
 #include "models/eager_kernels.hpp"
 #include "models/model_builder.hpp"
 #include "models/model_zoo.hpp"
@@ -193,7 +194,10 @@ Model plan_model(const Scenario& scenario, const Plan& plan) {
       throw sim::ConfigError(fmt::format("{}: /plan/fused_attention: expected false for {}, which has no attention",
                                          scenario.path, model.name));
     }
-    model = with_fused_attention(std::move(model));
+    const std::int64_t kernel = plan.attention_kernel == strategy::AttentionKernel::flash2  ? kAttentionFlash2
+                                : plan.attention_kernel == strategy::AttentionKernel::cudnn ? kAttentionCudnn
+                                                                                            : kAttentionDefault;
+    model = with_fused_attention(std::move(model), kernel);
   }
   if (plan.fp8) {
     if (!model.transformer) {

@@ -58,6 +58,10 @@ enum class Zero3Schedule : std::uint8_t { fsdp, deepspeed };
 /// with_eager_kernels.
 enum class Kernels : std::uint8_t { fused, eager, torchtitan };
 
+/// The fused attention kernel (models/compute_model.hpp, kAttention*): the GPU's default
+/// (cuDNN's on Hopper), FlashAttention-2 or cuDNN's.
+enum class AttentionKernel : std::uint8_t { automatic, flash2, cudnn };
+
 enum class PipelineDriver : std::uint8_t { per_stage, single_process };
 std::string_view to_string(PipelineDriver d);
 
@@ -196,6 +200,8 @@ struct Plan {
   /// FlashAttention-style fused attention kernels instead of Megatron's unfused core (which
   /// the SC21 runs used).
   bool fused_attention = false;
+  /// Which fused attention kernel runs (with fused_attention).
+  AttentionKernel attention_kernel = AttentionKernel::automatic;
   Kernels kernels = Kernels::fused;
   /// Transformer Engine FP8 for the transformer blocks' linear layers (strategy::with_fp8); needs
   /// a GPU with FP8 tensor cores and a bf16 or amp_bf16 precision.

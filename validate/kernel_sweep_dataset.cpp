@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -81,7 +82,10 @@ KernelCase read_row(const topo::JsonReader& r, const json& o, const topo::JsonPa
     f.type = OpType::attention;
     f.dtype = dtype;
     f.kernel = "flash_attn_fwd";
-    f.shape = {b * h, s, s, d, causal ? 1 : 0};
+    const std::int64_t kernel = backend == "flash"   ? strategy::kAttentionFlash2
+                                : backend == "cudnn" ? strategy::kAttentionCudnn
+                                                     : strategy::kAttentionOther;
+    f.shape = {b * h, s, s, d, causal ? 1 : 0, kernel};
     f.flops = 4.0 * double(b * h) * double(s) * double(s) * double(d) * (causal ? 0.5 : 1.0);
     f.bytes = 4.0 * double(b * h * s * d) * sim::dtype_bytes(dtype);
     c.family = KernelFamily::attention;
@@ -253,6 +257,77 @@ strategy::ConvConstants fit_conv_constants(const KernelSweep& sweep) {
       *r.constant *= ratio;
     }
     if (moved < 1e-12) break;
+  }
+  return k;
+}
+
+const std::array<AttentionCalibrationRow, 9> kAttentionCalibration{{
+    {"rate", &strategy::FlashAttentionConstants::rate, "attention/bf16/sdpa_fwd/b1h16s16384d128"},
+    {"head_extra", &strategy::FlashAttentionConstants::head_extra, "attention/bf16/sdpa_fwd/b1h16s16384d64"},
+    {"row_overhead", &strategy::FlashAttentionConstants::row_overhead, "attention/bf16/sdpa_fwd/b128h16s128d128"},
+    {"causal_row_overhead", &strategy::FlashAttentionConstants::causal_row_overhead,
+     "attention/bf16/sdpa_fwd/b8h16s2048d128/causal#4"},
+    {"backward_rate", &strategy::FlashAttentionConstants::backward_rate,
+     "attention/bf16/sdpa_fwd_bwd/b1h16s16384d128"},
+    {"backward_row_overhead", &strategy::FlashAttentionConstants::backward_row_overhead,
+     "attention/bf16/sdpa_fwd_bwd/b128h16s128d128"},
+    {"backward_causal_row_overhead", &strategy::FlashAttentionConstants::backward_causal_row_overhead,
+     "attention/bf16/sdpa_fwd_bwd/b8h16s2048d128/causal#4"},
+    {"cudnn_speedup", &strategy::FlashAttentionConstants::cudnn_speedup, "attention/bf16/sdpa_fwd/b8h16s2048d128#3"},
+    {"cudnn_backward_speedup", &strategy::FlashAttentionConstants::cudnn_backward_speedup,
+     "attention/bf16/sdpa_fwd_bwd/b8h16s2048d128#3"},
+}};
+
+strategy::FlashAttentionConstants fit_attention_constants(const KernelSweep& sweep) {
+  const strategy::ComputeModel model(topo::find_gpu_spec(sweep.gpu));
+  const double gap = model.constants().launch_gap.seconds();
+  struct Row {
+    double strategy::FlashAttentionConstants::*member = nullptr;
+    const KernelCase* c = nullptr;
+  };
+  std::vector<Row> rows;
+  for (const AttentionCalibrationRow& spec : kAttentionCalibration) {
+    const auto it = std::find_if(sweep.cases.begin(), sweep.cases.end(),
+                                 [&](const KernelCase& c) { return c.id == spec.case_id; });
+    if (it == sweep.cases.end() || it->role != Role::calibration) {
+      throw sim::ConfigError(fmt::format("{}: the attention constant {} is fitted on case \"{}\", which the sweep "
+                                         "does not {}",
+                                         sweep.source, spec.constant, spec.case_id,
+                                         it == sweep.cases.end() ? "have" : "declare a calibration case"));
+    }
+    rows.push_back({spec.member, &*it});
+  }
+  // A start the rows then move: FlashAttention-2's published H100 rate, no overheads.
+  strategy::FlashAttentionConstants k;
+  k.rate = model.constants().attention_cap;
+  using K = strategy::FlashAttentionConstants;
+  for (int round = 0; round < 1000; ++round) {
+    double moved = 0.0;
+    for (const Row& r : rows) {
+      const sim::OpSignature& fwd = r.c->kernels.front();
+      const bool backward = r.c->kernels.size() > 1;
+      // The part of the row its constant scales: the forward, or the backward beside the
+      // forward as predicted.
+      const double measured = r.c->measured_s - static_cast<double>(r.c->kernels.size()) * gap -
+                              (backward ? model.attention_seconds(fwd, k) : 0.0);
+      const double predicted = model.attention_seconds(backward ? r.c->kernels[1] : fwd, k);
+      const double ratio = measured / predicted;  // the row's time, measured over predicted
+      const double d = fwd.shape[3];
+      const double m = std::ceil(fwd.shape[2] / 128.0);
+      const double tiles = fwd.shape[4] != 0 ? (m + 1.0) / 2.0 : m;  // per row block, before its overhead
+      double& v = k.*r.member;
+      const double before = v;
+      if (r.member == &K::rate || r.member == &K::backward_rate || r.member == &K::cudnn_speedup ||
+          r.member == &K::cudnn_backward_speedup) {
+        v /= ratio;  // time goes as 1 / rate
+      } else if (r.member == &K::head_extra) {
+        v = (d + v) * ratio - d;  // time goes as d + head_extra
+      } else {
+        v = (tiles + v) * ratio - tiles;  // time goes as tiles + overhead
+      }
+      moved = std::max(moved, std::abs(v - before) / std::max(1.0, std::abs(before)));
+    }
+    if (moved < 1e-13) break;
   }
   return k;
 }

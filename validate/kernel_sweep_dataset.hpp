@@ -65,4 +65,21 @@ struct ConvCalibrationRow {
 extern const std::array<ConvCalibrationRow, 9> kConvCalibration;
 strategy::ConvConstants fit_conv_constants(const KernelSweep& sweep);
 
+/// The Hopper fused-attention constants (strategy::FlashAttentionConstants), fitted on nine
+/// declared calibration rows of an attention sweep (kAttentionCalibration: bf16, 16 heads, head
+/// dim 128 unless named; the forward or forward-and-backward call): each constant is the value
+/// that makes its row's predicted time equal the measured one with the others held (on
+/// FlashAttention-2's rows the rate on the longest forward, the head-dim term on the same at head
+/// dim 64, the row overheads on the shortest forward and a causal one of 2048, the backward's the
+/// same on the calls with their backward; cuDNN's two speedups on its forward and its
+/// forward-and-backward of 2048), repeated until nothing moves. ConfigError when a row is missing or is not declared
+/// a calibration case.
+struct AttentionCalibrationRow {
+  const char* constant;
+  double strategy::FlashAttentionConstants::*member;
+  const char* case_id;
+};
+extern const std::array<AttentionCalibrationRow, 9> kAttentionCalibration;
+strategy::FlashAttentionConstants fit_attention_constants(const KernelSweep& sweep);
+
 }  // namespace foresight::validate

@@ -84,6 +84,7 @@ TEST_CASE("every parameter is documented with its type, default and range", "[pa
   added.insert("tp_comm_overlap");  // Transformer Engine's TP communication overlap (issue 20)
   added.insert("kernels");          // eager PyTorch kernels of Hugging Face modules (issue 20)
   added.insert("pipeline_engine");  // DeepSpeed's PipelineEngine under Megatron-DeepSpeed (issue 20)
+  added.insert("attention_kernel");  // FlashAttention-2 or cuDNN fused attention, measured on Hopper (issue 20)
   const auto plan = strategy::section_keys("plan");
   REQUIRE(std::set<std::string_view>(plan.begin(), plan.end()) == added);
 }
