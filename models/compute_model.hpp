@@ -65,9 +65,9 @@ ConvConstants hopper_conv_constants();
 /// validate::kAttentionCalibration); tests/validate/attention_model_test.cpp solves them again.
 struct FlashAttentionConstants {
   double rate = 1.0;
-  /// cuDNN's fused attention (PyTorch's SDPA on Hopper since 2.8, Transformer Engine's
-  /// FusedAttention): the same tiles, forward and backward at these multiples of FlashAttention-2's
-  /// rates (Hopper's wgmma instructions against FA2's Ampere-style mma).
+  /// cuDNN's fused attention (Transformer Engine's FusedAttention, recent PyTorch SDPA on Hopper):
+  /// the same tiles, forward and backward at these multiples of FlashAttention-2's rates (Hopper's
+  /// wgmma instructions against FA2's Ampere-style mma).
   double cudnn_speedup = 1.0;
   double cudnn_backward_speedup = 1.0;
   double head_extra = 0.0;

@@ -203,9 +203,9 @@ std::vector<Param> make_table() {
                       "FlashAttention-style fused attention instead of Megatron's unfused core",
                       store<P, &Plan::fused_attention>, echo<P, &Plan::fused_attention>));
   t.push_back(choice("plan", "attention_kernel", kAttentionKernels, "auto",
-                     "the fused attention kernel (with fused_attention): auto (cuDNN's on Hopper, as PyTorch's SDPA "
-                     "since 2.8 and Transformer Engine pick it; FlashAttention-2's published rate elsewhere), flash2 "
-                     "(FlashAttention-2: PyTorch's SDPA before 2.8, the flash-attn package) or cudnn",
+                     "the fused attention kernel (with fused_attention): auto (cuDNN's on Hopper, as Transformer Engine "
+                     "and recent PyTorch SDPA pick it; FlashAttention-2's published rate elsewhere), flash2 "
+                     "(FlashAttention-2: PyTorch SDPA from 2.5.1 to about 2.7, the flash-attn package) or cudnn",
                      store<P, &Plan::attention_kernel>, echo<P, &Plan::attention_kernel, &kAttentionKernels>));
   t.push_back(choice("plan", "kernels", kKernels, "fused",
                      "the transformer's non-matmul kernels: fused (Megatron, Transformer Engine), eager (PyTorch eager "
