@@ -35,7 +35,11 @@ std::string plan_summary(const Plan& p, int cc) {
   if (p.zero > 0) out += fmt::format(", ZeRO-{}", p.zero);
   if (p.hybrid_shard()) out += fmt::format(" sharded in groups of {} (hybrid)", p.shard_group);
   if (p.recompute != Recompute::none) out += fmt::format(", {} recompute", to_string(p.recompute));
-  if (p.fused_attention) out += ", fused attention";
+  if (p.fused_attention) {
+    out += p.attention_kernel == AttentionKernel::flash2  ? ", fused attention (FlashAttention-2)"
+           : p.attention_kernel == AttentionKernel::cudnn ? ", fused attention (cuDNN)"
+                                                          : ", fused attention";
+  }
   if (p.kernels == Kernels::eager) out += ", eager kernels";
   if (p.kernels == Kernels::torchtitan) out += ", torchtitan's eager kernels";
   if (p.fp8) out += ", FP8 linear layers";

@@ -6,9 +6,12 @@
 
 #include <cmath>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "models/compute_model.hpp"
+#include "run/scenario.hpp"
+#include "run/simulation.hpp"
 #include "tests/test_paths.hpp"
 #include "topologies/gpu_spec.hpp"
 #include "validate/kernel_sweep_dataset.hpp"
@@ -129,4 +132,27 @@ TEST_CASE("the other FlashAttention-2 and cuDNN rows of both Hopper sweeps are p
       REQUIRE(sum.first / sum.second < bound);
     }
   }
+}
+
+TEST_CASE("plan.attention_kernel: cuDNN's by default on Hopper, FlashAttention-2 slower, no effect elsewhere",
+          "[validate]") {
+  using Catch::Matchers::Contains;
+  const auto step = [](const char* preset, const char* kernel) {
+    nlohmann::json doc{{"model", {{"name", "llama2-7b"}, {"seq_len", 4096}}},
+                       {"cluster", {{"preset", preset}, {"gpus", 1}}},
+                       {"plan", {{"micro_batch", 1}, {"precision", "bf16"}, {"optimizer", "adam"},
+                                 {"fused_attention", true}, {"recompute", "full"}}},
+                       {"workload", {{"steps", 1}}}};
+    if (kernel != nullptr) doc["plan"]["attention_kernel"] = kernel;
+    return strategy::simulate_scenario(strategy::parse_scenario(doc, "attention.json"), strategy::SimulationInputs{})
+        .report.iteration_time_s;
+  };
+  // On Hopper the default is cuDNN's kernel, bit for bit; FlashAttention-2 does the same tiles at
+  // half cuDNN's rate, so the step is longer.
+  REQUIRE(step("dgx-h100", nullptr) == step("dgx-h100", "cudnn"));
+  REQUIRE(step("dgx-h100", "flash2") > step("dgx-h100", "cudnn") * 1.05);
+  // On the A100 nothing was measured: every choice takes FlashAttention-2's published rate.
+  REQUIRE(step("dgx-a100", "flash2") == step("dgx-a100", "cudnn"));
+  REQUIRE(step("dgx-a100", nullptr) == step("dgx-a100", "cudnn"));
+  REQUIRE_THROWS_WITH(step("dgx-h100", "fa3"), Contains("/plan/attention_kernel") && Contains("flash2"));
 }
