@@ -52,6 +52,22 @@ ConvConstants hopper_conv_constants() {
   return c;
 }
 
+ConvConstants hopper_conv_tf32_constants() {
+  // Solved from the nine declared TF32 rows of validate/data/kernels/h100_kernel_sweep.json
+  // (validate::kConvCalibrationTf32; tests/validate/conv_model_test.cpp solves them again).
+  ConvConstants c;
+  c.compute_fprop = 0.861477;  // 3x3 256 -> 256 at 56 x 56: the implicit GEMM at 86% of the TF32 rate
+  c.compute_bwd = 0.637614;
+  c.memory_fprop = 1.48527;  // ResNet-50 1x1 256 -> 64 at 56 x 56
+  c.memory_bwd = 1.31618;
+  c.thin_fprop = 0.0960429;  // ResNet-50's 7x7 stem on 3 channels
+  c.thin_bwd = 0.743562;
+  c.depthwise_fprop = 0.351071;  // depthwise 3x3 on 32 channels at 112 x 112
+  c.depthwise_bwd = 0.162249;
+  c.overhead = sim::Time::from_ps(34'485'211);  // the smallest call, 3x3 128 -> 128 at 16 x 16
+  return c;
+}
+
 FlashAttentionConstants hopper_attention_constants() {
   // Solved from the seven declared rows of validate/data/kernels/h200_kernel_sweep.json
   // (validate::kAttentionCalibration; tests/validate/attention_model_test.cpp solves them again).
@@ -84,6 +100,7 @@ ComputeConstants compute_constants(const topo::GpuSpec& gpu) {
       c.unaligned_4_8_byte = kHopperUnaligned48Byte;
       c.unaligned_1_2_byte = kHopperUnaligned12Byte;
       c.conv16 = hopper_conv_constants();
+      c.conv_tf32 = hopper_conv_tf32_constants();
       c.flash_attention = hopper_attention_constants();
       // The BatchNorm factors were measured on the H200 (4.8 TB/s, 67 TFLOP/s FP32).
       c.batchnorm_rate_per_flop = 4.8e12 * c.hbm_fraction / 67.0e12;
@@ -238,7 +255,7 @@ ComputeModel::ConvPass ComputeModel::conv_pass(const sim::OpSignature& sig) cons
   return out;
 }
 
-double ComputeModel::conv16_seconds(const ConvPass& pass, const ConvConstants& c) const {
+double ComputeModel::conv_seconds(const ConvPass& pass, const ConvConstants& c) const {
   const double memory = memory_seconds(pass.bytes);
   double t = 0.0;
   switch (pass.kind) {
@@ -300,7 +317,10 @@ sim::Time ComputeModel::analytical(const sim::OpSignature& sig) const {
     case sim::OpType::conv_dgrad:
     case sim::OpType::conv_wgrad: {
       if (c_.conv16 && (sig.dtype == sim::DType::bf16 || sig.dtype == sim::DType::fp16)) {
-        return sim::Time::from_seconds(conv16_seconds(conv_pass(sig), *c_.conv16)) + c_.launch_gap;
+        return sim::Time::from_seconds(conv_seconds(conv_pass(sig), *c_.conv16)) + c_.launch_gap;
+      }
+      if (c_.conv_tf32 && sig.dtype == sim::DType::tf32) {
+        return sim::Time::from_seconds(conv_seconds(conv_pass(sig), *c_.conv_tf32)) + c_.launch_gap;
       }
       // shape {n, c, h, w, k, r, s, stride, pad, groups}; implicit GEMM per group.
       const double n = dim(sig, 0), c = dim(sig, 1), h = dim(sig, 2), w = dim(sig, 3), kf = dim(sig, 4);

@@ -6,7 +6,7 @@
 ///   (tile quantization of the matrix edges) x (that tile's relative throughput), times a short-K
 ///   penalty; an output of too few tiles splits its K loop (split-K) when that is faster, paying
 ///   for the partial sums' traffic. The cap is a measured maximum (gemm_and_memory.json).
-///   16-bit convolutions on Hopper have a measured model of their own (ConvConstants).
+///   16-bit and TF32 convolutions on Hopper have measured models of their own (ConvConstants).
 /// - Memory-bound kernels move their bytes at the achievable HBM bandwidth (measured copy), off
 ///   PyTorch's vectorized path and in 16-bit training BatchNorm at measured fractions of it.
 /// - Every kernel adds a GPU-side launch gap.
@@ -49,6 +49,10 @@ struct ConvConstants {
 
 /// The Hopper values of ConvConstants, fitted on the H200 sweep's declared rows.
 ConvConstants hopper_conv_constants();
+/// The same terms for TF32 convolutions in PyTorch's default NCHW layout (cuDNN transposes to
+/// and from the layout its tensor-core kernels need, and picks other kernels than in 16 bits),
+/// fitted on nine declared TF32 rows of the H100 sweep (validate::kConvCalibrationTf32).
+ConvConstants hopper_conv_tf32_constants();
 
 /// Fused attention as FlashAttention-2 runs it (PyTorch's SDPA flash backend), by its tiles.
 /// Each (batch, head) splits its queries into n = ceil(s_q / 128) row blocks and its keys into
@@ -177,6 +181,9 @@ struct ComputeConstants {
   /// 16-bit (bf16, fp16) channels-last convolutions as cuDNN runs them, where measured
   /// (ConvConstants; Hopper). Absent: implicit GEMMs at conv_factor, thin ones memory-bound.
   std::optional<ConvConstants> conv16;
+  /// TF32 convolutions (fp32 ones with TF32 allowed, NCHW) where measured (Hopper). Absent: the
+  /// implicit GEMM at conv_factor of the TF32 rate.
+  std::optional<ConvConstants> conv_tf32;
   /// Fused attention by FlashAttention-2's tiles, where measured (FlashAttentionConstants;
   /// Hopper). Absent: its FLOPs at attention_cap, whatever the shape.
   std::optional<FlashAttentionConstants> flash_attention;
@@ -238,7 +245,7 @@ class ComputeModel {
   /// The same with the K loop split into `split` slices run as separate tiles (split-K): waves
   /// over tiles x split, the short-K penalty on k / split.
   double gemm_split_efficiency(double m, double n, double k, double count, int split) const;
-  /// One 16-bit convolution pass by ConvConstants' terms, for calibration: its kind, its
+  /// One convolution pass by ConvConstants' terms, for calibration: its kind, its
   /// implicit GEMM's time at factor 1 (thin: the same GEMM) and its bytes.
   struct ConvPass {
     enum class Kind { regular, thin, depthwise } kind = Kind::regular;
@@ -248,7 +255,7 @@ class ComputeModel {
   };
   ConvPass conv_pass(const sim::OpSignature& sig) const;
   /// The pass's time under `c` (the launch gap not included).
-  double conv16_seconds(const ConvPass& pass, const ConvConstants& c) const;
+  double conv_seconds(const ConvPass& pass, const ConvConstants& c) const;
   /// A fused attention kernel's time under `k` (flash_attn_fwd or flash_attn_bwd; shape {batch x
   /// heads, s_q, s_k, head dim, causal[, kernel]}), the launch gap not included.
   double attention_seconds(const sim::OpSignature& sig, const FlashAttentionConstants& k) const;

@@ -210,7 +210,19 @@ const std::array<ConvCalibrationRow, 9> kConvCalibration{{
     {"overhead", nullptr, "conv/bf16/conv_fwd/128x128x16x16x256x1x1x2x0x1"},
 }};
 
-strategy::ConvConstants fit_conv_constants(const KernelSweep& sweep) {
+const std::array<ConvCalibrationRow, 9> kConvCalibrationTf32{{
+    {"compute_fprop", &strategy::ConvConstants::compute_fprop, "conv/tf32/conv_fwd/64x256x56x56x256x3x3x1x1x1"},
+    {"compute_bwd", &strategy::ConvConstants::compute_bwd, "conv/tf32/conv_bwd/64x256x56x56x256x3x3x1x1x1"},
+    {"memory_fprop", &strategy::ConvConstants::memory_fprop, "conv/tf32/conv_fwd/64x256x56x56x64x1x1x1x0x1"},
+    {"memory_bwd", &strategy::ConvConstants::memory_bwd, "conv/tf32/conv_bwd/64x256x56x56x64x1x1x1x0x1"},
+    {"thin_fprop", &strategy::ConvConstants::thin_fprop, "conv/tf32/conv_fwd/64x3x224x224x64x7x7x2x3x1"},
+    {"thin_bwd", &strategy::ConvConstants::thin_bwd, "conv/tf32/conv_bwd/64x3x224x224x64x7x7x2x3x1"},
+    {"depthwise_fprop", &strategy::ConvConstants::depthwise_fprop, "conv/tf32/conv_fwd/64x32x112x112x32x3x3x1x1x32"},
+    {"depthwise_bwd", &strategy::ConvConstants::depthwise_bwd, "conv/tf32/conv_bwd/64x32x112x112x32x3x3x1x1x32"},
+    {"overhead", nullptr, "conv/tf32/conv_fwd/128x128x16x16x128x3x3x1x1x1"},
+}};
+
+strategy::ConvConstants fit_conv_constants(const KernelSweep& sweep, std::span<const ConvCalibrationRow> calibration) {
   const strategy::ComputeModel model(topo::find_gpu_spec(sweep.gpu));
   struct Row {
     double* constant = nullptr;  // null: the overhead
@@ -220,7 +232,7 @@ strategy::ConvConstants fit_conv_constants(const KernelSweep& sweep) {
   strategy::ConvConstants k;
   k.overhead = sim::Time{};
   std::vector<Row> rows;
-  for (const ConvCalibrationRow& spec : kConvCalibration) {
+  for (const ConvCalibrationRow& spec : calibration) {
     const auto it = std::find_if(sweep.cases.begin(), sweep.cases.end(),
                                  [&](const KernelCase& c) { return c.id == spec.case_id; });
     if (it == sweep.cases.end() || it->role != Role::calibration) {
@@ -237,7 +249,7 @@ strategy::ConvConstants fit_conv_constants(const KernelSweep& sweep) {
   // Each row's time is a sum over its passes of (work / its constant) + overhead + launch gap.
   const auto predicted = [&](const Row& r) {
     double t = 0.0;
-    for (const auto& p : r.passes) t += model.conv16_seconds(p, k) + gap;
+    for (const auto& p : r.passes) t += model.conv_seconds(p, k) + gap;
     return t;
   };
   for (int round = 0; round < 200; ++round) {

@@ -11,6 +11,7 @@
 
 #include <array>
 #include <string>
+#include <span>
 #include <vector>
 
 #include "exec/op_signature.hpp"
@@ -63,7 +64,12 @@ struct ConvCalibrationRow {
   const char* case_id;
 };
 extern const std::array<ConvCalibrationRow, 9> kConvCalibration;
-strategy::ConvConstants fit_conv_constants(const KernelSweep& sweep);
+/// The same roles for TF32 convolutions (NCHW) on the H100 sweep: the largest 3x3 (256 -> 256 at
+/// 56 x 56) for compute, ResNet-50's 1x1 256 -> 64 at 56 x 56 for memory, its stem, the first
+/// depthwise layer (32 channels at 112 x 112) and the smallest regular call.
+extern const std::array<ConvCalibrationRow, 9> kConvCalibrationTf32;
+strategy::ConvConstants fit_conv_constants(const KernelSweep& sweep,
+                                           std::span<const ConvCalibrationRow> rows = kConvCalibration);
 
 /// The Hopper fused-attention constants (strategy::FlashAttentionConstants), fitted on nine
 /// declared calibration rows of an attention sweep (kAttentionCalibration: bf16, 16 heads, head
