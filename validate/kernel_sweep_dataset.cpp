@@ -193,6 +193,22 @@ std::vector<KernelResult> evaluate_kernel_sweep(const KernelSweep& sweep, Kernel
   return out;
 }
 
+namespace {
+
+/// The sweep's case `id`, which fits `constant` of the `kind` model: ConfigError when the sweep
+/// lacks it or does not declare it a calibration case.
+const KernelCase& declared_row(const KernelSweep& sweep, std::string_view kind, const char* constant, const char* id) {
+  const auto it = std::find_if(sweep.cases.begin(), sweep.cases.end(), [&](const KernelCase& c) { return c.id == id; });
+  if (it == sweep.cases.end() || it->role != Role::calibration) {
+    throw sim::ConfigError(fmt::format("{}: the {} constant {} is fitted on case \"{}\", which the sweep does not {}",
+                                       sweep.source, kind, constant, id,
+                                       it == sweep.cases.end() ? "have" : "declare a calibration case"));
+  }
+  return *it;
+}
+
+}  // namespace
+
 const std::array<ConvCalibrationRow, 9> kConvCalibration{{
     // VGG-19 512 -> 512 at 28 x 28: compute-bound.
     {"compute_fprop", &strategy::ConvConstants::compute_fprop, "conv/bf16/conv_fwd/64x512x28x28x512x3x3x1x1x1"},
@@ -233,14 +249,7 @@ strategy::ConvConstants fit_conv_constants(const KernelSweep& sweep, std::span<c
   k.overhead = sim::Time{};
   std::vector<Row> rows;
   for (const ConvCalibrationRow& spec : calibration) {
-    const auto it = std::find_if(sweep.cases.begin(), sweep.cases.end(),
-                                 [&](const KernelCase& c) { return c.id == spec.case_id; });
-    if (it == sweep.cases.end() || it->role != Role::calibration) {
-      throw sim::ConfigError(fmt::format("{}: the convolution constant {} is fitted on case \"{}\", which the sweep "
-                                    "does not {}",
-                                    sweep.source, spec.constant, spec.case_id,
-                                    it == sweep.cases.end() ? "have" : "declare a calibration case"));
-    }
+    const KernelCase* it = &declared_row(sweep, "convolution", spec.constant, spec.case_id);
     Row r{spec.member != nullptr ? &(k.*spec.member) : nullptr, {}, it->measured_s};
     for (const OpSignature& s : it->kernels) r.passes.push_back(model.conv_pass(s));
     rows.push_back(std::move(r));
@@ -299,15 +308,7 @@ strategy::FlashAttentionConstants fit_attention_constants(const KernelSweep& swe
   };
   std::vector<Row> rows;
   for (const AttentionCalibrationRow& spec : kAttentionCalibration) {
-    const auto it = std::find_if(sweep.cases.begin(), sweep.cases.end(),
-                                 [&](const KernelCase& c) { return c.id == spec.case_id; });
-    if (it == sweep.cases.end() || it->role != Role::calibration) {
-      throw sim::ConfigError(fmt::format("{}: the attention constant {} is fitted on case \"{}\", which the sweep "
-                                         "does not {}",
-                                         sweep.source, spec.constant, spec.case_id,
-                                         it == sweep.cases.end() ? "have" : "declare a calibration case"));
-    }
-    rows.push_back({spec.member, &*it});
+    rows.push_back({spec.member, &declared_row(sweep, "attention", spec.constant, spec.case_id)});
   }
   // A start the rows then move: FlashAttention-2's published H100 rate, no overheads.
   strategy::FlashAttentionConstants k;
