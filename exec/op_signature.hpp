@@ -16,7 +16,7 @@ enum class OpType : std::uint8_t {
   conv_fprop,   ///< shape {n, c, h, w, k, r, s, stride, pad, groups}: input n x c x h x w, k filters r x s
   conv_dgrad,   ///< same shape as its forward; computes the input gradient
   conv_wgrad,   ///< same shape as its forward; computes the filter gradient
-  attention,    ///< fused (FlashAttention-style) attention, shape {batch*heads, seq_q, seq_k, head_dim, causal}
+  attention,    ///< fused (FlashAttention-style) attention, shape {batch*heads, seq_q, seq_k, head_dim, causal[, kernel]}
   memory,       ///< memory-bound: elementwise, normalization, softmax, pooling, loss, optimizer, copies
 };
 inline constexpr int kOpTypeCount = 6;
@@ -48,6 +48,14 @@ enum class MemoryPath : std::uint8_t {
   batchnorm_bwd,  ///< training BatchNorm backward
 };
 inline constexpr int kMemoryPathCount = 7;
+
+/// Which kernel a fused attention op runs (shape[5] of an attention OpSignature; absent: 0): the
+/// GPU's default (cuDNN's on Hopper), FlashAttention-2, cuDNN's, or another (SDPA's
+/// memory-efficient or math kernels, which the compute model's tiles do not describe).
+inline constexpr std::int64_t kAttentionDefault = 0;
+inline constexpr std::int64_t kAttentionFlash2 = 1;
+inline constexpr std::int64_t kAttentionCudnn = 2;
+inline constexpr std::int64_t kAttentionOther = 3;
 
 struct OpSignature {
   OpType type = OpType::memory;

@@ -69,7 +69,7 @@ ConvConstants hopper_conv_tf32_constants() {
 }
 
 FlashAttentionConstants hopper_attention_constants() {
-  // Solved from the seven declared rows of validate/data/kernels/h200_kernel_sweep.json
+  // Solved from the nine declared rows of validate/data/kernels/h200_kernel_sweep.json
   // (validate::kAttentionCalibration; tests/validate/attention_model_test.cpp solves them again).
   FlashAttentionConstants k;
   k.rate = 0.42089507;                   // the longest forward: 416 of 989 TFLOP/s for a large head dim
@@ -277,7 +277,7 @@ double ComputeModel::attention_seconds(const sim::OpSignature& sig, const FlashA
   constexpr double kTile = 128.0;  // FlashAttention-2's row blocks on Hopper: 128 queries
   const double heads = dim(sig, 0), sq = dim(sig, 1), sk = dim(sig, 2), d = dim(sig, 3);
   const bool causal = dim(sig, 4) != 0.0;
-  const bool backward = sig.kernel == "flash_attn_bwd";
+  const bool backward = sig.kernel.ends_with("_bwd");  // flash_attn_bwd; a trace's attention_bwd
   const double n = std::ceil(sq / kTile), m = std::ceil(sk / kTile);
   const double overhead = backward ? (causal ? k.backward_causal_row_overhead : k.backward_row_overhead)
                                    : (causal ? k.causal_row_overhead : k.row_overhead);

@@ -84,14 +84,11 @@ struct FlashAttentionConstants {
 
 /// The Hopper values of FlashAttentionConstants, fitted on the H200 sweep's declared rows.
 FlashAttentionConstants hopper_attention_constants();
-
-/// Which kernel a fused attention op runs (shape[5] of an attention OpSignature; absent: 0):
-/// the GPU's default (cuDNN's on Hopper), FlashAttention-2, cuDNN's, or another (SDPA's
-/// memory-efficient or math kernels, which the tile model does not describe).
-inline constexpr std::int64_t kAttentionDefault = 0;
-inline constexpr std::int64_t kAttentionFlash2 = 1;
-inline constexpr std::int64_t kAttentionCudnn = 2;
-inline constexpr std::int64_t kAttentionOther = 3;
+/// The fused attention kernels (sim::kAttention*, exec/op_signature.hpp) in the strategy's names.
+using sim::kAttentionCudnn;
+using sim::kAttentionDefault;
+using sim::kAttentionFlash2;
+using sim::kAttentionOther;
 
 /// ComputeConstants::batchnorm_*: ResNet-18 AMP fp16 at batch 256 (cuDNN) and ResNet-50 AMP
 /// bf16 at batch 128 (PyTorch's kernels), both on the H200.

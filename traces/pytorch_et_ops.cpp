@@ -243,7 +243,11 @@ std::vector<OpSignature> out;
     sig.type = OpType::attention;
     sig.dtype = dtype_of(q->type, false);
     sig.kernel = bwd ? "attention_bwd" : "attention_fwd";
-    sig.shape = {static_cast<std::int64_t>(bh), static_cast<std::int64_t>(sq), static_cast<std::int64_t>(sk), static_cast<std::int64_t>(d), 0};
+    const std::int64_t kernel = op.find("cudnn") != std::string_view::npos   ? sim::kAttentionCudnn
+                                : op.find("flash") != std::string_view::npos ? sim::kAttentionFlash2
+                                                                             : sim::kAttentionOther;
+    sig.shape = {static_cast<std::int64_t>(bh), static_cast<std::int64_t>(sq), static_cast<std::int64_t>(sk),
+                 static_cast<std::int64_t>(d), 0, kernel};
     sig.flops = 4.0 * bh * sq * sk * d * (bwd ? 2.5 : 1.0);  // two GEMMs forward; five backward
     sig.bytes = et_moved_bytes(n);
     out.push_back(std::move(sig));

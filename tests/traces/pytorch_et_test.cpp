@@ -14,6 +14,7 @@
 #include "traces/kineto.hpp"
 #include "traces/pytorch_et.hpp"
 #include "traces/pytorch_et_graph.hpp"
+#include "traces/pytorch_et_ops.hpp"
 
 using namespace foresight;
 using nlohmann::json;
@@ -399,4 +400,39 @@ TEST_CASE("PyTorch ETs: the third-party traces (PARAM's DLRM and ResNet, Chakra'
   REQUIRE(c.collectives == 10);
   REQUIRE(c.collective_kinds.at("allgather") == 10);
   REQUIRE(c.stands_for == 2);
+}
+
+TEST_CASE("an ET's fused attention op names its kernel: cuDNN's, FlashAttention-2 or another", "[et]") {
+  const auto q_arg = [] {
+    trace::EtArg a;
+    a.type = "Tensor(c10::BFloat16)";
+    trace::EtTensor t;
+    t.elements = 2 * 16 * 1024 * 64;
+    t.element_bytes = 2;
+    t.device = "cuda:0";
+    a.tensors = {t};
+    a.shape = {2, 16, 1024, 64};  // SDPA's (batch, heads, seq, head dim)
+    return a;
+  };
+  const auto kernel_of = [&](const std::string& name) {
+    trace::EtNode n;
+    n.name = name;
+    n.inputs = {q_arg(), q_arg(), q_arg()};
+    const auto k = trace::et_shaped_kernels(n);
+    REQUIRE(k.has_value());
+    REQUIRE(k->size() == 1);
+    const sim::OpSignature& s = k->front();
+    REQUIRE(s.type == sim::OpType::attention);
+    REQUIRE(s.shape.size() == 6);
+    CHECK(s.shape[0] == 32);
+    CHECK(s.shape[1] == 1024);
+    CHECK(s.shape[3] == 64);
+    return std::pair{s.shape[5], s.kernel};
+  };
+  CHECK(kernel_of("aten::_scaled_dot_product_cudnn_attention") == std::pair{sim::kAttentionCudnn, std::string("attention_fwd")});
+  CHECK(kernel_of("aten::_scaled_dot_product_flash_attention") == std::pair{sim::kAttentionFlash2, std::string("attention_fwd")});
+  CHECK(kernel_of("aten::_scaled_dot_product_flash_attention_backward") ==
+        std::pair{sim::kAttentionFlash2, std::string("attention_bwd")});
+  CHECK(kernel_of("aten::_scaled_dot_product_efficient_attention") ==
+        std::pair{sim::kAttentionOther, std::string("attention_fwd")});
 }

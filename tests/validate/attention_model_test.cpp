@@ -63,6 +63,10 @@ TEST_CASE("a fused attention kernel on Hopper takes FlashAttention-2's tiles at 
           Approx(64 * 8 * (8 + k.backward_row_overhead) * tile * 2.5 / k.backward_rate).epsilon(1e-7));
   REQUIRE(flash(true, true) ==
           Approx(64 * 8 * (4.5 + k.backward_causal_row_overhead) * tile * 2.5 / k.backward_rate).epsilon(1e-7));
+  // A trace's attention ops (traces/pytorch_et_ops.cpp: attention_fwd, attention_bwd) alike.
+  auto traced = attention_kernel(true, 64, 1000, 96, false, strategy::kAttentionFlash2);
+  traced.kernel = "attention_bwd";
+  REQUIRE(h100.analytical(traced).seconds() - gap == Approx(flash(true, false)).epsilon(1e-7));
   // cuDNN's kernels: the same tiles at its speedups; the GPU's default on Hopper (no kernel given,
   // or kAttentionDefault) is cuDNN's.
   const auto at = [&](bool bwd, std::int64_t kernel) {
