@@ -11,7 +11,6 @@
 
 #include "common/error.hpp"
 #include "strategies/memory_model.hpp"
-#include "models/compute_model.hpp"
 #include "models/eager_kernels.hpp"
 #include "models/model_builder.hpp"
 #include "models/model_zoo.hpp"
@@ -198,10 +197,7 @@ Model plan_model(const Scenario& scenario, const Plan& plan) {
       throw sim::ConfigError(fmt::format("{}: /plan/fused_attention: expected false for {}, which has no attention",
                                          scenario.path, model.name));
     }
-    const std::int64_t kernel = plan.attention_kernel == strategy::AttentionKernel::flash2  ? kAttentionFlash2
-                                : plan.attention_kernel == strategy::AttentionKernel::cudnn ? kAttentionCudnn
-                                                                                            : kAttentionDefault;
-    model = with_fused_attention(std::move(model), kernel);
+    model = with_fused_attention(std::move(model), static_cast<std::int64_t>(plan.attention_kernel));
   }
   if (plan.fp8) {
     if (!model.transformer) {

@@ -8,6 +8,7 @@
 
 #include "net/network_model.hpp"
 #include "common/units.hpp"
+#include "exec/op_signature.hpp"
 #include "strategies/moe.hpp"
 
 namespace foresight::strategy {
@@ -58,9 +59,13 @@ enum class Zero3Schedule : std::uint8_t { fsdp, deepspeed };
 /// with_eager_kernels.
 enum class Kernels : std::uint8_t { fused, eager, torchtitan };
 
-/// The fused attention kernel (models/compute_model.hpp, kAttention*): the GPU's default
-/// (cuDNN's on Hopper), FlashAttention-2 or cuDNN's.
+/// The fused attention kernel, valued as the op signature's codes (sim::kAttention*,
+/// exec/op_signature.hpp): the GPU's default (cuDNN's on Hopper), FlashAttention-2 or cuDNN's.
 enum class AttentionKernel : std::uint8_t { automatic, flash2, cudnn };
+static_assert(static_cast<std::int64_t>(AttentionKernel::automatic) == sim::kAttentionDefault &&
+              static_cast<std::int64_t>(AttentionKernel::flash2) == sim::kAttentionFlash2 &&
+              static_cast<std::int64_t>(AttentionKernel::cudnn) == sim::kAttentionCudnn,
+              "AttentionKernel's values are the op signature's kernel codes");
 
 enum class PipelineDriver : std::uint8_t { per_stage, single_process };
 std::string_view to_string(PipelineDriver d);

@@ -249,9 +249,9 @@ strategy::ConvConstants fit_conv_constants(const KernelSweep& sweep, std::span<c
   k.overhead = sim::Time{};
   std::vector<Row> rows;
   for (const ConvCalibrationRow& spec : calibration) {
-    const KernelCase* it = &declared_row(sweep, "convolution", spec.constant, spec.case_id);
-    Row r{spec.member != nullptr ? &(k.*spec.member) : nullptr, {}, it->measured_s};
-    for (const OpSignature& s : it->kernels) r.passes.push_back(model.conv_pass(s));
+    const KernelCase& c = declared_row(sweep, "convolution", spec.constant, spec.case_id);
+    Row r{spec.member != nullptr ? &(k.*spec.member) : nullptr, {}, c.measured_s};
+    for (const OpSignature& s : c.kernels) r.passes.push_back(model.conv_pass(s));
     rows.push_back(std::move(r));
   }
   const double gap = model.constants().launch_gap.seconds();
