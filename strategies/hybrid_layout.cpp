@@ -134,6 +134,21 @@ std::uint32_t HybridLayout::add_tp_communicator(sim::ExecutionGraph& g, int d, i
   return g.add_communicator(std::move(members), std::move(groups));
 }
 
+std::uint32_t HybridLayout::add_embedding_communicator(sim::ExecutionGraph& g, int d, int j) const {
+  const int last = pp_ - 1;
+  std::vector<sim::RankId> members{rank(d, 0, j), rank(d, last, j)};
+  if (!fold_dp_ && !fold_tp_) return g.add_communicator(std::move(members));
+  std::vector<std::vector<sim::GpuId>> groups;
+  for (int dd = 0; dd < dp_; ++dd) {
+    if (represented_by(dd) != d) continue;
+    for (int jj = 0; jj < tp_; ++jj) {
+      if (!fold_tp_ && jj != j) continue;
+      groups.push_back({gpu(dd, 0, jj), gpu(dd, last, jj)});
+    }
+  }
+  return g.add_communicator(std::move(members), std::move(groups));
+}
+
 MoeRank HybridLayout::moe_rank(sim::ExecutionGraph& g, MoeRouting* routing, int d, int s, int j,
                                std::map<std::tuple<bool, int, int, int>, std::uint32_t>& made) const {
   MoeRank m;

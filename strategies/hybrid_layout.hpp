@@ -101,6 +101,10 @@ class HybridLayout {
   std::uint32_t add_dp_subgroup(sim::ExecutionGraph& g, int s, int j, int d, int size, bool shard) const;
   /// The tensor-parallel communicator of replica d's stage s (d < live_dp).
   std::uint32_t add_tp_communicator(sim::ExecutionGraph& g, int d, int s) const;
+  /// The embedding group of replica d's TP rank j (d < live_dp, j < live_tp): its first and
+  /// last pipeline stages, which hold the word embedding and its tied copy (Megatron's
+  /// embedding group, DeepSpeed's tied-weight group), standing for every folded pair.
+  std::uint32_t add_embedding_communicator(sim::ExecutionGraph& g, int d, int j) const;
 
   /// Without a pipeline: each simulated rank's communicators, by graph rank. `dp` is its
   /// data-parallel group, or with hybrid sharding its shard group, whose replica group is

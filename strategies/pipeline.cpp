@@ -97,6 +97,14 @@ class StageCompiler {
   const PipelineChunk& chunk(int c) const { return chunks_[static_cast<std::size_t>(global_chunk(c))]; }
   double params() const { return params_; }
 
+  /// This stage's end of the embedding group (its first or last stage, with pp > 1 and a tied
+  /// word embedding): communicator `c` over which `params` gradients per rank (its TP rank's
+  /// shard of the embedding) are all-reduced once per step.
+  void set_embedding_group(std::uint32_t c, double params) {
+    embedding_comm_ = c;
+    embedding_params_ = params;
+  }
+
   /// Emits `t`; returns the step's last node when `t` completes the step, else kNoNode (and,
   /// with `defer_step_end`, leaves the step's end to finish_step). `after` are nodes of other
   /// threads of this process the task waits for first (torchgpipe's clock barrier).
@@ -168,6 +176,12 @@ class StageCompiler {
     step_done_ = true;
     if (deepspeed()) {
       send_pending_gradients();
+      // TrainSchedule's ReduceTiedGrads comes before ReduceGrads; dist.all_reduce blocks the stream.
+      if (embedding_params_ > 0.0) {
+        sim::Node wait = e_.make(sim::OpKind::sync, streams::compute, "wait for tied gradients", sim::Phase::backward);
+        wait.deps = {reduce_tied_gradients({last})};
+        e_.graph().add(std::move(wait));
+      }
       ds_->reduce_gradients();
     }
     return defer_step_end ? kNoNode : finish_step({});
@@ -194,6 +208,11 @@ class StageCompiler {
     // ZeRO-1 (Megatron's distributed optimizer, DeepSpeed's ZeRO-1 and BF16_Optimizer): each rank
     // updates its 1/dp of the stage's parameters, then the updated shards are gathered.
     const bool zero = (ds_ ? ds_->shards_step() : plan_.zero >= 1) && plan_.dp > 1;
+    // Megatron all-reduces the embedding group's gradients after the data-parallel reduction
+    // (finalize_model_grads: finish_grad_sync, then _allreduce_word_embedding_grads).
+    if (!ds_ && embedding_params_ > 0.0) {
+      comm_.push_back(reduce_tied_gradients(comm_.empty() ? std::vector<NodeId>{last_backward_} : comm_));
+    }
     const auto& buckets = ds_ ? ds_->buckets() : buckets_;
     // DeepSpeed copied its reduced gradients back already (DeepSpeedStage::reduce_gradients).
     NodeId end = e_.finish_step(comm_, ds_ ? std::vector<GradientBucket>{} : buckets,
@@ -270,6 +289,15 @@ class StageCompiler {
       }
     }
   }
+  /// The all-reduce of the tied word embedding's gradients between the first and last stages
+  /// (in their accumulated type: Megatron's main_grad, DeepSpeed's fp32 _hp_grad with bf16),
+  /// after `deps`.
+  NodeId reduce_tied_gradients(std::vector<NodeId> deps) {
+    return e_.dp_collective(sim::CollectiveOp::all_reduce, embedding_params_ * gradient_bytes_per_param(plan_),
+                            "all_reduce tied embedding gradients", embedding_comm_, std::move(deps),
+                            sim::Phase::backward);
+  }
+
   /// The rank of global chunk `gc`'s stage in this pipeline.
   sim::RankId rank_of(int gc) const { return stage_ranks_[static_cast<std::size_t>(gc % plan_.pp)]; }
 
@@ -320,6 +348,8 @@ class StageCompiler {
   std::optional<DeepSpeedStage> ds_;  ///< with pipeline_engine deepspeed
   std::pair<int, NodeId> pending_gradients_{-1, kNoNode};  ///< DeepSpeed: a backward's unsent gradients
   double params_ = 0.0;
+  std::uint32_t embedding_comm_ = 0;
+  double embedding_params_ = 0.0;  ///< > 0: this stage all-reduces the tied embedding's gradients
   std::map<std::pair<int, int>, int> backwards_;  ///< (step, chunk) -> backwards done
   std::map<int, int> step_backwards_;
   std::vector<NodeId> comm_;
@@ -450,6 +480,23 @@ CompiledGraph compile_pipeline(const Model& model, const Plan& plan, const topo:
       }
     }
   }
+  // The embedding group per (replica, TP rank): the last stage's copy of a tied word embedding
+  // and the first stage's embedding, whose gradients are all-reduced between them.
+  double tied_params = 0.0;
+  std::vector<std::uint32_t> embedding_comm;
+  if (p > 1) {
+    std::vector<std::pair<std::size_t, std::size_t>> last_stage;
+    for (int c = 0; c < plan.virtual_stages; ++c) {
+      const auto& ch = chunks[static_cast<std::size_t>(c * p + p - 1)];
+      last_stage.emplace_back(ch.first, ch.last);
+    }
+    tied_params = tp_tied_copy_params(model, tp, last_stage);
+    if (tied_params > 0.0) {
+      for (int d = 0; d < layout.live_dp(); ++d) {
+        for (int j = 0; j < layout.live_tp(); ++j) embedding_comm.push_back(layout.add_embedding_communicator(g, d, j));
+      }
+    }
+  }
   for (int s = 0; s < p; ++s) out.stage_ranks.push_back(layout.rank(0, s, 0));
   out.step_begin.assign(static_cast<std::size_t>(plan.steps), std::vector<NodeId>(simulated, kNoNode));
   out.step_end = out.step_begin;
@@ -480,6 +527,9 @@ CompiledGraph compile_pipeline(const Model& model, const Plan& plan, const topo:
     for (int s = 0; s < p; ++s) {
       stages.emplace_back(model, plan, chunks, exchanges, op_recompute, s, stage_ranks, dp_comm[static_cast<std::size_t>(s * layout.live_tp() + j)],
                           emitters[static_cast<std::size_t>(s)], compute, cc);
+      if (!embedding_comm.empty() && (s == 0 || s == p - 1)) {
+        stages.back().set_embedding_group(embedding_comm[static_cast<std::size_t>(replica)], tied_params);
+      }
       orders.push_back(run_order(plan, s));
       const auto r = static_cast<std::size_t>(stage_ranks[static_cast<std::size_t>(s)]);
       for (int c = 0; c < plan.virtual_stages; ++c) out.rank_chunks[r].emplace_back(stages.back().chunk(c).first, stages.back().chunk(c).last);

@@ -233,12 +233,95 @@ TEST_CASE("a stage running a tied LM head without the word embedding keeps a cop
     const sim::RankId rank = c.stage_ranks[static_cast<std::size_t>(s)];
     double reduced = 0.0;
     for (const sim::Node& node : c.graph.nodes) {
-      if (node.rank == rank && node.kind == sim::OpKind::collective && node.op == sim::CollectiveOp::all_reduce) {
+      if (node.rank == rank && node.kind == sim::OpKind::collective && node.op == sim::CollectiveOp::all_reduce &&
+          c.graph.names[node.name] != "all_reduce tied embedding gradients") {
         reduced += node.bytes;
       }
     }
     double params = 0.0;
     for (const auto& [first, last] : c.rank_chunks[rank]) params += strategy::tp_rank_params(model, 1, first, last);
     REQUIRE(reduced == Approx(2.0 * (params + (s == 1 ? table : 0.0))));
+  }
+}
+
+namespace {
+
+/// Rank `rank`'s all-reduces of the tied embedding's gradients, and of the data-parallel
+/// gradients, in graph order.
+struct TiedReduction {
+  std::vector<sim::NodeId> tied;
+  std::vector<sim::NodeId> data_parallel;
+};
+TiedReduction tied_reduction(const sim::ExecutionGraph& g, sim::RankId rank) {
+  TiedReduction out;
+  for (sim::NodeId id = 0; id < g.nodes.size(); ++id) {
+    const sim::Node& node = g.nodes[id];
+    if (node.rank != rank || node.kind != sim::OpKind::collective) continue;
+    const std::string& name = g.names[node.name];
+    if (name == "all_reduce tied embedding gradients") out.tied.push_back(id);
+    if (name.rfind("all_reduce gradients", 0) == 0) out.data_parallel.push_back(id);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("the first and last stages all-reduce a tied word embedding's gradients once per step", "[training]") {
+  // Megatron's embedding group and DeepSpeed's tied-weight group: the word embedding on the
+  // first stage and its copy under the LM head on the last each hold a gradient of the
+  // vocabulary-parallel table (vocab / tp x hidden), which the two all-reduce before the
+  // optimizer step, in the type gradients accumulate in. GPT-3 125M on 2 stages, TP 2, 2 replicas.
+  const auto model = strategy::build_model("gpt3-125m");
+  const double shard = static_cast<double>(model.transformer->vocab) * model.transformer->hidden / 2;
+  for (const bool deepspeed : {false, true}) {
+    INFO((deepspeed ? "DeepSpeed's engine" : "Megatron"));
+    auto p = test::pipeline_plan(2, 2, 4);
+    p.tp = 2;
+    p.dp = 2;
+    p.global_batch = 16;
+    p.precision = strategy::Precision::bf16;
+    p.fp32_main_grads = true;
+    p.fold = false;
+    if (deepspeed) p.pipeline_engine = strategy::PipelineEngine::deepspeed;
+    const strategy::ComputeModel compute(dgx().gpu_model(0));
+    const auto c = strategy::compile_pipeline(model, p, dgx(), compute);
+    const auto& g = c.graph;
+    std::uint32_t comm = 0;
+    for (sim::RankId r = 0; r < g.ranks(); ++r) {
+      const TiedReduction t = tied_reduction(g, r);
+      const int stage = static_cast<int>(c.rank_coords[r].stage);
+      INFO("rank " << r << ", stage " << stage);
+      if (stage != 0 && stage != 1) {
+        REQUIRE(t.tied.empty());
+        continue;
+      }
+      REQUIRE(t.tied.size() == 1);  // one per step
+      REQUIRE(!t.data_parallel.empty());
+      for (const sim::NodeId id : t.tied) {
+        const sim::Node& n = g.nodes[id];
+        REQUIRE(n.bytes == Approx(4.0 * shard));  // fp32 main gradients of this TP rank's shard
+        // Its group: this replica's TP rank j on the first and the last stage.
+        const auto& members = g.communicators[n.communicator].ranks;
+        REQUIRE(members.size() == 2);
+        REQUIRE(c.rank_coords[members[0]].stage == 0);
+        REQUIRE(c.rank_coords[members[1]].stage == 1);
+        for (const sim::RankId m : members) {
+          REQUIRE(c.rank_coords[m].replica == c.rank_coords[r].replica);
+          REQUIRE(c.rank_coords[m].tp_rank == c.rank_coords[r].tp_rank);
+        }
+        comm = n.communicator;
+      }
+      // Megatron reduces it after the data-parallel reduction (finalize_model_grads), DeepSpeed
+      // before (TrainSchedule: ReduceTiedGrads, then ReduceGrads).
+      if (deepspeed) {
+        REQUIRE(t.tied.front() < t.data_parallel.front());
+      } else {
+        const auto& deps = g.nodes[t.tied.back()].deps;
+        REQUIRE(std::find(deps.begin(), deps.end(), t.data_parallel.back()) != deps.end());
+      }
+    }
+    REQUIRE(comm != 0);
+    // Every collective matches: the step runs.
+    REQUIRE(sim::execute(g, dgx(), sim::CollectiveConfig{}, sim::NetworkKind::analytical).makespan.seconds() > 0.0);
   }
 }

@@ -45,6 +45,7 @@ struct Traffic {
   std::map<CollectiveOp, double> bytes;
   double bus = 0.0;  ///< ring bus bytes per rank: AR 2(n-1)/n S, AG and RS (n-1)/n S
   double optimizer_bytes = 0.0;
+  double tied_bytes = 0.0;  ///< the embedding group's all-reduce (pipelines)
 };
 
 Traffic traffic(const strategy::Model& m, const strategy::Plan& p) {
@@ -148,11 +149,14 @@ TEST_CASE("ZeRO-1 inside a pipeline: each stage reduce-scatters and gathers its 
     Traffic t;
     for (const auto& node : c.graph.nodes) {
       if (node.rank != 0) continue;
-      if (node.kind == sim::OpKind::collective && node.stream == strategy::streams::nccl) {
+      const std::string& name = c.graph.names[node.name];
+      if (name == "all_reduce tied embedding gradients") {
+        t.tied_bytes += node.bytes;  // the embedding group's, counted apart
+      } else if (node.kind == sim::OpKind::collective && node.stream == strategy::streams::nccl) {
         ++t.count[node.op];
         t.bytes[node.op] += node.bytes;
       }
-      if (c.graph.names[node.name] == "optimizer step") t.optimizer_bytes += c.graph.signatures[node.signature].bytes;
+      if (name == "optimizer step") t.optimizer_bytes += c.graph.signatures[node.signature].bytes;
     }
     // The step runs: every collective matched across the 4 replicas of each stage.
     REQUIRE(sim::execute(c.graph, dgx(), sim::CollectiveConfig{}, sim::NetworkKind::analytical).makespan.seconds() > 0);
@@ -171,6 +175,11 @@ TEST_CASE("ZeRO-1 inside a pipeline: each stage reduce-scatters and gathers its 
   REQUIRE(z1.bytes.at(CollectiveOp::reduce_scatter) == Approx(2 * params));
   REQUIRE(z1.bytes.at(CollectiveOp::all_gather) == Approx(2 * params));
   REQUIRE(z1.optimizer_bytes == Approx(ddp.optimizer_bytes / 4));
+  // The word embedding's gradients (tied to the last stage's LM head) are all-reduced whole with
+  // the last stage, with or without the distributed optimizer.
+  const double table = static_cast<double>(m.transformer->vocab) * m.transformer->hidden;
+  REQUIRE(ddp.tied_bytes == Approx(2 * table));
+  REQUIRE(z1.tied_bytes == Approx(2 * table));
   // The memory model shards the stage's optimizer states over the 4 replicas (Z20's P_os).
   p.zero = 0;
   const auto mem0 = strategy::pipeline_rank_memory(params, p, 0.0, 1);
