@@ -1,5 +1,6 @@
 // Hugging Face config.json import (load_hf_config of model_zoo.hpp): decoder-only transformers
-// in the GPT-2 style (transformers' GPT2Config), the MPT style (MPTConfig: ALiBi) or the Llama
+// in the GPT-2 style (transformers' GPT2Config), the MPT style (MPTConfig: ALiBi), the BLOOM style
+// (BloomConfig: ALiBi and an embedding LayerNorm) or the Llama
 // style (LlamaConfig and the Mistral, Qwen2 and similar configs that share its keys). The file belongs to another tool:
 // keys this import does not need are ignored, but every key it reads is type-checked.
 
@@ -210,6 +211,36 @@ TransformerSpec mpt_style(const JsonReader& r, const json& doc) {
   return s;
 }
 
+/// BLOOM style (transformers' BloomConfig, model_type "bloom"): hidden_size (or n_embed, the
+/// older key), n_layer, n_head, vocab_size (default 250880); FFN 4 hidden with GELU (BloomMLP);
+/// ALiBi, no position table; a LayerNorm after the word embedding
+/// (word_embeddings_layernorm), pre-LN blocks with biases on every linear, a final LayerNorm;
+/// tied embeddings unless tie_word_embeddings is false; dropout per hidden_dropout and
+/// attention_dropout (default 0). BloomConfig states no sequence length: seq_length where a
+/// config has it, else 2048, BLOOM's training length (or the scenario's model.seq_len).
+TransformerSpec bloom_style(const JsonReader& r, const json& doc) {
+  TransformerSpec s;
+  const int hidden = unset(doc, "n_embed") ? positive(r, doc, "hidden_size") : positive(r, doc, "n_embed");
+  s.shape.layers = positive(r, doc, "n_layer");
+  s.shape.hidden = hidden;
+  s.shape.heads = positive(r, doc, "n_head");
+  s.shape.kv_heads = s.shape.heads;
+  s.shape.ffn = 4 * hidden;
+  s.shape.vocab = optional_positive(r, doc, "vocab_size").value_or(250880);
+  s.shape.seq_len = optional_positive(r, doc, "seq_length").value_or(2048);
+  s.shape.swiglu = false;
+  s.shape.gelu_tanh = true;  // bloom_gelu_forward: the tanh approximation
+  s.shape.causal = true;
+  s.positions = 0;
+  s.rope = false;
+  s.alibi = true;
+  s.embedding_norm = true;
+  s.tied_embeddings = optional_bool(r, doc, "tie_word_embeddings", true);
+  s.hidden_dropout = optional_number(r, doc, "hidden_dropout", 0.0) > 0.0;
+  s.attention_dropout = optional_number(r, doc, "attention_dropout", 0.0) > 0.0;
+  return s;
+}
+
 /// "_name_or_path" when the config has one, else the folder holding config.json, else the
 /// file's stem.
 std::string model_name(const std::string& path, const json& doc) {
@@ -233,9 +264,10 @@ Model load_hf_config(const std::string& path, int seq_len) {
     r.fail(JsonPath{}, fmt::format("expected {} (an object), found {}", kWhat, topo::shown(doc)));
   const std::string model_type = optional_string(r, doc, "model_type", "");
   const bool gpt2 = model_type == "gpt2" || (model_type.empty() && doc.contains("n_embd"));
-  TransformerSpec spec = gpt2                   ? gpt2_style(r, doc)
-                         : model_type == "mpt" ? mpt_style(r, doc)
-                                               : llama_style(r, doc, model_type);
+  TransformerSpec spec = gpt2                     ? gpt2_style(r, doc)
+                         : model_type == "mpt"   ? mpt_style(r, doc)
+                         : model_type == "bloom" ? bloom_style(r, doc)
+                                                 : llama_style(r, doc, model_type);
   spec.name = model_name(path, doc);
   if (seq_len > 0) spec.shape.seq_len = seq_len;
   try {

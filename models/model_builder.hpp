@@ -206,6 +206,8 @@ struct TransformerSpec {
   Norm norm = Norm::layernorm;
   bool pre_norm = true;           ///< pre-LN with a final norm (GPT, Llama); false: post-LN with an
                                   ///< embedding norm (BERT)
+  bool embedding_norm = false;    ///< a pre-LN model's norm after the embedding (BLOOM's
+                                  ///< word_embeddings_layernorm)
   bool qkv_bias = true;           ///< bias on the QKV projection
   bool proj_bias = true;          ///< bias on the attention output projection
   bool mlp_bias = true;           ///< bias on the MLP projections

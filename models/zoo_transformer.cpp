@@ -83,7 +83,7 @@ Model build_transformer(const TransformerSpec& spec) {
   if (spec.positions > 0) tables.push_back(spec.positions);
   if (spec.token_types > 0) tables.push_back(spec.token_types);
   b.add(with_tp(embedding_layer("embed", s, h, tables), TpRole::vocab));
-  if (!spec.pre_norm) b.add(norm_layer("embed.norm", spec.norm, s, h));
+  if (!spec.pre_norm || spec.embedding_norm) b.add(norm_layer("embed.norm", spec.norm, s, h));
   if (spec.hidden_dropout) b.add(dropout_layer("embed.dropout", tokens));
 
   const bool table = spec.positions > 0;

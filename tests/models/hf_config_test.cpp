@@ -112,6 +112,36 @@ TEST_CASE("HF MPT config: ALiBi and no position table, no biases, tied embedding
   }
 }
 
+TEST_CASE("HF BLOOM config: ALiBi, an embedding LayerNorm, biases, tied embeddings", "[strategies]") {
+  // BLOOM-560M: h 1024, 24 layers of 16 heads, FFN 4 h, vocab 250880, biases on every linear.
+  // Per layer: QKV 3 h^2 + 3 h, dense h^2 + h, MLP 8 h^2 + 5 h, two LayerNorms 4 h. Besides: the
+  // tied word embedding, its LayerNorm and the final one: 559,214,592 parameters in all.
+  const Model m = load_hf_config(data_path("hf/bloom-560m/config.json"));
+  const long long h = 1024, v = 250880;
+  const long long per_layer = 12 * h * h + 13 * h;
+  CHECK(m.params() == v * h + 2 * h + 24 * per_layer + 2 * h);
+  CHECK(m.params() == 559214592);
+  CHECK(m.seq_len == 2048);  // BloomConfig has no length: BLOOM's training length
+  CHECK(load_hf_config(data_path("hf/bloom-560m/config.json"), 1024).seq_len == 1024);
+  CHECK(m.transformer->ffn == 4 * h);
+  CHECK(m.transformer->gelu_tanh);
+  // The word embedding's LayerNorm comes right after it; every block adds the ALiBi bias to its
+  // 16 x 2048 x 2048 scores, and nothing rotates.
+  REQUIRE(m.layers.size() > 2);
+  CHECK(m.layers[1].name == "embed.norm");
+  int alibi = 0;
+  for (const Layer& l : m.layers) {
+    for (const auto& op : l.fwd) {
+      CHECK(op.kernel.rfind("rope", 0) != 0);
+      if (op.kernel == "alibi_bias_fwd") {
+        ++alibi;
+        CHECK(op.shape == std::vector<std::int64_t>{1, 16, 2048, 2048});
+      }
+    }
+  }
+  CHECK(alibi == 24);
+}
+
 TEST_CASE("HF DeepSeek-style MoE config: dense first layers, routed and shared experts", "[strategies]") {
   const Model m = load_hf_config(data_path("hf/tiny-deepseek/config.json"));
   int experts_layers = 0, shared = 0, dense = 0;
