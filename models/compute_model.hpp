@@ -104,7 +104,8 @@ inline constexpr double kBatchnormCudnn32Bwd = 0.2651;
 struct ComputeConstants {
   /// Fraction of the dtype's dense peak that the best large GEMM sustains: A100 FP16 cuBLASLt
   /// 16384^3 reaches 256.5 of 312 TFLOP/s (0.822); H100 FP8 32768^3 1382.2 of 1979 (0.698)
-  /// (gemm_and_memory.json). Other architectures take the A100 value (an assumption).
+  /// (gemm_and_memory.json); V100 cuBLAS on tensor cores 83 of 125 (0.664; Markidis et al.,
+  /// IPDPSW 2018). Other architectures take the A100 value (an assumption).
   double gemm_cap = 0.822;
   /// cuDNN implicit-GEMM convolutions relative to a cuBLAS GEMM of the same size: 0.85, an
   /// assumption (NCHW tensors need layout transforms for tensor cores). Not for 16-bit ones
