@@ -41,6 +41,24 @@ void check_same_model(const Model& imported, const Model& zoo) {
   CHECK(saved_imported == saved_zoo);
 }
 
+/// The ALiBi bias kernels of `m`, each checked to cover one sample's `heads` x `seq` x `seq`
+/// scores, with no rotary kernel anywhere and no backward kernel of its own (the bias's gradient
+/// passes through).
+int alibi_kernels(const Model& m, std::int64_t heads, std::int64_t seq) {
+  int alibi = 0;
+  for (const Layer& l : m.layers) {
+    for (const auto& op : l.fwd) {
+      CHECK(op.kernel.rfind("rope", 0) != 0);
+      if (op.kernel == "alibi_bias_fwd") {
+        ++alibi;
+        CHECK(op.shape == std::vector<std::int64_t>{1, heads, seq, seq});  // per sample: batch 1
+      }
+    }
+    for (const auto& op : l.bwd) CHECK(op.kernel.find("alibi") == std::string::npos);
+  }
+  return alibi;
+}
+
 }  // namespace
 
 TEST_CASE("HF configs of GPT-2 and Llama give the zoo's models", "[strategies]") {
@@ -93,18 +111,7 @@ TEST_CASE("HF MPT config: ALiBi and no position table, no biases, tied embedding
   CHECK(m.transformer->kv_heads == 32);
   CHECK_FALSE(m.transformer->swiglu);
   // Every attention core adds the bias to its 32 x 2048 x 2048 scores, and nothing rotates.
-  int alibi = 0;
-  for (const Layer& l : m.layers) {
-    for (const auto& op : l.fwd) {
-      CHECK(op.kernel.rfind("rope", 0) != 0);
-      if (op.kernel == "alibi_bias_fwd") {
-        ++alibi;
-        CHECK(op.shape == std::vector<std::int64_t>{1, 32, 2048, 2048});  // per sample: batch 1
-      }
-    }
-    for (const auto& op : l.bwd) CHECK(op.kernel.find("alibi") == std::string::npos);  // identity gradient
-  }
-  CHECK(alibi == 32);
+  CHECK(alibi_kernels(m, 32, 2048) == 32);
   // Fused attention takes the slopes in its kernel: no bias kernel is left.
   const Model fused = with_fused_attention(m);
   for (const Layer& l : fused.layers) {
@@ -129,17 +136,7 @@ TEST_CASE("HF BLOOM config: ALiBi, an embedding LayerNorm, biases, tied embeddin
   // 16 x 2048 x 2048 scores, and nothing rotates.
   REQUIRE(m.layers.size() > 2);
   CHECK(m.layers[1].name == "embed.norm");
-  int alibi = 0;
-  for (const Layer& l : m.layers) {
-    for (const auto& op : l.fwd) {
-      CHECK(op.kernel.rfind("rope", 0) != 0);
-      if (op.kernel == "alibi_bias_fwd") {
-        ++alibi;
-        CHECK(op.shape == std::vector<std::int64_t>{1, 16, 2048, 2048});
-      }
-    }
-  }
-  CHECK(alibi == 24);
+  CHECK(alibi_kernels(m, 16, 2048) == 24);
 }
 
 TEST_CASE("HF DeepSeek-style MoE config: dense first layers, routed and shared experts", "[strategies]") {
