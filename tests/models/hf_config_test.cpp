@@ -137,6 +137,17 @@ TEST_CASE("HF BLOOM config: ALiBi, an embedding LayerNorm, biases, tied embeddin
   REQUIRE(m.layers.size() > 2);
   CHECK(m.layers[1].name == "embed.norm");
   CHECK(alibi_kernels(m, 16, 2048) == 24);
+  // Older configs name the hidden size n_embed and may state seq_length; dropout as they say.
+  const Model tiny = load_hf_config(data_path("hf/tiny-bloom/config.json"));
+  CHECK(tiny.transformer->hidden == 256);
+  CHECK(tiny.seq_len == 512);
+  CHECK(tiny.params() == 1000 * 256 + 2 * 256 + 2 * (12 * 256 * 256 + 13 * 256) + 2 * 256);
+  bool dropout = false;
+  for (const Layer& l : tiny.layers) {
+    for (const auto& op : l.fwd) dropout = dropout || op.kernel == "dropout_fwd";
+  }
+  CHECK(dropout);
+  CHECK(alibi_kernels(tiny, 4, 512) == 2);
 }
 
 TEST_CASE("HF DeepSeek-style MoE config: dense first layers, routed and shared experts", "[strategies]") {
