@@ -419,11 +419,21 @@ void FlowNetwork::solve(const std::vector<std::uint32_t>& set) {
   // heap where a link's older entries are stale (its version moved on), and every re-solved
   // flow's own cap, sorted once. The lowest goes first; at equal values a link before a cap,
   // then the lower id.
+  //
+  // Freezing flows at the lowest level can only raise a link's share (each leaves at most the
+  // share), so a link whose share rose keeps its entry, now stale, as a lower bound: the entry
+  // is brought up to date only once it reaches the top (lazy). A share that fell (a flow frozen
+  // at its standalone bound, a rounding above the level) is pushed at once. The heap then yields
+  // the current entries in the same order as one that re-pushed every moved link at every batch
+  // of freezes, so the rates are the same to the last bit.
   std::vector<Level>& heap = heap_;
   heap.clear();
+  const auto share = [&](const Link& l) { return std::max(0.0, l.residual) / l.count; };
   const auto push = [&](LinkId lid) {
-    const Link& l = links_[lid];
-    heap.push_back(Level{std::max(0.0, l.residual) / l.count, lid, l.version});
+    Link& l = links_[lid];
+    l.queued = share(l);
+    l.queued_version = l.version;
+    heap.push_back(Level{l.queued, lid, l.version});
     std::push_heap(heap.begin(), heap.end(), LevelAfter{});
   };
   for (const LinkId lid : touched) push(lid);
@@ -459,21 +469,26 @@ void FlowNetwork::solve(const std::vector<std::uint32_t>& set) {
     for (const LinkId lid : changed) {
       Link& l = links_[lid];
       ++l.version;
-      if (l.count > 0.0) push(lid);
+      if (l.count > 0.0 && share(l) < l.queued) push(lid);  // fell below its entry: at once
     }
     changed.clear();
     batch = ++batches_;
   };
-  const auto stale = [&](const Level& top) {
-    const Link& l = links_[top.id];
-    return top.version != l.version || l.count == 0.0;
+  // Takes stale entries off the top: an emptied link's for good, a moved link's brought up to
+  // date (once: its other stale entries, if any, then go).
+  const auto clear_stale = [&] {
+    while (!heap.empty()) {
+      const Level top = heap.front();
+      const Link& l = links_[top.id];
+      if (top.version == l.version && l.count != 0.0) return;
+      std::pop_heap(heap.begin(), heap.end(), LevelAfter{});
+      heap.pop_back();
+      if (l.count > 0.0 && l.queued_version != l.version) push(top.id);
+    }
   };
   while (unfrozen > 0) {
     while (next_cap < caps.size() && flows_[caps[next_cap].second].frozen) ++next_cap;
-    while (!heap.empty() && stale(heap.front())) {
-      std::pop_heap(heap.begin(), heap.end(), LevelAfter{});
-      heap.pop_back();
-    }
+    clear_stale();
     const bool cap_left = next_cap < caps.size();
     if (heap.empty() && !cap_left) break;
     if (heap.empty() || (cap_left && caps[next_cap].first < heap.front().value)) {
