@@ -9,11 +9,14 @@
 namespace foresight::sim {
 namespace {
 
-/// Bucket-0 heap order: `a` runs after `b` (std heap algorithms build a max-heap of this).
+/// Bucket-0 order: `a` runs after `b`.
 bool later_at_same_time(const Event& a, const Event& b) noexcept {
   if (a.priority != b.priority) return a.priority > b.priority;
   return a.seq > b.seq;
 }
+
+/// `a` runs before `b` at the same time.
+bool sooner_at_same_time(const Event& a, const Event& b) noexcept { return later_at_same_time(b, a); }
 
 bool earlier(const Event& a, const Event& b) noexcept {
   if (a.time != b.time) return a.time < b.time;
@@ -39,8 +42,18 @@ std::uint64_t EventQueue::push(Time time, std::int32_t prio, HandlerId target, s
   const Event e{time, prio, kind, target, seq, data};
   const int b = bucket_of(time);
   if (b == 0) {
-    now_.push_back(e);
-    std::push_heap(now_.begin(), now_.end(), later_at_same_time);
+    if (now_.size() == head_) {  // every event of this instant so far has run
+      now_.clear();
+      head_ = 0;
+    }
+    if (now_.size() == head_ || now_.back().priority <= prio) {
+      now_.push_back(e);  // the latest of its priority, and no higher priority is queued
+    } else {
+      // Before the queued events of a higher priority (its sequence is the highest yet).
+      const auto at = std::upper_bound(now_.begin() + static_cast<std::ptrdiff_t>(head_), now_.end(), e,
+                                       sooner_at_same_time);
+      now_.insert(at, e);
+    }
   } else {
     buckets_[static_cast<std::size_t>(b)].push_back(e);
     occupied_ |= std::uint64_t{1} << (b - 1);
@@ -67,14 +80,16 @@ void EventQueue::refill() {
       occupied_ |= std::uint64_t{1} << (to - 1);
     }
   }
-  std::make_heap(now_.begin(), now_.end(), later_at_same_time);
+  std::sort(now_.begin(), now_.end(), sooner_at_same_time);
   moving.clear();
   buckets_[static_cast<std::size_t>(b)].swap(moving);  // keep the capacity for the next fill
 }
 
 Event EventQueue::pop() {
   if (size_ == 0) throw InternalError("EventQueue::pop on an empty queue");
-  if (now_.empty()) {
+  if (now_.size() == head_) {
+    now_.clear();
+    head_ = 0;
     auto& next = buckets_[static_cast<std::size_t>(std::countr_zero(occupied_) + 1)];
     if (next.size() == 1) {  // alone in its bucket: it is the next event (the common case of a short queue)
       const Event e = next.back();
@@ -86,16 +101,14 @@ Event EventQueue::pop() {
     }
     refill();
   }
-  std::pop_heap(now_.begin(), now_.end(), later_at_same_time);
-  const Event e = now_.back();
-  now_.pop_back();
+  const Event e = now_[head_++];
   --size_;
   return e;
 }
 
 Event EventQueue::top() const {
   if (size_ == 0) throw InternalError("EventQueue::top on an empty queue");
-  if (!now_.empty()) return now_.front();
+  if (now_.size() > head_) return now_[head_];
   const auto& next = buckets_[static_cast<std::size_t>(std::countr_zero(occupied_) + 1)];
   return *std::min_element(next.begin(), next.end(), earlier);
 }

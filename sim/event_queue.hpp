@@ -35,12 +35,15 @@ inline constexpr std::int32_t after_settle = settle + 1;
 }  // namespace priority
 
 /// A radix heap (Ahuja, Mehlhorn, Orlin and Tarjan 1990) on event times, which never go below the
-/// last popped time in a simulation: bucket 0 holds the events at that time, as a binary heap on
+/// last popped time in a simulation: bucket 0 holds the events at that time, sorted on
 /// (priority, sequence); bucket b > 0 those whose time first differs from it in bit b - 1,
 /// unordered. Popping from an empty bucket 0 moves the next non-empty bucket's events down by
-/// its smallest time. Each event moves down at most 64 times, and the buckets a pop touches are
-/// few and small, so a large population costs far less than a comparison heap's log n cache
-/// misses per event. The order is exactly (time, priority, sequence).
+/// its smallest time, sorting those that land in bucket 0. Each event moves down at most 64
+/// times, and the buckets a pop touches are few and small, so a large population costs far less
+/// than a comparison heap's log n cache misses per event. An event pushed at the current time
+/// has the highest sequence yet, so it goes after every queued event of its priority: at the
+/// end, or before the few of a higher priority (an instant's settle). The order is exactly
+/// (time, priority, sequence).
 class EventQueue {
  public:
   /// Inserts an event; amortized O(1) plus the bucket moves. Returns the sequence number it was
@@ -61,7 +64,8 @@ class EventQueue {
   /// Moves the first non-empty bucket's events down, setting last_ to their smallest time.
   void refill();
 
-  std::vector<Event> now_;  ///< bucket 0: events at last_, a heap on (priority, sequence)
+  std::vector<Event> now_;  ///< bucket 0: events at last_ from head_ on, sorted on (priority, sequence)
+  std::size_t head_ = 0;    ///< now_'s first event not yet popped
   std::array<std::vector<Event>, kBuckets> buckets_;  ///< [0] unused
   std::uint64_t occupied_ = 0;  ///< bit b - 1 set when buckets_[b] is not empty
   Time last_;
