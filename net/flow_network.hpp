@@ -107,10 +107,10 @@ class FlowNetwork final : public NetworkModel, private EventHandler {
     double count = 0.0;  ///< weight of the re-solved flows not yet frozen
     std::uint64_t batch = 0;  ///< == the current batch of freezes when its level must move
     std::uint32_t version = 0;  ///< heap entries of another version are stale
-    /// Its latest heap entry: value and version. While the link has re-solved flows that entry
+    /// Its latest heap entry: version and value. While the link has re-solved flows that entry
     /// is in the heap, and its value is at most the link's level (solve()).
-    double queued = 0.0;
     std::uint32_t queued_version = 0;
+    double queued = 0.0;
   };
 
   /// A link's level in progressive filling, its fair share as of its version.
