@@ -37,6 +37,7 @@ constexpr std::array<std::string_view, 2> kCommContention{"off", "measured"};
 constexpr std::array<std::string_view, 2> kZero3Schedules{"fsdp", "deepspeed"};
 constexpr std::array<std::string_view, 3> kKernels{"fused", "eager", "torchtitan"};
 constexpr std::array<std::string_view, 3> kAttentionKernels{"auto", "flash2", "cudnn"};
+constexpr std::array<std::string_view, 3> kBatchNormFusions{"none", "bn_relu", "conv_stats"};
 constexpr std::array<std::string_view, 3> kDistributions{"balanced", "zipf", "histogram"};
 constexpr std::array<std::string_view, 2> kRoles{"calibration", "prediction"};
 
@@ -178,6 +179,11 @@ std::vector<Param> make_table() {
                       store<P, &Plan::fusion_threshold>, echo<P, &Plan::fusion_threshold>));
   t.push_back(of_kind("plan", "cycle_time", K::time, "", "1 ms", "Horovod cycle time", store<P, &Plan::cycle_time>,
                       echo<P, &Plan::cycle_time>));
+  t.push_back(integer("plan", "gradient_groups", "groups", "0", 0, 1000000,
+                      "Horovod: 0 fuses the gradients each cycle finds ready; n > 0 reduces them in n explicit groups "
+                      "of layers, each once all of its gradients are ready (Horovod's num_groups, MXNet's "
+                      "MXNET_HOROVOD_NUM_GROUPS)",
+                      store<P, &Plan::gradient_groups>, echo<P, &Plan::gradient_groups>));
   // plan: sharding and large models
   t.push_back(integer("plan", "zero", "stage", "0", 0, 3,
                       "ZeRO stage: 1 shards optimizer states, 2 also gradients, 3 also parameters (FSDP FULL_SHARD)",
@@ -213,6 +219,13 @@ std::vector<Param> make_table() {
                      "autocast's casts and an fp32 residual stream) or torchtitan (its Llama without torch.compile: "
                      "bf16 FSDP2 parameters, no autocast, complex RoPE)",
                      store<P, &Plan::kernels>, echo<P, &Plan::kernels, &kKernels>));
+  t.push_back(choice("plan", "batchnorm_fusion", kBatchNormFusions, "none",
+                     "a CNN's BatchNorm kernels: none (PyTorch: BatchNorm, ReLU and the residual add apart), bn_relu "
+                     "(MXNet's --fuse-bn-relu and --fuse-bn-add-relu: the ReLU, and at a block's end the add, inside "
+                     "BatchNorm's kernels) or conv_stats (as bn_relu, and the convolutions compute BatchNorm's "
+                     "statistics, leaving its forward an elementwise pass: NVIDIA's MLPerf ResNet-50, "
+                     "resnet-v1b-stats-fl)",
+                     store<P, &Plan::batchnorm_fusion>, echo<P, &Plan::batchnorm_fusion, &kBatchNormFusions>));
   t.push_back(of_kind("plan", "fp8", K::boolean, "", "false",
                       "Transformer Engine FP8: the transformer blocks' linear GEMMs in FP8, with their casts (H100 and later)",
                       store<P, &Plan::fp8>, echo<P, &Plan::fp8>));

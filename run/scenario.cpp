@@ -215,6 +215,11 @@ Plan read_plan(const JsonReader& r, const json& o, const JsonPath& p, const std:
                                      "ZeRO-1), found {}",
                                      plan.pp, plan.zero));
   }
+  if (plan.gradient_groups > 0 && plan.framework != Framework::horovod) {
+    r.fail(p.at("gradient_groups"), fmt::format("expected 0 with framework {}: explicit gradient groups are Horovod's "
+                                                "(DDP has its buckets), found {}",
+                                                to_string(plan.framework), plan.gradient_groups));
+  }
   if (plan.zero > 0 && plan.framework != Framework::ddp) {
     r.fail(p.at("zero"), fmt::format("expected 0 with framework {}: ZeRO shards a PyTorch/DeepSpeed data-parallel group, "
                                      "found {}",

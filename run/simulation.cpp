@@ -42,6 +42,10 @@ std::string plan_summary(const Plan& p, int cc) {
   if (p.kernels == Kernels::eager) out += ", eager kernels";
   if (p.kernels == Kernels::torchtitan) out += ", torchtitan's eager kernels";
   if (p.fp8) out += ", FP8 linear layers";
+  if (p.batchnorm_fusion == BatchNormFusion::bn_relu) out += ", BatchNorm fused with ReLU and add";
+  if (p.batchnorm_fusion == BatchNormFusion::conv_stats) {
+    out += ", BatchNorm statistics in the convolutions, fused with ReLU and add";
+  }
   out += fmt::format(", micro-batch {}, global batch {}", p.micro_batch, p.global_batch);
   if (p.grad_accum > 1) out += fmt::format(" ({} accumulation steps)", p.grad_accum);
   out += fmt::format(", {}, {}", prec, to_string(p.optimizer));
@@ -210,6 +214,14 @@ Model plan_model(const Scenario& scenario, const Plan& plan) {
                                          scenario.path, to_string(plan.precision)));
     }
     model = with_fp8(std::move(model));
+  }
+  if (plan.batchnorm_fusion != BatchNormFusion::none) {
+    if (!has_fusable_batchnorm(model)) {
+      throw sim::ConfigError(fmt::format("{}: /plan/batchnorm_fusion: expected \"none\" for {}, which has no BatchNorm "
+                                         "followed by a ReLU or a residual add",
+                                         scenario.path, model.name));
+    }
+    model = with_batchnorm_fusion(std::move(model), plan.batchnorm_fusion, activation_bytes(plan.precision));
   }
   if (plan.kernels != Kernels::fused) {
     const auto refuse = [&](const std::string& why) {

@@ -59,7 +59,7 @@ class RankCompiler {
     pass.backward(0, n, out, reduce, comm, [&](std::size_t i, NodeId last) {
       if (!buckets) return;
       // Every bucket whose earliest layer is this one is complete: its gradients were produced last.
-      while (next_bucket < buckets_.size() && buckets_[next_bucket].layers.front() == i) {
+      while (next_bucket < buckets_.size() && buckets_[next_bucket].ready_layer() == i) {
         e_.reduce_bucket(buckets_[next_bucket], next_bucket, last, dp_comm_, comm,
                          plan_.zero >= 1 ? sim::CollectiveOp::reduce_scatter : sim::CollectiveOp::all_reduce);
         ++next_bucket;
@@ -82,6 +82,40 @@ std::vector<GradientBucket> horovod_groups(const Model& model, const Plan& plan,
                                            std::size_t first, std::size_t last) {
   if (last == 0) last = model.layers.size();
   std::vector<GradientBucket> groups;
+  if (plan.gradient_groups > 0) {
+    // Explicit groups (Horovod's num_groups, MXNet's MXNET_HOROVOD_NUM_GROUPS): the layers with
+    // parameters split in model order into that many runs of nearly equal length (the first ones
+    // one longer, as numpy's array_split), each reduced once its every gradient is ready; a group
+    // past the fusion threshold goes in several fused pieces.
+    std::vector<std::size_t> with_params;
+    for (std::size_t i = first; i < last; ++i) {
+      if (model.layers[i].params > 0) with_params.push_back(i);
+    }
+    const std::size_t n = with_params.size();
+    const std::size_t count = std::min<std::size_t>(n, static_cast<std::size_t>(plan.gradient_groups));
+    std::vector<std::size_t> group_of(n);
+    for (std::size_t g = 0, at = 0; g < count; ++g) {
+      const std::size_t len = n / count + (g < n % count ? 1 : 0);
+      for (std::size_t k = 0; k < len; ++k) group_of[at++] = g;
+    }
+    std::size_t group_start = 0;  // its first piece in `groups`
+    for (std::size_t k = n; k-- > 0;) {
+      const Layer& layer = model.layers[with_params[k]];
+      const double bytes = tp_layer_params(layer, plan.tp, plan.ep) * gradient_bytes_per_param(plan);
+      const bool same_group = k + 1 < n && group_of[k] == group_of[k + 1];
+      if (!same_group) group_start = groups.size();
+      if (groups.empty() || !same_group || groups.back().bytes + bytes > plan.fusion_threshold.as_double()) {
+        groups.push_back(GradientBucket{});
+      }
+      groups.back().bytes += bytes;
+      groups.back().layers.insert(groups.back().layers.begin(), with_params[k]);
+      // Every piece of the group goes once the group's earliest layer is ready.
+      if (k == 0 || group_of[k - 1] != group_of[k]) {
+        for (std::size_t b = group_start; b < groups.size(); ++b) groups[b].ready_after = with_params[k];
+      }
+    }
+    return groups;
+  }
   const double cycle = plan.cycle_time.seconds();
   double t = 0.0;
   long long window = -1;

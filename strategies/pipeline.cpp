@@ -326,7 +326,7 @@ class StageCompiler {
     LayerPass pass(model_, plan_, tp_, op_recompute_, e_, comm_id_, layer_recompute(), micro);
     return pass.backward(ch.first, ch.last, in, reduce, comm_, [&](std::size_t i, NodeId last) {
       if (!reduce) return;
-      while (next_bucket < buckets.size() && buckets[next_bucket].layers.front() == i) {
+      while (next_bucket < buckets.size() && buckets[next_bucket].ready_layer() == i) {
         e_.reduce_bucket(buckets[next_bucket], bucket_index_++, last, comm_id_, comm_,
                          plan_.zero >= 1 ? sim::CollectiveOp::reduce_scatter : sim::CollectiveOp::all_reduce);
         ++next_bucket;

@@ -9,6 +9,7 @@
 #include "net/network_model.hpp"
 #include "common/units.hpp"
 #include "exec/op_signature.hpp"
+#include "models/batchnorm_fusion.hpp"
 #include "strategies/moe.hpp"
 
 namespace foresight::strategy {
@@ -118,6 +119,10 @@ struct Plan {
   /// Horovod since v0.21: fusion threshold 128 MiB, cycle time 1 ms (CHANGELOG, operations.cc).
   sim::Bytes fusion_threshold = sim::Bytes(128LL << 20);
   sim::Time cycle_time = sim::Time::from_ps(1'000'000'000);
+  /// Horovod: 0 lets the background thread fuse whatever gradients each cycle finds ready; n > 0
+  /// reduces them in n explicit groups of layers (Horovod's num_groups, MXNet's
+  /// MXNET_HOROVOD_NUM_GROUPS), each once all of its gradients are ready.
+  int gradient_groups = 0;
 
   /// Samples per second one process's input pipeline (DataLoader workers) delivers; 0 means it
   /// always keeps up. No default can be measured for every dataset and machine: set it from a
@@ -208,6 +213,9 @@ struct Plan {
   /// Which fused attention kernel runs (with fused_attention).
   AttentionKernel attention_kernel = AttentionKernel::automatic;
   Kernels kernels = Kernels::fused;
+  /// CNN BatchNorm kernels that take in the ReLU and residual add after them
+  /// (models/batchnorm_fusion.hpp): MXNet's, as NVIDIA's MLPerf ResNet-50 runs them.
+  BatchNormFusion batchnorm_fusion = BatchNormFusion::none;
   /// Transformer Engine FP8 for the transformer blocks' linear layers (strategy::with_fp8); needs
   /// a GPU with FP8 tensor cores and a bf16 or amp_bf16 precision.
   bool fp8 = false;

@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <optional>
 #include <vector>
 
 #include "common/flat_map.hpp"
@@ -45,6 +46,10 @@ struct GradientBucket {
   /// Routed experts' gradients: reduced over the expert-data-parallel group (the replicas
   /// holding the same experts), not over every replica.
   bool expert = false;
+  /// The layer whose backward pass makes it ready: its earliest, or, for a piece of an explicit
+  /// Horovod group that passes the fusion threshold, the group's earliest.
+  std::optional<std::size_t> ready_after;
+  std::size_t ready_layer() const { return ready_after ? *ready_after : layers.front(); }
 };
 
 

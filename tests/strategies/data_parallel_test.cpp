@@ -152,6 +152,54 @@ TEST_CASE("Horovod fuses gradients per cycle and waits for its background thread
   REQUIRE(groups[1].layers.size() == 4);
 }
 
+TEST_CASE("Horovod's explicit groups reduce each group once all of its gradients are ready", "[training]") {
+  const auto model = test::toy_mlp(12, 2048);  // 12 layers of 16 MiB of fp32 gradients
+  strategy::Plan p;
+  p.dp = 8;
+  p.micro_batch = 64;
+  p.framework = strategy::Framework::horovod;
+  const strategy::ComputeModel compute(dgx().gpu_model(0));
+  using Layers = std::vector<std::size_t>;
+  SECTION("5 groups: 12 layers in runs of 3, 3, 2, 2, 2, reduced last group first") {
+    p.gradient_groups = 5;
+    const auto b = strategy::compile_data_parallel(model, p, dgx(), compute).buckets;
+    REQUIRE(b.size() == 5);
+    CHECK(b[0].layers == Layers{10, 11});
+    CHECK(b[1].layers == Layers{8, 9});
+    CHECK(b[2].layers == Layers{6, 7});
+    CHECK(b[3].layers == Layers{3, 4, 5});
+    CHECK(b[4].layers == Layers{0, 1, 2});
+    for (const auto& g : b) CHECK(g.ready_layer() == g.layers.front());
+  }
+  SECTION("1 group past the fusion threshold: two pieces, both after the last backward kernel") {
+    p.gradient_groups = 1;
+    p.micro_batch = 32768;  // each layer's backward (2 GEMMs of 0.27 TFLOP) outlasts a cycle and a copy
+    const Run r = run(model, p);
+    const auto& b = r.compiled.buckets;
+    REQUIRE(b.size() == 2);  // 192 MiB in pieces of at most 128 MiB, filled in backward order
+    CHECK(b[0].layers.size() == 8);
+    CHECK(b[1].layers == Layers{0, 1, 2, 3});
+    CHECK(b[0].ready_layer() == 0);
+    CHECK(b[1].ready_layer() == 0);
+    // Rank 0's first step: every gradient all-reduce starts after its last backward kernel.
+    const auto& g = r.compiled.graph;
+    const auto step_end = r.result.end[r.compiled.step_end.front()[0]];
+    sim::Time last_backward;
+    std::vector<sim::NodeId> reduces;
+    for (sim::NodeId n = 0; n < g.nodes.size(); ++n) {
+      const auto& node = g.nodes[n];
+      if (node.rank != 0 || r.result.end[n] > step_end) continue;
+      if (node.kind == sim::OpKind::compute && node.stream == strategy::streams::compute &&
+          node.phase == sim::Phase::backward) {
+        last_backward = std::max(last_backward, r.result.end[n]);
+      }
+      if (node.kind == sim::OpKind::collective) reduces.push_back(n);
+    }
+    REQUIRE(reduces.size() == 2);
+    for (const sim::NodeId n : reduces) CHECK(r.result.start[n] >= last_backward);
+  }
+}
+
 TEST_CASE("a slow input pipeline makes the step host-bound", "[training]") {
   const auto model = test::toy_mlp(4, 1024);
   strategy::Plan p;
