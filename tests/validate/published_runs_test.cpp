@@ -36,11 +36,12 @@ json read_json(const std::string& path) {
 TEST_CASE("the published runs: every run names a listed source and its scenario agrees with its figure",
           "[validate]") {
   const validate::PublishedRuns d = validate::load_published_runs(dataset_path());
-  REQUIRE(d.sources.size() >= 8);
-  REQUIRE(d.runs.size() >= 60);
+  REQUIRE(d.sources.size() >= 10);
+  REQUIRE(d.runs.size() >= 66);
   std::set<std::string> used;
   int tokens_checked = 0;
   int tflops_checked = 0;
+  int images_checked = 0;
   for (const validate::PublishedRun& r : d.runs) {
     CAPTURE(r.id);
     used.insert(r.source);
@@ -78,6 +79,13 @@ TEST_CASE("the published runs: every run names a listed source and its scenario 
       REQUIRE(r.measured_iteration_s == Approx(flops / (std::stod(m[1].str()) * 1e12 * gpus)).epsilon(1e-4));
       ++tflops_checked;
     }
+    // A figure in images per second (MLPerf's ResNet-50 logs): the iteration is the global
+    // batch over that rate.
+    if (std::regex_search(r.reported, m, std::regex(R"(^([0-9.]+) images/s$)"))) {
+      const double batch = plan.at("micro_batch").get<double>() * plan.at("dp").get<double>();
+      REQUIRE(r.measured_iteration_s == Approx(batch / std::stod(m[1].str())).epsilon(1e-5));
+      ++images_checked;
+    }
     // A figure in seconds per iteration is the measured time itself.
     if (std::regex_search(r.reported, m, std::regex(R"(^([0-9.]+) s per iteration)"))) {
       REQUIRE(r.measured_iteration_s == std::stod(m[1].str()));
@@ -86,6 +94,7 @@ TEST_CASE("the published runs: every run names a listed source and its scenario 
   REQUIRE(used.size() == d.sources.size());  // no source listed without a run
   REQUIRE(tokens_checked >= 15);
   REQUIRE(tflops_checked == 2);
+  REQUIRE(images_checked == 6);
 }
 
 TEST_CASE("a published run is predicted as simulate predicts its scenario", "[validate]") {
