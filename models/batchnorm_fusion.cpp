@@ -41,18 +41,27 @@ bool has_fusable_batchnorm(const Model& m) {
 Model with_batchnorm_fusion(Model m, BatchNormFusion fusion, int activation_bytes) {
   if (fusion == BatchNormFusion::none) return m;
   if (activation_bytes <= 0) throw sim::InternalError("batchnorm fusion: activation bytes must be positive");
-  const bool stats = fusion == BatchNormFusion::conv_stats;
+  const bool mainloop = fusion == BatchNormFusion::conv_mainloop;
   for (std::size_t i = 0; i < m.layers.size(); ++i) {
     if (!is(m, i, "batchnorm")) continue;
     Layer& bn = m.layers[i];
     OpTemplate& fwd = only(bn.fwd, bn);
     OpTemplate& bwd = only(bn.bwd, bn);
+    // Inside residual blocks only: the stem's BatchNorm follows a plain convolution and computes
+    // its own statistics (MXNet's BatchNorm with act_type relu in every network).
+    const bool stats = fusion != BatchNormFusion::bn_relu && bn.block >= 0;
     // Its activation elements per sample: the forward reads x and writes y.
     const double n = fwd.act_elems / 2.0;
     if (is(m, i + 1, "relu")) {
       absorb(bn, m.layers[i + 1]);
       fwd.kernel = stats ? "bn_apply_relu" : "batchnorm_relu_fwd";  // reads x, writes y
       bwd.kernel = "batchnorm_relu_bwd";                            // reads dy and x, writes dx
+      if (stats && mainloop && is(m, i + 2, "conv")) {
+        // Applied as the next convolution loads its input: no pass of its own. Its FLOPs stay
+        // in the layer's count (model FLOPs), not in a kernel.
+        bn.fwd.clear();
+        continue;
+      }
     } else if (is(m, i + 1, "add") && is(m, i + 2, "relu")) {
       absorb(bn, m.layers[i + 1]);
       absorb(bn, m.layers[i + 2]);

@@ -37,7 +37,7 @@ constexpr std::array<std::string_view, 2> kCommContention{"off", "measured"};
 constexpr std::array<std::string_view, 2> kZero3Schedules{"fsdp", "deepspeed"};
 constexpr std::array<std::string_view, 3> kKernels{"fused", "eager", "torchtitan"};
 constexpr std::array<std::string_view, 3> kAttentionKernels{"auto", "flash2", "cudnn"};
-constexpr std::array<std::string_view, 3> kBatchNormFusions{"none", "bn_relu", "conv_stats"};
+constexpr std::array<std::string_view, 4> kBatchNormFusions{"none", "bn_relu", "conv_stats", "conv_mainloop"};
 constexpr std::array<std::string_view, 3> kDistributions{"balanced", "zipf", "histogram"};
 constexpr std::array<std::string_view, 2> kRoles{"calibration", "prediction"};
 
@@ -222,9 +222,10 @@ std::vector<Param> make_table() {
   t.push_back(choice("plan", "batchnorm_fusion", kBatchNormFusions, "none",
                      "a CNN's BatchNorm kernels: none (PyTorch: BatchNorm, ReLU and the residual add apart), bn_relu "
                      "(MXNet's --fuse-bn-relu and --fuse-bn-add-relu: the ReLU, and at a block's end the add, inside "
-                     "BatchNorm's kernels) or conv_stats (as bn_relu, and the convolutions compute BatchNorm's "
+                     "BatchNorm's kernels), conv_stats (as bn_relu, and the convolutions compute BatchNorm's "
                      "statistics, leaving its forward an elementwise pass: NVIDIA's MLPerf ResNet-50, "
-                     "resnet-v1b-stats-fl)",
+                     "resnet-v1b-stats-fl) or conv_mainloop (as conv_stats, and a block's inner BatchNorms are "
+                     "applied by the next convolution as it loads its input: resnet-v1b-mainloop-fl)",
                      store<P, &Plan::batchnorm_fusion>, echo<P, &Plan::batchnorm_fusion, &kBatchNormFusions>));
   t.push_back(of_kind("plan", "fp8", K::boolean, "", "false",
                       "Transformer Engine FP8: the transformer blocks' linear GEMMs in FP8, with their casts (H100 and later)",

@@ -46,6 +46,9 @@ std::string plan_summary(const Plan& p, int cc) {
   if (p.batchnorm_fusion == BatchNormFusion::conv_stats) {
     out += ", BatchNorm statistics in the convolutions, fused with ReLU and add";
   }
+  if (p.batchnorm_fusion == BatchNormFusion::conv_mainloop) {
+    out += ", BatchNorm statistics in the convolutions and applied as they load, fused with ReLU and add";
+  }
   out += fmt::format(", micro-batch {}, global batch {}", p.micro_batch, p.global_batch);
   if (p.grad_accum > 1) out += fmt::format(" ({} accumulation steps)", p.grad_accum);
   out += fmt::format(", {}, {}", prec, to_string(p.optimizer));

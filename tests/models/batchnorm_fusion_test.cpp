@@ -89,7 +89,10 @@ TEST_CASE("ResNet-50 with BatchNorm statistics in the convolutions (conv_stats)"
   const Model plain = build_model("resnet50");
   const Model m = with_batchnorm_fusion(plain, BatchNormFusion::conv_stats, 2);
   const auto k = fusion_kernel_counts(m);
-  CHECK(k.at("bn_apply_relu") == 33);
+  // Inside the blocks; the stem's BatchNorm, after a plain convolution, computes its statistics.
+  CHECK(k.at("bn_apply_relu") == 32);
+  CHECK(k.at("batchnorm_relu_fwd") == 1);
+  CHECK(layer_named(m, "bn1").fwd[0].path == MemoryPath::batchnorm_fwd);
   CHECK(k.at("bn_apply_add_relu") == 16);
   // The 4 downsampling blocks apply their main branch's last BatchNorm inside the add's pass
   // (dual scale-bias): it keeps only its backward. Their shortcut BatchNorm takes the add.
@@ -107,6 +110,29 @@ TEST_CASE("ResNet-50 with BatchNorm statistics in the convolutions (conv_stats)"
   CHECK(shortcut.fwd[0].path == MemoryPath::vectorized);
   CHECK(shortcut.bwd[0].path == MemoryPath::batchnorm_bwd);
   CHECK(total_flops(m) == Approx(total_flops(plain)).epsilon(1e-12));
+}
+
+TEST_CASE("ResNet-50 with BatchNorm applied in the convolutions' main loop (conv_mainloop)", "[models]") {
+  const Model plain = build_model("resnet50");
+  const Model stats = with_batchnorm_fusion(plain, BatchNormFusion::conv_stats, 2);
+  const Model m = with_batchnorm_fusion(plain, BatchNormFusion::conv_mainloop, 2);
+  const auto k = fusion_kernel_counts(m);
+  // The 32 inner BatchNorm-ReLU passes of conv_stats go into the next convolution; the stem's
+  // and the 16 block ends' stay, and every backward kernel stays.
+  CHECK(k.count("bn_apply_relu") == 0);
+  CHECK(k.at("batchnorm_relu_fwd") == 1);
+  CHECK(k.at("bn_apply_add_relu") == 16);
+  CHECK(k.at("batchnorm_relu_bwd") == 33);
+  CHECK(k.at("batchnorm_add_relu_bwd") == 16);
+  CHECK(layer_named(m, "layer2.0.bn2").fwd.empty());
+  CHECK(layer_named(m, "layer2.0.bn2").fwd_flops == layer_named(plain, "layer2.0.bn2").fwd_flops);
+  // What goes is exactly conv_stats's inner apply passes: their FLOPs and elements.
+  double gone_flops = 0.0;
+  for (const Layer& l : stats.layers) {
+    if (!l.fwd.empty() && l.fwd[0].kernel == "bn_apply_relu") gone_flops += l.fwd[0].flops;
+  }
+  CHECK(total_flops(stats) - total_flops(m) == Approx(gone_flops).epsilon(1e-12));
+  CHECK(gone_flops > 0.0);
 }
 
 TEST_CASE("BatchNorm fusion leaves a model without BatchNorm as it is", "[models]") {
