@@ -3,7 +3,9 @@
 #include "models/batchnorm_fusion.hpp"
 
 #include <catch2/catch.hpp>
+#include <initializer_list>
 #include <map>
+#include <utility>
 #include <string>
 
 #include "models/model_zoo.hpp"
@@ -34,6 +36,15 @@ double total_flops(const Model& m) {
   return f;
 }
 
+/// Checks how many kernels of each name `m` has (0: none).
+void check_kernel_counts(const Model& m, std::initializer_list<std::pair<const char*, int>> expected) {
+  const auto k = fusion_kernel_counts(m);
+  for (const auto& [name, count] : expected) {
+    INFO(name);
+    CHECK((k.count(name) ? k.at(name) : 0) == count);
+  }
+}
+
 const Layer& layer_named(const Model& m, const std::string& name) {
   for (const Layer& l : m.layers) {
     if (l.name == name) return l;
@@ -48,17 +59,12 @@ TEST_CASE("ResNet-50 with BatchNorm fused with ReLU and add (MXNet's bn_relu)", 
   const Model plain = build_model("resnet50");
   REQUIRE(has_fusable_batchnorm(plain));
   const Model m = with_batchnorm_fusion(plain, BatchNormFusion::bn_relu, 2);
-  const auto k = fusion_kernel_counts(m);
   // He et al. 2016, Table 1: 16 bottleneck blocks, 4 of them with a projection shortcut. The stem
   // BatchNorm and each block's first two are followed by a ReLU (33); each block's last is
   // followed by the add and the ReLU (16); the 4 shortcut BatchNorms by neither.
-  CHECK(k.at("batchnorm_relu_fwd") == 33);
-  CHECK(k.at("batchnorm_relu_bwd") == 33);
-  CHECK(k.at("batchnorm_add_relu_fwd") == 16);
-  CHECK(k.at("batchnorm_add_relu_bwd") == 16);
-  CHECK(k.at("batchnorm_fwd") == 4);
-  CHECK(k.at("batchnorm_bwd") == 4);
-  for (const char* gone : {"relu_fwd", "relu_bwd", "add_fwd", "add_bwd"}) CHECK(k.count(gone) == 0);
+  check_kernel_counts(m, {{"batchnorm_relu_fwd", 33}, {"batchnorm_relu_bwd", 33}, {"batchnorm_add_relu_fwd", 16},
+                          {"batchnorm_add_relu_bwd", 16}, {"batchnorm_fwd", 4}, {"batchnorm_bwd", 4},
+                          {"relu_fwd", 0}, {"relu_bwd", 0}, {"add_fwd", 0}, {"add_bwd", 0}});
   // The fused kernels count the FLOPs of those they replace; layers keep theirs.
   CHECK(total_flops(m) == Approx(total_flops(plain)).epsilon(1e-12));
   CHECK(m.fwd_flops() == plain.fwd_flops());
@@ -88,18 +94,13 @@ TEST_CASE("ResNet-50 with BatchNorm fused with ReLU and add (MXNet's bn_relu)", 
 TEST_CASE("ResNet-50 with BatchNorm statistics in the convolutions (conv_stats)", "[models]") {
   const Model plain = build_model("resnet50");
   const Model m = with_batchnorm_fusion(plain, BatchNormFusion::conv_stats, 2);
-  const auto k = fusion_kernel_counts(m);
   // Inside the blocks; the stem's BatchNorm, after a plain convolution, computes its statistics.
-  CHECK(k.at("bn_apply_relu") == 32);
-  CHECK(k.at("batchnorm_relu_fwd") == 1);
-  CHECK(layer_named(m, "bn1").fwd[0].path == MemoryPath::batchnorm_fwd);
-  CHECK(k.at("bn_apply_add_relu") == 16);
   // The 4 downsampling blocks apply their main branch's last BatchNorm inside the add's pass
   // (dual scale-bias): it keeps only its backward. Their shortcut BatchNorm takes the add.
-  CHECK(k.count("bn_apply") == 0);
-  CHECK(k.at("batchnorm_relu_bwd") == 33);
-  CHECK(k.at("batchnorm_add_relu_bwd") == 16);
-  CHECK(k.at("batchnorm_bwd") == 4);
+  check_kernel_counts(m, {{"bn_apply_relu", 32}, {"batchnorm_relu_fwd", 1}, {"bn_apply_add_relu", 16},
+                          {"bn_apply", 0}, {"batchnorm_relu_bwd", 33}, {"batchnorm_add_relu_bwd", 16},
+                          {"batchnorm_bwd", 4}});
+  CHECK(layer_named(m, "bn1").fwd[0].path == MemoryPath::batchnorm_fwd);
   const Layer& main = layer_named(m, "layer1.0.bn3");
   CHECK(main.fwd.empty());
   REQUIRE(main.bwd.size() == 1);
@@ -116,14 +117,10 @@ TEST_CASE("ResNet-50 with BatchNorm applied in the convolutions' main loop (conv
   const Model plain = build_model("resnet50");
   const Model stats = with_batchnorm_fusion(plain, BatchNormFusion::conv_stats, 2);
   const Model m = with_batchnorm_fusion(plain, BatchNormFusion::conv_mainloop, 2);
-  const auto k = fusion_kernel_counts(m);
   // The 32 inner BatchNorm-ReLU passes of conv_stats go into the next convolution; the stem's
   // and the 16 block ends' stay, and every backward kernel stays.
-  CHECK(k.count("bn_apply_relu") == 0);
-  CHECK(k.at("batchnorm_relu_fwd") == 1);
-  CHECK(k.at("bn_apply_add_relu") == 16);
-  CHECK(k.at("batchnorm_relu_bwd") == 33);
-  CHECK(k.at("batchnorm_add_relu_bwd") == 16);
+  check_kernel_counts(m, {{"bn_apply_relu", 0}, {"batchnorm_relu_fwd", 1}, {"bn_apply_add_relu", 16},
+                          {"batchnorm_relu_bwd", 33}, {"batchnorm_add_relu_bwd", 16}});
   CHECK(layer_named(m, "layer2.0.bn2").fwd.empty());
   CHECK(layer_named(m, "layer2.0.bn2").fwd_flops == layer_named(plain, "layer2.0.bn2").fwd_flops);
   // What goes is exactly conv_stats's inner apply passes: their FLOPs and elements.
@@ -142,8 +139,6 @@ TEST_CASE("BatchNorm fusion leaves a model without BatchNorm as it is", "[models
   CHECK(fusion_kernel_counts(none) == fusion_kernel_counts(build_model("resnet18")));
   // ResNet-18 (basic blocks): 8 blocks, 3 with a projection shortcut; stem + one per block
   // before the ReLU (9), one per block before the add (8).
-  const auto k = fusion_kernel_counts(with_batchnorm_fusion(build_model("resnet18"), BatchNormFusion::bn_relu, 2));
-  CHECK(k.at("batchnorm_relu_fwd") == 9);
-  CHECK(k.at("batchnorm_add_relu_fwd") == 8);
-  CHECK(k.at("batchnorm_fwd") == 3);
+  check_kernel_counts(with_batchnorm_fusion(build_model("resnet18"), BatchNormFusion::bn_relu, 2),
+                      {{"batchnorm_relu_fwd", 9}, {"batchnorm_add_relu_fwd", 8}, {"batchnorm_fwd", 3}});
 }
