@@ -49,7 +49,7 @@ int run_validate(const ValidateCliOptions& o) {
   validate::ValidateOptions options;
   options.network = sim::parse_network_kind(o.network, "--network");
   if (!o.no_traces) options.traces_dir = o.traces.empty() ? validate::default_traces_dir() : o.traces;
-  const std::size_t total = suite.datasets.size() + (options.traces_dir.empty() ? 0 : 2);
+  const std::size_t total = suite.datasets.size() + (options.traces_dir.empty() ? 0 : validate::kTraceDatasets);
   std::size_t done = 0;
   auto last = std::chrono::steady_clock::now();
   options.on_dataset = [&](const validate::DatasetResult& r) {

@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -503,8 +504,9 @@ std::vector<DatasetResult> run_suite(const Suite& suite, const Calibration& cali
     out.push_back(std::move(r));
   }
   if (!options.traces_dir.empty()) {
-    for (DatasetResult t : {run_traces(options.traces_dir), run_trace_retime(options.traces_dir),
-                            run_execution_traces(options.traces_dir)}) {
+    const std::array<DatasetResult, kTraceDatasets> traces{
+        run_traces(options.traces_dir), run_trace_retime(options.traces_dir), run_execution_traces(options.traces_dir)};
+    for (DatasetResult t : traces) {
       summarize(t);
       if (options.on_dataset) options.on_dataset(t);
       out.push_back(std::move(t));

@@ -103,6 +103,10 @@ struct ValidateOptions {
   std::function<void(const DatasetResult&)> on_dataset;
 };
 
+/// The datasets run_suite adds when it has a traces folder: trace replay, trace retiming and
+/// execution traces.
+inline constexpr std::size_t kTraceDatasets = 3;
+
 /// Predicts every case of every dataset with `calibration` (checked first: provenance and the
 /// compute model's constants), then the trace-replay cases.
 std::vector<DatasetResult> run_suite(const Suite& suite, const Calibration& calibration, const std::string& calibration_path,

@@ -57,6 +57,13 @@ TEST_CASE("foresight validate: every dataset with its error, JSON, Markdown and 
   INFO(j.out);
   REQUIRE(j.status == 0);
   REQUIRE(j.out.find("validate: [3/3] h100_gemm_alignment: MAPE") != std::string::npos);
+  // With a traces folder (one that is absent: each trace dataset skips, saying why) the count
+  // takes in the three trace datasets.
+  const auto t = run_foresight("validate --traces " + scratch("no-such-traces") + " --suite " + quick + " --json -o " +
+                               scratch("with-traces.json"));
+  INFO(t.out);
+  REQUIRE(t.status == 0);
+  REQUIRE(t.out.find("validate: [6/6] execution_traces: skipped") != std::string::npos);
   const auto doc = nlohmann::json::parse(foresight::test::slurp(json_path));
   REQUIRE(doc.at("datasets").size() == 3);
   REQUIRE(doc.at("datasets").at(0).at("threshold_pct") == 10);
