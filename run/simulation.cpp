@@ -42,12 +42,13 @@ std::string plan_summary(const Plan& p, int cc) {
   if (p.kernels == Kernels::eager) out += ", eager kernels";
   if (p.kernels == Kernels::torchtitan) out += ", torchtitan's eager kernels";
   if (p.fp8) out += ", FP8 linear layers";
-  if (p.batchnorm_fusion == BatchNormFusion::bn_relu) out += ", BatchNorm fused with ReLU and add";
-  if (p.batchnorm_fusion == BatchNormFusion::conv_stats) {
-    out += ", BatchNorm statistics in the convolutions, fused with ReLU and add";
-  }
-  if (p.batchnorm_fusion == BatchNormFusion::conv_mainloop) {
-    out += ", BatchNorm statistics in the convolutions and applied as they load, fused with ReLU and add";
+  switch (p.batchnorm_fusion) {
+    case BatchNormFusion::none: break;
+    case BatchNormFusion::bn_relu: out += ", BatchNorm fused with ReLU and add"; break;
+    case BatchNormFusion::conv_stats: out += ", BatchNorm statistics in the convolutions, fused with ReLU and add"; break;
+    case BatchNormFusion::conv_mainloop:
+      out += ", BatchNorm statistics in the convolutions and applied as they load, fused with ReLU and add";
+      break;
   }
   out += fmt::format(", micro-batch {}, global batch {}", p.micro_batch, p.global_batch);
   if (p.grad_accum > 1) out += fmt::format(" ({} accumulation steps)", p.grad_accum);

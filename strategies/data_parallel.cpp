@@ -93,26 +93,23 @@ std::vector<GradientBucket> horovod_groups(const Model& model, const Plan& plan,
     }
     const std::size_t n = with_params.size();
     const std::size_t count = std::min<std::size_t>(n, static_cast<std::size_t>(plan.gradient_groups));
-    std::vector<std::size_t> group_of(n);
-    for (std::size_t g = 0, at = 0; g < count; ++g) {
-      const std::size_t len = n / count + (g < n % count ? 1 : 0);
-      for (std::size_t k = 0; k < len; ++k) group_of[at++] = g;
-    }
-    std::size_t group_start = 0;  // its first piece in `groups`
-    for (std::size_t k = n; k-- > 0;) {
-      const Layer& layer = model.layers[with_params[k]];
-      const double bytes = tp_layer_params(layer, plan.tp, plan.ep) * gradient_bytes_per_param(plan);
-      const bool same_group = k + 1 < n && group_of[k] == group_of[k + 1];
-      if (!same_group) group_start = groups.size();
-      if (groups.empty() || !same_group || groups.back().bytes + bytes > plan.fusion_threshold.as_double()) {
-        groups.push_back(GradientBucket{});
+    for (std::size_t g = count; g-- > 0;) {  // last group first: backward order
+      // Group g holds with_params[begin, end); the first n % count groups are one longer.
+      const std::size_t begin = g * (n / count) + std::min(g, n % count);
+      const std::size_t end = begin + n / count + (g < n % count ? 1 : 0);
+      const std::size_t first_piece = groups.size();
+      groups.push_back(GradientBucket{});
+      for (std::size_t k = end; k-- > begin;) {
+        const double bytes = tp_layer_params(model.layers[with_params[k]], plan.tp, plan.ep) *
+                             gradient_bytes_per_param(plan);
+        if (!groups.back().layers.empty() && groups.back().bytes + bytes > plan.fusion_threshold.as_double()) {
+          groups.push_back(GradientBucket{});
+        }
+        groups.back().bytes += bytes;
+        groups.back().layers.insert(groups.back().layers.begin(), with_params[k]);
       }
-      groups.back().bytes += bytes;
-      groups.back().layers.insert(groups.back().layers.begin(), with_params[k]);
       // Every piece of the group goes once the group's earliest layer is ready.
-      if (k == 0 || group_of[k - 1] != group_of[k]) {
-        for (std::size_t b = group_start; b < groups.size(); ++b) groups[b].ready_after = with_params[k];
-      }
+      for (std::size_t b = first_piece; b < groups.size(); ++b) groups[b].ready_after = with_params[begin];
     }
     return groups;
   }
