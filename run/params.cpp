@@ -30,6 +30,7 @@ constexpr std::array<std::string_view, 6> kSchedules{"none", "naive", "gpipe", "
 constexpr std::array<std::string_view, 3> kPartitions{"time", "params", "uniform"};
 constexpr std::array<std::string_view, 2> kDrivers{"per_stage", "single_process"};
 constexpr std::array<std::string_view, 2> kPipelineEngines{"megatron", "deepspeed"};
+constexpr std::array<std::string_view, 2> kKernelGenerations{"current", "megatron-2021"};
 constexpr std::array<std::string_view, 5> kRecomputes{"none", "full", "except_last", "selective", "selective_op"};
 constexpr std::array<std::string_view, 2> kScaleAxes{"dp", "pp"};
 constexpr std::array<std::string_view, 2> kNetworks{"analytical", "flow"};
@@ -296,6 +297,11 @@ std::vector<Param> make_table() {
   t.push_back(number("plan", "gemm_efficiency", "factor", "1", 0.0, true, 2.0,
                      "the framework's matrix kernels relative to the cuBLASLt benchmark rate (fitted)",
                      store<P, &Plan::gemm_efficiency>, echo<P, &Plan::gemm_efficiency>));
+  t.push_back(choice("plan", "kernel_generation", kKernelGenerations, "current",
+                     "whose matrix kernels: the compute model's, or Megatron-LM v2's (April 2021, the code SC21 ran) and "
+                     "its Megatron-DeepSpeed forks' (2021-22), at the rate SC21's calibration row measured "
+                     "(calibration.json: megatron_sc21.gemm_efficiency), times gemm_efficiency",
+                     store<P, &Plan::kernel_generation>, echo<P, &Plan::kernel_generation, &kKernelGenerations>));
   t.push_back(of_kind("plan", "fold", K::boolean, "", "true",
                       "simulate one of each set of identical ranks (same answer, less work)", store<P, &Plan::fold>,
                       echo<P, &Plan::fold>));

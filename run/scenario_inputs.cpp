@@ -34,8 +34,10 @@ std::vector<Override> scenario_overrides(const std::string& cluster, int gpus, i
 }
 
 InputFiles::InputFiles(const InputPaths& paths, ProfileLoader load_profiles) {
-  inputs_.collectives = run::collective_config(
-      run::load_calibration(paths.calibration.empty() ? run::default_calibration_path() : paths.calibration).collectives);
+  const run::Calibration calibration =
+      run::load_calibration(paths.calibration.empty() ? run::default_calibration_path() : paths.calibration);
+  inputs_.collectives = run::collective_config(calibration.collectives);
+  inputs_.megatron_2021_gemm_efficiency = calibration.megatron.gemm_efficiency;
   prices_ = std::make_shared<const PriceTable>(load_prices(paths.prices.empty() ? default_prices_path() : paths.prices));
   inputs_.prices = prices_.get();
   if (!paths.profile.empty()) {

@@ -41,6 +41,7 @@ std::string plan_summary(const Plan& p, int cc) {
   }
   if (p.kernels == Kernels::eager) out += ", eager kernels";
   if (p.kernels == Kernels::torchtitan) out += ", torchtitan's eager kernels";
+  if (p.kernel_generation == KernelGeneration::megatron_2021) out += ", Megatron-LM v2 (2021) matrix kernels";
   if (p.fp8) out += ", FP8 linear layers";
   switch (p.batchnorm_fusion) {
     case BatchNormFusion::none: break;
@@ -435,8 +436,19 @@ void report_stages(const SimulationOutput& out, const Plan& plan, const ComputeM
 namespace {
 
 /// Compiles `plan` for `out`'s model and cluster into out.compiled; strategy errors name `path`.
-void compile_plan(SimulationOutput& out, const Plan& plan, const std::string& path, const ComputeModel& compute,
+void compile_plan(SimulationOutput& out, const Plan& scenario_plan, const std::string& path, const ComputeModel& compute,
                   const SimulationInputs& inputs) {
+  // The kernel generation scales the matrix kernels as gemm_efficiency does; the reported plan
+  // keeps both as the scenario gave them.
+  Plan plan = scenario_plan;
+  if (plan.kernel_generation == KernelGeneration::megatron_2021) {
+    if (!(inputs.megatron_2021_gemm_efficiency > 0.0)) {
+      throw sim::ConfigError(fmt::format("{}: /plan/kernel_generation: megatron-2021 needs the calibration file's "
+                                         "megatron_sc21.gemm_efficiency, and none was loaded",
+                                         path));
+    }
+    plan.gemm_efficiency *= inputs.megatron_2021_gemm_efficiency;
+  }
   // A timeline draws every kernel: coalesce only without one.
   const CompileOptions options{inputs.coalesce_kernels && inputs.link_sample_interval <= sim::Time::zero()};
   try {

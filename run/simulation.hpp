@@ -36,6 +36,10 @@ struct SimulationInputs {
   /// The cluster the scenario's cluster spec and GPU count resolve to, built once by a caller
   /// that runs many plans on it (foresight plan); null: each run builds its own.
   std::shared_ptr<const topo::Cluster> cluster;
+  /// The rate of Megatron-LM v2's matrix kernels relative to the compute model's, for plans with
+  /// kernel_generation megatron-2021: the calibration file's megatron_sc21.gemm_efficiency. 0:
+  /// not loaded (such a plan is then refused).
+  double megatron_2021_gemm_efficiency = 0.0;
 };
 
 struct SimulationOutput {

@@ -100,7 +100,7 @@ double megatron_flops_per_iteration(const MegatronRun& r) {
   return 96.0 * b * s * l * h * h * (1.0 + s / (6.0 * h) + v / (16.0 * l * h));
 }
 
-strategy::Scenario megatron_scenario(const MegatronRun& r, const std::string& dataset_file, double gemm_efficiency) {
+strategy::Scenario megatron_scenario(const MegatronRun& r, const std::string& dataset_file) {
   using nlohmann::json;
   const std::string config =
       (std::filesystem::path(dataset_file).parent_path() / "megatron_sc21" / (r.id + ".json")).string();
@@ -118,7 +118,7 @@ strategy::Scenario megatron_scenario(const MegatronRun& r, const std::string& da
         {"optimizer", "adam"},
         {"optimizer_impl", "fused"},  // Megatron-LM steps with Apex FusedAdam
         {"recompute", r.recompute},
-        {"gemm_efficiency", gemm_efficiency},
+        {"kernel_generation", "megatron-2021"},  // the code SC21 ran: its rate is what the fit measures
         // Contention-free links: with folding the 3072-GPU row takes ~15 s this way against ~4 min
         // on the flow model, for a 0.3% different answer.
         {"network", "analytical"},
@@ -139,9 +139,9 @@ strategy::Scenario megatron_scenario(const MegatronRun& r, const std::string& da
   return strategy::parse_scenario(with_schedule, dataset_file);
 }
 
-double megatron_predicted_tflops(const MegatronRun& r, const std::string& dataset_file, double gemm_efficiency,
+double megatron_predicted_tflops(const MegatronRun& r, const std::string& dataset_file,
                                  const strategy::SimulationInputs& inputs, double* iteration_s) {
-  const auto out = strategy::simulate_scenario(megatron_scenario(r, dataset_file, gemm_efficiency), inputs);
+  const auto out = strategy::simulate_scenario(megatron_scenario(r, dataset_file), inputs);
   if (iteration_s != nullptr) *iteration_s = out.report.iteration_time_s;
   return megatron_flops_per_iteration(r) / (out.report.iteration_time_s * r.gpus) * 1e-12;
 }
@@ -153,10 +153,12 @@ MegatronCalibration fit_megatron(const MegatronDataset& d, const std::string& da
     if (r.role == Role::calibration && megatron_missing_features(r).empty()) cal.push_back(&r);
   }
   if (cal.empty()) throw sim::ConfigError(fmt::format("{}: no calibration row the simulator can run", dataset_file));
+  strategy::SimulationInputs trial = inputs;
   auto cost = [&](double log_eff) {
+    trial.megatron_2021_gemm_efficiency = std::exp(log_eff);
     double sum = 0.0;
     for (const MegatronRun* r : cal) {
-      const double t = megatron_predicted_tflops(*r, dataset_file, std::exp(log_eff), inputs);
+      const double t = megatron_predicted_tflops(*r, dataset_file, trial);
       sum += std::pow(t / r->tflops_per_gpu - 1.0, 2);
     }
     return sum;

@@ -58,18 +58,19 @@ std::vector<std::string> megatron_missing_features(const MegatronRun& r);
 /// 96 B s l h^2 (1 + s / 6h + V / 16 l h). TFLOP/s per GPU = that / (iteration x GPUs).
 double megatron_flops_per_iteration(const MegatronRun& r);
 
-/// The scenario of row `r` (`dataset_file` locates the model configs beside it), with the
-/// fitted gemm_efficiency.
-strategy::Scenario megatron_scenario(const MegatronRun& r, const std::string& dataset_file,
-                                     double gemm_efficiency = 1.0);
+/// The scenario of row `r` (`dataset_file` locates the model configs beside it): Megatron-LM
+/// v2's kernels (kernel_generation megatron-2021), whose rate the inputs carry.
+strategy::Scenario megatron_scenario(const MegatronRun& r, const std::string& dataset_file);
 
-/// Predicted TFLOP/s per GPU of row `r`: the paper's FLOPs over the simulated iteration.
-double megatron_predicted_tflops(const MegatronRun& r, const std::string& dataset_file, double gemm_efficiency,
+/// Predicted TFLOP/s per GPU of row `r`: the paper's FLOPs over the simulated iteration, with
+/// Megatron-LM v2's kernels at inputs.megatron_2021_gemm_efficiency.
+double megatron_predicted_tflops(const MegatronRun& r, const std::string& dataset_file,
                                  const strategy::SimulationInputs& inputs, double* iteration_s = nullptr);
 
-/// Fits gemm_efficiency on the calibration rows: golden-section search over its log in
-/// [0.3, 2] for the least squared relative error of their TFLOP/s per GPU. ConfigError when no
-/// calibration row can be simulated.
+/// Fits the rate of Megatron-LM v2's matrix kernels (calibration.json's
+/// megatron_sc21.gemm_efficiency, which kernel_generation megatron-2021 applies) on the
+/// calibration rows: golden-section search over its log in [0.3, 2] for the least squared
+/// relative error of their TFLOP/s per GPU. ConfigError when no calibration row can be simulated.
 MegatronCalibration fit_megatron(const MegatronDataset& d, const std::string& dataset_file,
                                  const strategy::SimulationInputs& inputs);
 

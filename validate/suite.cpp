@@ -119,8 +119,8 @@ void run_gemm(const DatasetEntry& e, DatasetResult& out) {
   }
 }
 
-void run_megatron(const DatasetEntry& e, double gemm_efficiency, const strategy::SimulationInputs& inputs,
-                  DatasetResult& out) {
+/// SC21's rows with Megatron-LM v2's kernels at the rate `inputs` carry (the calibration's).
+void run_megatron(const DatasetEntry& e, const strategy::SimulationInputs& inputs, DatasetResult& out) {
   const MegatronDataset d = load_megatron_dataset(e.file);
   out.source = d.source;
   for (const MegatronRun& r : d.runs) {
@@ -136,7 +136,7 @@ void run_megatron(const DatasetEntry& e, double gemm_efficiency, const strategy:
       continue;
     }
     double iteration = 0.0;
-    const double predicted = megatron_predicted_tflops(r, e.file, gemm_efficiency, inputs, &iteration);
+    const double predicted = megatron_predicted_tflops(r, e.file, inputs, &iteration);
     CaseResult c = measured_case(r.id, r.role, predicted, r.tflops_per_gpu, "TFLOP/s per GPU");
     c.note = fmt::format("tp {} x pp {} x dp {}, iteration {:.3f} s", r.tp, r.pp, r.gpus / (r.tp * r.pp), iteration);
     out.cases.push_back(std::move(c));
@@ -463,6 +463,7 @@ std::vector<DatasetResult> run_suite(const Suite& suite, const Calibration& cali
   check_compute_constants(calibration, calibration_path);
   strategy::SimulationInputs inputs;
   inputs.collectives = collective_config(calibration.collectives);
+  inputs.megatron_2021_gemm_efficiency = calibration.megatron.gemm_efficiency;
   std::vector<DatasetResult> out;
   for (const DatasetEntry& e : suite.datasets) {
     DatasetResult r;
@@ -482,7 +483,7 @@ std::vector<DatasetResult> run_suite(const Suite& suite, const Calibration& cali
         run_gemm(e, r);
         break;
       case DatasetKind::megatron_sc21:
-        run_megatron(e, calibration.megatron.gemm_efficiency, inputs, r);
+        run_megatron(e, inputs, r);
         break;
       case DatasetKind::gpu_steps_analytical:
       case DatasetKind::gpu_steps_profile:

@@ -87,6 +87,7 @@ TEST_CASE("every parameter is documented with its type, default and range", "[pa
   added.insert("attention_kernel");  // FlashAttention-2 or cuDNN fused attention, measured on Hopper (issue 20)
   added.insert("batchnorm_fusion");  // MXNet's fused BatchNorm, as NVIDIA's MLPerf ResNet-50 runs it (issue 20)
   added.insert("gradient_groups");   // Horovod's explicit gradient groups (MXNET_HOROVOD_NUM_GROUPS, issue 20)
+  added.insert("kernel_generation");  // Megatron-LM v2's matrix kernels, SC21's measured rate (issue 20)
   const auto plan = strategy::section_keys("plan");
   REQUIRE(std::set<std::string_view>(plan.begin(), plan.end()) == added);
 }

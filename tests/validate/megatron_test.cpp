@@ -33,6 +33,9 @@ TEST_CASE("Megatron SC21 rows: models have N21's parameter counts, scenarios the
     REQUIRE(s.plan.dp * r.tp * r.pp == r.gpus);
     REQUIRE(s.plan.dp * s.plan.micro_batch * s.plan.grad_accum == r.global_batch);
     REQUIRE(s.cluster.gpus == r.gpus);
+    // The code SC21 ran: its matrix kernels at the rate the calibration row measures.
+    REQUIRE(s.plan.kernel_generation == strategy::KernelGeneration::megatron_2021);
+    REQUIRE(s.plan.gemm_efficiency == 1.0);
   }
   // N21 Eq. 3 for the first row: 96 B s l h^2 (1 + s/6h + V/16lh).
   const auto& r = d.runs[0];

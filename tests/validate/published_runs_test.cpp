@@ -48,6 +48,12 @@ TEST_CASE("the published runs: every run names a listed source and its scenario 
     REQUIRE(r.role == validate::Role::prediction);  // nothing is fitted on them
     const json scenario = read_json(r.scenario);
     const json& plan = scenario.at("plan");
+    // The kernel generation follows the framework's code lineage, never the run's error: the
+    // runs on Megatron-DeepSpeed (DeepSpeed's pipeline engine), a fork of Megatron-LM v2, run
+    // Megatron-LM v2's kernels; every other run the compute model's.
+    const bool megatron_deepspeed = plan.value("pipeline_engine", "megatron") == "deepspeed";
+    REQUIRE(plan.value("kernel_generation", "current") == (megatron_deepspeed ? "megatron-2021" : "current"));
+    REQUIRE_FALSE(plan.contains("gemm_efficiency"));  // no per-run rate
     // A figure in tokens per second per GPU: the iteration is a GPU's share of the global batch's
     // tokens over that rate.
     std::smatch m;
