@@ -434,7 +434,7 @@ class ChartWriter {
 
 }  // namespace
 
-std::string svg_charts(const std::string& title, const std::vector<Chart>& charts) {
+std::string svg_charts(const std::string& title, const std::vector<Chart>& charts, std::size_t columns) {
   if (charts.empty()) {
     throw sim::ConfigError(fmt::format("svg plot '{}': no charts (expected at least one)", title));
   }
@@ -443,17 +443,23 @@ std::string svg_charts(const std::string& title, const std::vector<Chart>& chart
       throw sim::ConfigError(fmt::format("chart '{}': no series (expected at least one)", c.title));
     }
   }
+  const std::size_t per_row = columns == 0 ? charts.size() : std::min(columns, charts.size());
   std::string body;
-  double height = 0;
+  double top = kHeaderHeight;  // of the current row
+  double row_height = 0;
   for (std::size_t i = 0; i < charts.size(); ++i) {
+    if (i > 0 && i % per_row == 0) {
+      top += row_height;
+      row_height = 0;
+    }
     body += fmt::format("<g class=\"chart\" data-chart=\"{}\">\n", i);
-    ChartWriter w(body, charts[i], kChartWidth * static_cast<double>(i), kHeaderHeight);
+    ChartWriter w(body, charts[i], kChartWidth * static_cast<double>(i % per_row), top);
     w.write();
-    height = std::max(height, w.height());
+    row_height = std::max(row_height, w.height());
     body += "</g>\n";
   }
-  const double width = kChartWidth * static_cast<double>(charts.size());
-  const double total = kHeaderHeight + height;
+  const double width = kChartWidth * static_cast<double>(per_row);
+  const double total = top + row_height;
   std::string out = fmt::format(
       "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} "

@@ -41,13 +41,14 @@ struct Chart {
 };
 
 /// One SVG document titled `title` with `charts` side by side, each 520 px wide and about 400 px
-/// high (plus 18 px per legend entry, the legend sitting under the plot). Linear axes get round
+/// high (plus 18 px per legend entry, the legend sitting under the plot); with `columns` > 0, in
+/// rows of that many charts, each row as tall as its tallest chart. Linear axes get round
 /// ticks (1, 2 or 5 times a power of ten) and span whole ticks; log axes span whole decades,
 /// labelled 1, 10, 100, ... with minor ticks at 2..9. Series colours come from a fixed
 /// colour-blind-safe palette (then marker shapes tell series apart). Text is XML-escaped.
 /// ConfigError naming the chart and series when there is no chart, a chart has no series, a
 /// series has no points, a value is not finite, or a value on a log axis is not positive (or a
 /// reference factor is not positive when y is logarithmic).
-std::string svg_charts(const std::string& title, const std::vector<Chart>& charts);
+std::string svg_charts(const std::string& title, const std::vector<Chart>& charts, std::size_t columns = 0);
 
 }  // namespace foresight::validate

@@ -306,6 +306,29 @@ DatasetResult run_traces(const std::string& dir) {
   return out;
 }
 
+/// Whether a dataset of `kind` predicts whole training iterations, steps or runs from a
+/// scenario (DatasetResult::simulates_runs).
+bool simulates_runs(DatasetKind kind) {
+  switch (kind) {
+    case DatasetKind::thetagpu_ddp:
+    case DatasetKind::thetagpu_gpipe:
+    case DatasetKind::megatron_sc21:
+    case DatasetKind::gpu_steps_analytical:
+    case DatasetKind::gpu_steps_profile:
+    case DatasetKind::published_runs:
+      return true;
+    case DatasetKind::gpu_steps_replay:  // a measured trace's kernels, replayed
+    case DatasetKind::nccl_busbw:
+    case DatasetKind::gemm_and_memory:
+    case DatasetKind::kernel_sweep_gemm:
+    case DatasetKind::kernel_sweep_attention:
+    case DatasetKind::kernel_sweep_conv:
+    case DatasetKind::kernel_sweep_memory:
+      return false;
+  }
+  return false;
+}
+
 }  // namespace
 
 bool DatasetResult::passed() const {
@@ -471,6 +494,7 @@ std::vector<DatasetResult> run_suite(const Suite& suite, const Calibration& cali
     r.file = "validate/data/" + fs::path(e.file).lexically_relative(fs::path(suite.path).parent_path()).generic_string();
     r.goal_pct = e.goal_pct;
     r.threshold_pct = e.threshold_pct;
+    r.simulates_runs = simulates_runs(e.kind);
     switch (e.kind) {
       case DatasetKind::thetagpu_ddp:
       case DatasetKind::thetagpu_gpipe:

@@ -85,6 +85,9 @@ struct DatasetResult {
   std::optional<double> threshold_pct;
   std::vector<CaseResult> cases;
   std::string message;  ///< e.g. "skipped: ... absent"
+  /// Its cases are whole training iterations, steps or runs simulated from a scenario (not
+  /// kernels, collectives, or replayed traces): the datasets the overall scenario figure pools.
+  bool simulates_runs = false;
   // Over evaluated prediction cases:
   int predictions = 0;
   double mape_pct = 0.0;

@@ -3,8 +3,11 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <utility>
 
 #include "plots/svg_plot.hpp"
 
@@ -33,7 +36,73 @@ std::string summary_text(const DatasetResult& r) {
 /// Up to 4 significant digits.
 std::string number(double v) { return fmt::format("{:.4g}", v); }
 
+/// What the two overall figures pool, as the reports name them.
+constexpr const char* kRunsLabel = "training runs simulated from a scenario";
+constexpr const char* kAllLabel = "every dataset";
+
+std::string overall_text(const Overall& o) {
+  if (o.predictions == 0) return "no prediction evaluated";
+  return fmt::format("MAPE {:.1f}% over {} prediction cases of {} datasets, worst {:+.1f}% ({}, {})", o.mape_pct,
+                     o.predictions, o.datasets, o.worst_pct, o.worst_id, o.worst_dataset);
+}
+
+nlohmann::json overall_json(const Overall& o) {
+  using nlohmann::json;
+  return json{{"predictions", o.predictions},
+              {"datasets", o.datasets},
+              {"mape_pct", o.predictions > 0 ? json(o.mape_pct) : json(nullptr)},
+              {"worst_pct", o.predictions > 0 ? json(o.worst_pct) : json(nullptr)},
+              {"worst_case", o.worst_id},
+              {"worst_dataset", o.worst_dataset}};
+}
+
+/// A dataset's own chart: its predictions and its calibration cases against their measurements.
+std::optional<Chart> dataset_chart(const DatasetResult& r) {
+  Chart chart;
+  chart.title = r.predictions > 0 ? fmt::format("{}: MAPE {:.1f}%, worst {:+.1f}%", r.name, r.mape_pct, r.worst_pct)
+                                  : r.name;
+  const bool one_unit = std::all_of(r.cases.begin(), r.cases.end(),
+                                    [&](const CaseResult& c) { return c.unit == r.cases.front().unit; });
+  chart.x = {one_unit && !r.cases.empty() && !r.cases.front().unit.empty()
+                 ? fmt::format("measured ({})", r.cases.front().unit)
+                 : std::string("measured (each case in its own unit)"),
+             true,
+             {}};
+  chart.y = {"predicted", true, {}};
+  Series predictions{fmt::format("{} predictions", r.predictions), {}, true};
+  Series calibration{"calibration cases", {}, true};
+  for (const CaseResult& c : r.cases) {
+    if (!c.evaluated || !(c.predicted > 0.0) || !(c.measured > 0.0)) continue;
+    (c.role == Role::prediction ? predictions : calibration).points.emplace_back(c.measured, c.predicted);
+  }
+  for (Series* s : {&predictions, &calibration}) {
+    if (!s->points.empty()) chart.series.push_back(std::move(*s));
+  }
+  if (chart.series.empty()) return std::nullopt;
+  chart.references = {{1.0, "predicted = measured"}, {1.1, "+10%"}, {0.9, "-10%"}};
+  return chart;
+}
+
 }  // namespace
+
+Overall overall(const std::vector<DatasetResult>& results, bool runs_only) {
+  // From each dataset's summary (summarize): its count, MAPE and worst prediction.
+  Overall o;
+  double sum = 0.0;
+  for (const DatasetResult& r : results) {
+    if ((runs_only && !r.simulates_runs) || r.predictions == 0) continue;
+    sum += r.mape_pct * r.predictions;
+    if (o.datasets == 0 || std::abs(r.worst_pct) > std::abs(o.worst_pct)) {
+      o.worst_pct = r.worst_pct;
+      o.worst_id = r.worst_id;
+      o.worst_dataset = r.name;
+    }
+    o.predictions += r.predictions;
+    ++o.datasets;
+  }
+  o.mape_pct = o.predictions > 0 ? sum / o.predictions : 0.0;
+  return o;
+}
 
 std::string suite_text(const std::vector<DatasetResult>& results) {
   std::string out;
@@ -61,6 +130,8 @@ std::string suite_text(const std::vector<DatasetResult>& results) {
       }
     }
   }
+  out += fmt::format("overall, {}: {}\n", kRunsLabel, overall_text(overall(results, true)));
+  out += fmt::format("overall, {}: {}\n", kAllLabel, overall_text(overall(results, false)));
   const int failed = static_cast<int>(results.size() - skipped.size()) - passed;
   out += fmt::format("{} datasets, {} passed, {} failed", results.size(), passed, failed);
   if (!skipped.empty()) {
@@ -101,6 +172,8 @@ std::string suite_json(const std::vector<DatasetResult>& results) {
     }
     doc["datasets"].push_back(std::move(d));
   }
+  doc["overall"] = {{"simulated_runs", overall_json(overall(results, true))},
+                    {"all", overall_json(overall(results, false))}};
   return doc.dump(1) + "\n";
 }
 
@@ -115,6 +188,14 @@ std::string suite_markdown(const std::vector<DatasetResult>& results, const std:
                        r.predictions > 0 ? fmt::format("{:.1f}%", r.mape_pct) : "-",
                        r.predictions > 0 ? fmt::format("{:+.1f}% ({})", r.worst_pct, r.worst_id) : "-", threshold_text(r),
                        goal_text(r), verdict(r));
+  }
+  out += "\n| overall, prediction cases of | predictions | datasets | MAPE | worst |\n|---|---|---|---|---|\n";
+  for (const auto& [label, runs_only] : {std::pair{kRunsLabel, true}, std::pair{kAllLabel, false}}) {
+    const Overall o = overall(results, runs_only);
+    out += fmt::format("| {} | {} | {} | {} | {} |\n", label, o.predictions, o.datasets,
+                       o.predictions > 0 ? fmt::format("{:.1f}%", o.mape_pct) : "-",
+                       o.predictions > 0 ? fmt::format("{:+.1f}% ({}, {})", o.worst_pct, o.worst_id, o.worst_dataset)
+                                         : "-");
   }
   for (const DatasetResult& r : results) {
     out += fmt::format("\n## {}\n\n", r.name);
@@ -150,7 +231,11 @@ std::string suite_svg(const std::vector<DatasetResult>& results) {
   }
   if (!calibration.points.empty()) chart.series.push_back(std::move(calibration));
   chart.references = {{1.0, "predicted = measured"}, {1.1, "+10%"}, {0.9, "-10%"}};
-  return svg_charts("Foresight validation: predictions against measured runs", {chart});
+  std::vector<Chart> charts{std::move(chart)};
+  for (const DatasetResult& r : results) {
+    if (auto c = dataset_chart(r)) charts.push_back(std::move(*c));
+  }
+  return svg_charts("Foresight validation: predictions against measured runs", charts, 4);
 }
 
 }  // namespace foresight::validate

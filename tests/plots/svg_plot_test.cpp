@@ -208,6 +208,36 @@ TEST_CASE("svg: explicit ticks label the given values and pad the axis by 4 %", 
   CHECK_THROWS_WITH(validate::svg_charts("t", {c}), Catch::Contains("sweep"));
 }
 
+TEST_CASE("svg: charts in rows of a given width", "[validate]") {
+  Chart tall = scaling_chart();
+  tall.series.push_back({"extra", {{1, 1}}, false});  // one legend row more than the others
+  const std::string row = validate::svg_charts("t", {scaling_chart(), scaling_chart(), scaling_chart()});
+  const std::string grid = validate::svg_charts("t", {scaling_chart(), tall, scaling_chart()}, 2);
+  // One row: three charts across. Rows of two: two across, the third under the first, below the
+  // taller of the first row's charts (its one more legend row, 18 px).
+  const std::regex title_at("<text x=\"([0-9.]+)\" y=\"([0-9.]+)\" text-anchor=\"middle\" class=\"chart-title\"");
+  std::vector<std::pair<double, double>> row_titles, grid_titles;
+  for (auto [text, out] : {std::pair{&row, &row_titles}, std::pair{&grid, &grid_titles}}) {
+    for (auto it = std::sregex_iterator(text->begin(), text->end(), title_at); it != std::sregex_iterator(); ++it) {
+      out->emplace_back(std::stod((*it)[1]), std::stod((*it)[2]));
+    }
+  }
+  REQUIRE(row_titles.size() == 3);
+  REQUIRE(grid_titles.size() == 3);
+  CHECK(row_titles[2].first == Approx(row_titles[0].first + 2 * 520.0));
+  CHECK(row_titles[2].second == row_titles[0].second);
+  CHECK(grid_titles[1].first == Approx(grid_titles[0].first + 520.0));
+  CHECK(grid_titles[2].first == grid_titles[0].first);
+  const double one_row = attribute(row.substr(0, row.find('>', row.find("<svg"))), "height") - 34.0;
+  CHECK(grid_titles[2].second == Approx(grid_titles[0].second + one_row + 18.0));
+  CHECK(attribute(grid.substr(0, grid.find('>', grid.find("<svg"))), "width") == Approx(2 * 520.0));
+  CHECK(attribute(grid.substr(0, grid.find('>', grid.find("<svg"))), "height") ==
+        Approx(34.0 + 2 * one_row + 18.0));
+  // No width given: the one row as before.
+  CHECK(validate::svg_charts("t", {scaling_chart(), scaling_chart()}, 0) ==
+        validate::svg_charts("t", {scaling_chart(), scaling_chart()}));
+}
+
 TEST_CASE("svg: deterministic output", "[validate]") {
   CHECK(validate::svg_charts("t", {scaling_chart()}) ==
         validate::svg_charts("t", {scaling_chart()}));

@@ -3,6 +3,9 @@
 // compute model) is rejected, malformed files are clear errors, and the reports carry the keys.
 #include <catch2/catch.hpp>
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -182,6 +185,80 @@ TEST_CASE("reports: JSON keys of docs/architecture.md, Markdown tables and an SV
   const std::string svg = validate::suite_svg(results());
   REQUIRE(svg.rfind("<?xml", 0) == 0);
   REQUIRE_THAT(svg, Contains("gemm_and_memory") && Contains("+10%") && Contains("-10%"));
+  // The pooled figures: JSON, text and Markdown carry both.
+  for (const char* pool : {"simulated_runs", "all"}) {
+    const auto& o = doc.at("overall").at(pool);
+    for (const char* key : {"predictions", "datasets", "mape_pct", "worst_pct", "worst_case", "worst_dataset"}) {
+      REQUIRE(o.contains(key));
+    }
+  }
+  const validate::Overall runs = validate::overall(results(), true);
+  REQUIRE(doc.at("overall").at("simulated_runs").at("predictions") == runs.predictions);
+  REQUIRE_THAT(validate::suite_text(results()),
+               Contains(fmt::format("overall, training runs simulated from a scenario: MAPE {:.1f}% over {} prediction "
+                                    "cases of {} datasets",
+                                    runs.mape_pct, runs.predictions, runs.datasets)));
+  REQUIRE_THAT(md, Contains("| training runs simulated from a scenario | " + std::to_string(runs.predictions) + " |"));
+  // A chart of its own for every dataset with a measured case, after the one of them all.
+  std::size_t charted = 0;
+  for (const auto& r : results()) {
+    const bool any = std::any_of(r.cases.begin(), r.cases.end(),
+                                 [](const validate::CaseResult& c) { return c.evaluated && c.measured > 0.0; });
+    charted += any ? 1 : 0;
+    if (any && r.predictions > 0) REQUIRE_THAT(svg, Contains(fmt::format("{}: MAPE {:.1f}%", r.name, r.mape_pct)));
+  }
+  REQUIRE(charted >= 20);
+  std::size_t charts = 0;
+  for (auto at = svg.find("class=\"chart\" data-chart="); at != std::string::npos;
+       at = svg.find("class=\"chart\" data-chart=", at + 1)) {
+    ++charts;
+  }
+  REQUIRE(charts == charted + 1);
+}
+
+TEST_CASE("overall: the prediction cases pooled, over every dataset or the simulated runs", "[validate]") {
+  // Three datasets: two simulate runs, one is a kernel sweep; calibration and unsupported cases
+  // do not count.
+  const auto made = [](std::string name, bool runs, std::vector<std::pair<double, validate::Role>> errors) {
+    validate::DatasetResult r;
+    r.name = std::move(name);
+    r.simulates_runs = runs;
+    int k = 0;
+    for (const auto& [error, role] : errors) {
+      validate::CaseResult c;
+      c.id = r.name + "-" + std::to_string(k++);
+      c.role = role;
+      c.evaluated = true;
+      c.error_pct = error;
+      c.measured = 1.0;
+      c.predicted = 1.0 + error / 100.0;
+      r.cases.push_back(c);
+    }
+    validate::CaseResult unsupported;
+    unsupported.id = "missing";
+    r.cases.push_back(unsupported);
+    validate::summarize(r);
+    return r;
+  };
+  using validate::Role;
+  const std::vector<validate::DatasetResult> rs{
+      made("a", true, {{+4.0, Role::prediction}, {-8.0, Role::prediction}, {-50.0, Role::calibration}}),
+      made("b", false, {{+30.0, Role::prediction}}),
+      made("c", true, {{-2.0, Role::prediction}})};
+  const validate::Overall runs = validate::overall(rs, true);
+  CHECK(runs.predictions == 3);
+  CHECK(runs.datasets == 2);
+  CHECK(runs.mape_pct == Approx((4.0 + 8.0 + 2.0) / 3.0));
+  CHECK(runs.worst_pct == -8.0);
+  CHECK(runs.worst_id == "a-1");
+  CHECK(runs.worst_dataset == "a");
+  const validate::Overall all = validate::overall(rs, false);
+  CHECK(all.predictions == 4);
+  CHECK(all.datasets == 3);
+  CHECK(all.mape_pct == Approx((4.0 + 8.0 + 30.0 + 2.0) / 4.0));
+  CHECK(all.worst_pct == 30.0);
+  CHECK(all.worst_dataset == "b");
+  CHECK(validate::overall({}, false).predictions == 0);
 }
 
 TEST_CASE("trace replay cases: skipped with a message when the folder is absent", "[validate]") {
