@@ -12,6 +12,7 @@
 #include "common/error.hpp"
 #include "strategies/memory_model.hpp"
 #include "models/eager_kernels.hpp"
+#include "models/megatron_softmax.hpp"
 #include "models/model_builder.hpp"
 #include "models/model_zoo.hpp"
 #include "strategies/pipeline.hpp"
@@ -219,6 +220,14 @@ Model plan_model(const Scenario& scenario, const Plan& plan) {
                                          scenario.path, to_string(plan.precision)));
     }
     model = with_fp8(std::move(model));
+  }
+  // Megatron-LM v2's attention softmax: its fused kernel where it takes the scores' shape,
+  // PyTorch's passes elsewhere. Only 16-bit scores can take the kernel; fp32 ones keep the
+  // model's one softmax kernel (PyTorch's three fp32 passes there are not modelled).
+  const bool sixteen_bit = plan.precision != Precision::fp32;
+  if (plan.kernel_generation == KernelGeneration::megatron_2021 && !plan.fused_attention &&
+      plan.kernels == Kernels::fused && model.transformer && sixteen_bit) {
+    model = with_megatron_softmax(std::move(model), plan.micro_batch, plan.tp);
   }
   if (plan.batchnorm_fusion != BatchNormFusion::none) {
     if (!has_fusable_batchnorm(model)) {
@@ -571,6 +580,11 @@ SimulationOutput simulate_compiled(SimulationOutput out, const Scenario& scenari
   std::sort(nodes.begin(), nodes.end());
   r.nodes = static_cast<int>(std::unique(nodes.begin(), nodes.end()) - nodes.begin());
   r.plan_summary = plan_summary(plan, gpu.compute_capability);
+  if (const int unfused = unfused_softmax_layers(out.model); unfused > 0) {
+    r.plan_summary += fmt::format(" (PyTorch's attention softmax in {} layer{}: Megatron's kernel does not take "
+                                  "these scores)",
+                                  unfused, unfused > 1 ? "s" : "");
+  }
   r.folding = out.compiled.folding;
   r.simulated_ranks = static_cast<int>(out.compiled.graph.ranks());
   const std::int64_t tokens_per_step = static_cast<std::int64_t>(plan.global_batch) * std::max(0, out.model.seq_len);

@@ -109,3 +109,30 @@ TEST_CASE("every command's inputs carry the stored calibration's Megatron SC21 r
   REQUIRE(stored < 1.0);
   CHECK(files.inputs().megatron_2021_gemm_efficiency == stored);
 }
+
+TEST_CASE("Megatron-LM v2's softmax: PyTorch's passes where its kernel does not take the scores", "[run]") {
+  using Catch::Matchers::Contains;
+  // GPT-2's 12 heads over TP 2 at micro-batch 1: 6 rows of scores, not a multiple of 4.
+  const auto run = [](const std::string& generation, int micro_batch) {
+    json doc = generation_doc(generation, 1.0);
+    doc["plan"]["micro_batch"] = micro_batch;
+    return simulate_scenario(parse_scenario(doc, "gen.json"), generation_inputs(0.5));
+  };
+  const auto unfused_kernels = [](const SimulationOutput& out) {
+    int n = 0;
+    for (const auto& node : out.compiled.graph.nodes) {
+      if (node.kind == sim::OpKind::compute && out.compiled.graph.names[node.name].find("softmax_unfused_mask") != std::string::npos) ++n;
+    }
+    return n;
+  };
+  const SimulationOutput v2 = run("megatron-2021", 1);
+  CHECK_THAT(v2.report.plan_summary, Contains("PyTorch's attention softmax in 12 layers"));
+  CHECK(unfused_kernels(v2) > 0);
+  // Two samples make 12 rows: the kernel takes them. The current generation always runs it.
+  const SimulationOutput v2_pairs = run("megatron-2021", 2);
+  CHECK_THAT(v2_pairs.report.plan_summary, !Contains("PyTorch's attention softmax"));
+  CHECK(unfused_kernels(v2_pairs) == 0);
+  const SimulationOutput current = run("current", 1);
+  CHECK(unfused_kernels(current) == 0);
+  CHECK_THAT(current.report.plan_summary, !Contains("PyTorch's attention softmax"));
+}
