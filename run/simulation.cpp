@@ -11,10 +11,8 @@
 
 #include "common/error.hpp"
 #include "strategies/memory_model.hpp"
-#include "models/eager_kernels.hpp"
 #include "models/megatron_softmax.hpp"
 #include "models/model_builder.hpp"
-#include "models/model_zoo.hpp"
 #include "strategies/pipeline.hpp"
 #include "strategies/tensor_parallel.hpp"
 #include "topologies/cluster_builders.hpp"
@@ -169,10 +167,6 @@ bool settled(const CompiledGraph& c, const sim::ExecutionResult& r) {
 
 }  // namespace
 
-Model scenario_model(const Scenario& s) {
-  if (!s.model.hf_config.empty()) return load_hf_config(s.model.hf_config, s.model.seq_len);
-  return build_model(s.model.name, s.model.classes, s.model.seq_len);
-}
 
 namespace {
 
@@ -195,94 +189,6 @@ std::string gpu_models_text(const topo::Cluster& cluster, int gpus) {
     text += fmt::format("{} {} {}", i == 0 ? "" : " +", counts[i].second, counts[i].first);
   }
   return text;
-}
-
-/// The model of `scenario` as `plan` runs it, checked against the plan: fused attention needs
-/// attention, the graph must stay within its bound, expert parallelism needs routed experts
-/// that it divides, and the routing must fit the model.
-Model plan_model(const Scenario& scenario, const Plan& plan) {
-  Model model = scenario_model(scenario);
-  if (plan.fused_attention) {
-    if (!model.transformer) {
-      throw sim::ConfigError(fmt::format("{}: /plan/fused_attention: expected false for {}, which has no attention",
-                                         scenario.path, model.name));
-    }
-    model = with_fused_attention(std::move(model), static_cast<std::int64_t>(plan.attention_kernel));
-  }
-  if (plan.fp8) {
-    if (!model.transformer) {
-      throw sim::ConfigError(fmt::format("{}: /plan/fp8: expected false for {}: FP8 applies to transformer blocks",
-                                         scenario.path, model.name));
-    }
-    if (plan.precision != Precision::bf16 && plan.precision != Precision::amp_bf16) {
-      throw sim::ConfigError(fmt::format("{}: /plan/fp8: expected precision bf16 or amp_bf16 with it (FP8 GEMMs, "
-                                         "BF16 elsewhere), found {}",
-                                         scenario.path, to_string(plan.precision)));
-    }
-    model = with_fp8(std::move(model));
-  }
-  // Megatron-LM v2's attention softmax: its fused kernel where it takes the scores' shape,
-  // PyTorch's passes elsewhere. Only 16-bit scores can take the kernel; fp32 ones keep the
-  // model's one softmax kernel (PyTorch's three fp32 passes there are not modelled).
-  const bool sixteen_bit = plan.precision != Precision::fp32;
-  if (plan.kernel_generation == KernelGeneration::megatron_2021 && !plan.fused_attention &&
-      plan.kernels == Kernels::fused && model.transformer && sixteen_bit) {
-    model = with_megatron_softmax(std::move(model), plan.micro_batch, plan.tp);
-  }
-  if (plan.batchnorm_fusion != BatchNormFusion::none) {
-    if (!has_fusable_batchnorm(model)) {
-      throw sim::ConfigError(fmt::format("{}: /plan/batchnorm_fusion: expected \"none\" for {}, which has no BatchNorm "
-                                         "followed by a ReLU or a residual add",
-                                         scenario.path, model.name));
-    }
-    model = with_batchnorm_fusion(std::move(model), plan.batchnorm_fusion, activation_bytes(plan.precision));
-  }
-  if (plan.kernels != Kernels::fused) {
-    const auto refuse = [&](const std::string& why) {
-      throw sim::ConfigError(fmt::format("{}: /plan/kernels: expected \"fused\" {}, found \"{}\"", scenario.path, why,
-                                         plan.kernels == Kernels::eager ? "eager" : "torchtitan"));
-    };
-    if (!model.transformer) refuse(fmt::format("for {}: eager kernels are those of Hugging Face transformers' modules", model.name));
-    if (plan.tp > 1) refuse("with tp > 1: the eager kernel lists are for whole layers, not tensor-parallel shards");
-    if (plan.fp8) refuse("with fp8: Transformer Engine's layers are fused");
-    const bool hf = plan.kernels == Kernels::eager;
-    // Hugging Face models train under torch.autocast; torchtitan's FSDP2 gathers bf16 parameters
-    // and runs without it, with no KV cache and complex RoPE.
-    const bool autocast = hf && (plan.precision == Precision::amp_fp16 || plan.precision == Precision::amp_bf16);
-    model = with_eager_kernels(std::move(model), EagerOptions{.activation = activation_bytes(plan.precision),
-                                                             .autocast = autocast,
-                                                             .kv_cache = hf && plan.recompute == Recompute::none,
-                                                             .rope = hf ? RopeStyle::hf : RopeStyle::complex});
-  }
-  // Bounded work: every layer runs forward and backward once per micro-batch and step, so a
-  // graph has at least this many nodes; a plan past the graph's limit fails before any is built.
-  const double least_nodes = 2.0 * std::max(plan.steps, 1) * std::max(plan.grad_accum, 1) *
-                             static_cast<double>(model.layers.size());
-  if (least_nodes > static_cast<double>(sim::ExecutionGraph::kMaxNodes)) {
-    throw sim::ConfigError(fmt::format(
-        "{}: /plan: {} steps x {} micro-batches x {} layers x forward and backward is at least {:.0f} M "
-        "execution-graph nodes, more than the {} M one simulation may hold: lower global_batch or steps, "
-        "or raise micro_batch",
-        scenario.path, plan.steps, plan.grad_accum, model.layers.size(), least_nodes / 1e6,
-        sim::ExecutionGraph::kMaxNodes / 1'000'000));
-  }
-  const bool moe = std::any_of(model.layers.begin(), model.layers.end(), [](const Layer& l) { return l.experts > 0; });
-  if (plan.ep > 1 && !moe) {
-    throw sim::ConfigError(fmt::format("{}: /plan/ep: expected 1 for {}, which has no routed experts, found {}",
-                                       scenario.path, model.name, plan.ep));
-  }
-  for (const Layer& l : model.layers) {
-    if (l.experts > 0 && l.experts % plan.ep != 0) {
-      throw sim::ConfigError(fmt::format("{}: /plan/ep: expected a divisor of the {} experts of {}, found {}",
-                                         scenario.path, l.experts, l.name, plan.ep));
-    }
-  }
-  try {
-    check_routing(plan.routing, model);
-  } catch (const sim::ModelError& e) {
-    throw sim::ConfigError(fmt::format("{}: /plan/moe_routing: {}", scenario.path, e.what()));
-  }
-  return model;
 }
 
 /// The scenario's cluster, with at least the plan's dp x tp x pp x ep GPUs.

@@ -12,6 +12,7 @@
 #include "exec/executor.hpp"
 #include "exec/profile_db.hpp"
 #include "strategies/data_parallel.hpp"
+#include "run/plan_model.hpp"
 #include "run/report.hpp"
 #include "run/prices.hpp"
 #include "run/scenario.hpp"
@@ -51,9 +52,6 @@ struct SimulationOutput {
   sim::ExecutionResult result;
   std::vector<sim::LinkId> sampled_links;
 };
-
-/// Builds the scenario's model (zoo name or Hugging Face config).
-Model scenario_model(const Scenario& s);
 
 /// The slowdown per kernel family while a rank communicates that `plan` simulates on `gpu`:
 /// the compute model's measured values with comm_contention measured, none with off
