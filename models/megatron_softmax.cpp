@@ -17,19 +17,22 @@ struct Pass {
   const char* kernel;
   double elems;
 };
-constexpr std::array<Pass, 5> kForward{{{"softmax_unfused_to_fp32", 3.0},    // read 16-bit, write fp32
-                                        {"softmax_unfused_scale", 4.0},      // fp32 in and out
-                                        {"softmax_unfused_mask", 4.5},       // and the 1-byte mask
-                                        {"softmax_unfused_softmax", 4.0},    // fp32 in and out
-                                        {"softmax_unfused_to_16bit", 3.0}}};  // read fp32, write 16-bit
-constexpr std::array<Pass, 5> kBackward{{{"softmax_unfused_to_16bit_bwd", 3.0},  // the gradient to fp32
-                                         {"softmax_unfused_softmax_bwd", 6.0},   // reads it and the output
-                                         {"softmax_unfused_mask_bwd", 4.5},
-                                         {"softmax_unfused_scale_bwd", 4.0},
-                                         {"softmax_unfused_to_fp32_bwd", 3.0}}};  // back to 16-bit
+constexpr std::array<Pass, 5> kForward{
+    {{"softmax_unfused_to_fp32", 3.0},     // read 16-bit, write fp32
+     {"softmax_unfused_scale", 4.0},       // fp32 in and out
+     {"softmax_unfused_mask", 4.5},        // and the 1-byte mask
+     {"softmax_unfused_softmax", 4.0},     // fp32 in and out
+     {"softmax_unfused_to_16bit", 3.0}}};  // read fp32, write 16-bit
+constexpr std::array<Pass, 5> kBackward{
+    {{"softmax_unfused_to_16bit_bwd", 3.0},  // the gradient to fp32
+     {"softmax_unfused_softmax_bwd", 6.0},   // reads it and the output
+     {"softmax_unfused_mask_bwd", 4.5},
+     {"softmax_unfused_scale_bwd", 4.0},
+     {"softmax_unfused_to_fp32_bwd", 3.0}}};  // back to 16-bit
 
 /// The kernel's passes `t` stands for, as PyTorch's: the softmax pass keeps its FLOPs.
-std::vector<OpTemplate> unfused(const OpTemplate& t, const std::array<Pass, 5>& passes, const char* softmax, double scores) {
+std::vector<OpTemplate> unfused(const OpTemplate& t, const std::array<Pass, 5>& passes,
+                                const char* softmax, double scores) {
   std::vector<OpTemplate> out;
   for (const Pass& p : passes) {
     OpTemplate o = t;
@@ -43,9 +46,10 @@ std::vector<OpTemplate> unfused(const OpTemplate& t, const std::array<Pass, 5>& 
 }
 
 /// Replaces the one kernel named `kernel` of `pass` by `passes`; false when it has none.
-bool replace(std::vector<OpTemplate>& pass, const std::string& kernel, const std::array<Pass, 5>& passes,
-             const char* softmax, double scores) {
-  const auto it = std::find_if(pass.begin(), pass.end(), [&](const OpTemplate& t) { return t.kernel == kernel; });
+bool replace(std::vector<OpTemplate>& pass, const std::string& kernel,
+             const std::array<Pass, 5>& passes, const char* softmax, double scores) {
+  const auto it = std::find_if(pass.begin(), pass.end(),
+                               [&](const OpTemplate& t) { return t.kernel == kernel; });
   if (it == pass.end()) return false;
   std::vector<OpTemplate> with = unfused(*it, passes, softmax, scores);
   const auto at = pass.erase(it);
@@ -54,7 +58,8 @@ bool replace(std::vector<OpTemplate>& pass, const std::string& kernel, const std
 }
 
 bool has_kernel(const std::vector<OpTemplate>& pass, const char* kernel) {
-  return std::any_of(pass.begin(), pass.end(), [&](const OpTemplate& t) { return t.kernel == kernel; });
+  return std::any_of(pass.begin(), pass.end(),
+                     [&](const OpTemplate& t) { return t.kernel == kernel; });
 }
 
 }  // namespace
@@ -67,8 +72,8 @@ int megatron_softmax_batch_per_block(std::int64_t sk) {
   return static_cast<int>((128 / warp) * rows_per_warp);
 }
 
-bool megatron_fused_softmax_available(std::int64_t batch, std::int64_t heads, std::int64_t sq, std::int64_t sk,
-                                      bool causal) {
+bool megatron_fused_softmax_available(std::int64_t batch, std::int64_t heads, std::int64_t sq,
+                                      std::int64_t sk, bool causal) {
   const std::int64_t attn_batches = batch * heads;
   if (!(16 < sk && sk <= 2048) || sq % 4 != 0 || attn_batches % 4 != 0) return false;
   const int per_block = megatron_softmax_batch_per_block(sk);
@@ -76,27 +81,32 @@ bool megatron_fused_softmax_available(std::int64_t batch, std::int64_t heads, st
 }
 
 Model with_megatron_softmax(Model m, int micro_batch, int tp) {
-  if (micro_batch < 1 || tp < 1) throw sim::InternalError("megatron softmax: micro-batch and tp must be positive");
+  if (micro_batch < 1 || tp < 1)
+    throw sim::InternalError("megatron softmax: micro-batch and tp must be positive");
   const bool causal = !m.transformer || m.transformer->causal;
   for (Layer& l : m.layers) {
     if (l.kind != "attention") continue;
-    const auto fwd = std::find_if(l.fwd.begin(), l.fwd.end(), [](const OpTemplate& t) { return t.kernel == "softmax_fwd"; });
+    const auto fwd = std::find_if(l.fwd.begin(), l.fwd.end(),
+                                  [](const OpTemplate& t) { return t.kernel == "softmax_fwd"; });
     if (fwd == l.fwd.end()) continue;  // fused attention, or already unfused
     if (fwd->shape.size() != 4) {
-      throw sim::InternalError(fmt::format("megatron softmax: layer {}: softmax_fwd has {} dimensions, expected "
-                                           "{{1, heads, queries, keys}}",
-                                           l.name, fwd->shape.size()));
+      throw sim::InternalError(
+          fmt::format("megatron softmax: layer {}: softmax_fwd has {} dimensions, expected "
+                      "{{1, heads, queries, keys}}",
+                      l.name, fwd->shape.size()));
     }
     const std::int64_t heads = fwd->shape[1], sq = fwd->shape[2], sk = fwd->shape[3];
     // Megatron-DeepSpeed's ALiBi adds the bias to the scores and runs the padding-mask kernel.
     const bool layer_causal = causal && !has_kernel(l.fwd, "alibi_bias_fwd");
     if (heads % tp != 0) continue;  // tensor parallelism refuses it later, naming the layer
     if (megatron_fused_softmax_available(micro_batch, heads / tp, sq, sk, layer_causal)) continue;
-    const double scores = static_cast<double>(heads) * static_cast<double>(sq) * static_cast<double>(sk);
+    const double scores =
+        static_cast<double>(heads) * static_cast<double>(sq) * static_cast<double>(sk);
     const bool dropout = has_kernel(l.fwd, "dropout_fwd");
     replace(l.fwd, "softmax_fwd", kForward, "softmax_unfused_softmax", scores);
     if (!replace(l.bwd, "softmax_bwd", kBackward, "softmax_unfused_softmax_bwd", scores)) {
-      throw sim::InternalError(fmt::format("megatron softmax: layer {} has a softmax forward but no backward", l.name));
+      throw sim::InternalError(
+          fmt::format("megatron softmax: layer {} has a softmax forward but no backward", l.name));
     }
     // The softmax keeps its fp32 output for backward; the 16-bit probabilities (or the dropout's
     // output) still feed the context GEMM.

@@ -24,8 +24,8 @@ int megatron_softmax_batch_per_block(std::int64_t sk);
 
 /// Whether Megatron-LM v2's fused softmax kernel takes scores of `batch` samples x `heads`
 /// heads (this rank's) x `sq` queries x `sk` keys; `causal` for the upper-triangular mask.
-bool megatron_fused_softmax_available(std::int64_t batch, std::int64_t heads, std::int64_t sq, std::int64_t sk,
-                                      bool causal);
+bool megatron_fused_softmax_available(std::int64_t batch, std::int64_t heads, std::int64_t sq,
+                                      std::int64_t sk, bool causal);
 
 /// `model` with each attention layer whose scores the kernel does not take at `micro_batch`
 /// and `tp` (heads / tp per rank) running PyTorch's passes instead: kernels

@@ -295,7 +295,7 @@ std::vector<Param> make_table() {
                      "above 0: every kernel's slowdown while a collective runs on its GPU, instead of comm_contention",
                      store<P, &Plan::comm_compute_slowdown>, echo<P, &Plan::comm_compute_slowdown>));
   t.push_back(number("plan", "gemm_efficiency", "factor", "1", 0.0, true, 2.0,
-                     "the framework's matrix kernels relative to the cuBLASLt benchmark rate (fitted)",
+                     "the framework's matrix kernels relative to the cuBLASLt benchmark rate, on top of kernel_generation's",
                      store<P, &Plan::gemm_efficiency>, echo<P, &Plan::gemm_efficiency>));
   t.push_back(choice("plan", "kernel_generation", kKernelGenerations, "current",
                      "whose matrix kernels: the compute model's, or Megatron-LM v2's (April 2021, the code SC21 ran) and "

@@ -82,8 +82,8 @@ enum class PipelineEngine : std::uint8_t { megatron, deepspeed };
 /// Whose matrix kernels the framework runs, where no profile measured them: the compute model's
 /// (current: its rates, built on today's cuBLASLt benchmark), or those of Megatron-LM v2, the
 /// April 2021 code Megatron SC21 ran, and of its forks (Microsoft's and BigScience's
-/// Megatron-DeepSpeed, 2021-22: MT-NLG, BLOOM, BigScience's 104B), at the rate relative to the
-/// compute model's that SC21's declared calibration row measured (calibration.json's
+/// Megatron-DeepSpeed, 2021-22: MT-NLG, BLOOM, BigScience's 104B and 13B), at the rate relative
+/// to the compute model's that SC21's declared calibration row measured (calibration.json's
 /// megatron_sc21.gemm_efficiency; docs/models.md, "Kernel generations").
 enum class KernelGeneration : std::uint8_t { current, megatron_2021 };
 
@@ -251,7 +251,7 @@ struct Plan {
   int replicas() const { return dp * ep; }
   /// The framework's matrix kernels (GEMMs, fused attention) relative to the compute model's
   /// benchmark-derived rate, where no profile measured them: 1 means cuBLASLt benchmark speed.
-  /// A fitted constant (the Megatron SC21 calibration row sets it for those runs).
+  /// A user's factor, on top of the kernel generation's rate (kernel_generation).
   double gemm_efficiency = 1.0;
   /// Whose matrix kernels: megatron_2021 multiplies gemm_efficiency by the generation's measured
   /// rate (SimulationInputs::megatron_2021_gemm_efficiency, from the calibration file).
