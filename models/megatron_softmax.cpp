@@ -57,11 +57,6 @@ bool replace(std::vector<OpTemplate>& pass, const std::string& kernel,
   return true;
 }
 
-bool has_kernel(const std::vector<OpTemplate>& pass, const char* kernel) {
-  return std::any_of(pass.begin(), pass.end(),
-                     [&](const OpTemplate& t) { return t.kernel == kernel; });
-}
-
 }  // namespace
 
 int megatron_softmax_batch_per_block(std::int64_t sk) {
@@ -86,9 +81,8 @@ Model with_megatron_softmax(Model m, int micro_batch, int tp) {
   const bool causal = !m.transformer || m.transformer->causal;
   for (Layer& l : m.layers) {
     if (l.kind != "attention") continue;
-    const auto fwd = std::find_if(l.fwd.begin(), l.fwd.end(),
-                                  [](const OpTemplate& t) { return t.kernel == "softmax_fwd"; });
-    if (fwd == l.fwd.end()) continue;  // fused attention, or already unfused
+    const OpTemplate* fwd = find_op(l.fwd, "softmax_fwd");
+    if (fwd == nullptr) continue;  // fused attention, or already unfused
     if (fwd->shape.size() != 4) {
       throw sim::InternalError(
           fmt::format("megatron softmax: layer {}: softmax_fwd has {} dimensions, expected "
@@ -97,12 +91,12 @@ Model with_megatron_softmax(Model m, int micro_batch, int tp) {
     }
     const std::int64_t heads = fwd->shape[1], sq = fwd->shape[2], sk = fwd->shape[3];
     // Megatron-DeepSpeed's ALiBi adds the bias to the scores and runs the padding-mask kernel.
-    const bool layer_causal = causal && !has_kernel(l.fwd, "alibi_bias_fwd");
+    const bool layer_causal = causal && find_op(l.fwd, "alibi_bias_fwd") == nullptr;
     if (heads % tp != 0) continue;  // tensor parallelism refuses it later, naming the layer
     if (megatron_fused_softmax_available(micro_batch, heads / tp, sq, sk, layer_causal)) continue;
     const double scores =
         static_cast<double>(heads) * static_cast<double>(sq) * static_cast<double>(sk);
-    const bool dropout = has_kernel(l.fwd, "dropout_fwd");
+    const bool dropout = find_op(l.fwd, "dropout_fwd") != nullptr;
     replace(l.fwd, "softmax_fwd", kForward, "softmax_unfused_softmax", scores);
     if (!replace(l.bwd, "softmax_bwd", kBackward, "softmax_unfused_softmax_bwd", scores)) {
       throw sim::InternalError(
@@ -119,7 +113,7 @@ Model with_megatron_softmax(Model m, int micro_batch, int tp) {
 
 int unfused_softmax_layers(const Model& m) {
   return static_cast<int>(std::count_if(m.layers.begin(), m.layers.end(), [](const Layer& l) {
-    return l.kind == "attention" && has_kernel(l.fwd, "softmax_unfused_softmax");
+    return l.kind == "attention" && find_op(l.fwd, "softmax_unfused_softmax") != nullptr;
   }));
 }
 

@@ -12,13 +12,6 @@ namespace {
 
 using namespace foresight::strategy;
 
-const OpTemplate* find_kernel(const std::vector<OpTemplate>& pass, const std::string& kernel) {
-  for (const OpTemplate& t : pass) {
-    if (t.kernel == kernel) return &t;
-  }
-  return nullptr;
-}
-
 double pass_elems(const std::vector<OpTemplate>& pass) {
   double e = 0.0;
   for (const OpTemplate& t : pass) e += t.act_elems;
@@ -74,18 +67,18 @@ TEST_CASE("Megatron's softmax on GPT-2: PyTorch's fp32 passes where the kernel d
       continue;
     }
     INFO(before.name);
-    const OpTemplate* fused_fwd = find_kernel(before.fwd, "softmax_fwd");
+    const OpTemplate* fused_fwd = find_op(before.fwd, "softmax_fwd");
     REQUIRE(fused_fwd != nullptr);
     const double scores = 12.0 * 1024.0 * 1024.0;
     REQUIRE(fused_fwd->act_elems == scores * 2.0);  // the kernel reads and writes each score once
     // Five passes each way instead of one.
     CHECK(after.fwd.size() == before.fwd.size() + 4);
     CHECK(after.bwd.size() == before.bwd.size() + 4);
-    CHECK(find_kernel(after.fwd, "softmax_fwd") == nullptr);
-    CHECK(find_kernel(after.bwd, "softmax_bwd") == nullptr);
+    CHECK(find_op(after.fwd, "softmax_fwd") == nullptr);
+    CHECK(find_op(after.bwd, "softmax_bwd") == nullptr);
     for (const char* k : {"softmax_unfused_to_fp32", "softmax_unfused_scale", "softmax_unfused_mask",
                           "softmax_unfused_softmax", "softmax_unfused_to_16bit"}) {
-      CHECK(find_kernel(after.fwd, k) != nullptr);
+      CHECK(find_op(after.fwd, k) != nullptr);
     }
     // In 16-bit elements per score: forward 3 + 4 + 4.5 + 4 + 3 against 2, backward 3 + 6 + 4.5 +
     // 4 + 3 against the kernel's 3.
@@ -95,7 +88,7 @@ TEST_CASE("Megatron's softmax on GPT-2: PyTorch's fp32 passes where the kernel d
     CHECK(after.fwd_flops == before.fwd_flops);
     CHECK(after.bwd_flops == before.bwd_flops);
     // The fp32 softmax output is kept for backward: one 16-bit copy more with dropout.
-    const bool dropout = find_kernel(before.fwd, "dropout_fwd") != nullptr;
+    const bool dropout = find_op(before.fwd, "dropout_fwd") != nullptr;
     CHECK(after.saved_elems - before.saved_elems == Approx((dropout ? 1.0 : 2.0) * scores));
     CHECK(after.saved_score_elems - before.saved_score_elems == Approx((dropout ? 1.0 : 2.0) * scores));
   }
