@@ -14,11 +14,18 @@
 
 namespace foresight::sim {
 
+/// What a database's memory-bound entries timed: the kernel itself (trace import, a database
+/// written by hand), or a device-to-device copy of the kernel's bytes standing in for it
+/// (foresight-profile, which has no PyTorch kernels to run). A copy runs at the vectorized path's
+/// bandwidth; the compute model carries it to the kernel's own code path (ComputeModel::duration).
+enum class MemoryTiming : std::uint8_t { kernel, copy };
+
 class ProfileDb {
  public:
   /// The GPU the durations were measured on (a catalog name) and where they come from.
   std::string gpu;
   std::string source;
+  MemoryTiming memory_timing = MemoryTiming::kernel;
 
   /// Records a measured duration (seconds > 0) of `sig` at its batch size; a second measurement
   /// at the same batch replaces the first.

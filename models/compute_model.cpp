@@ -295,9 +295,17 @@ bool ComputeModel::profiled(const sim::OpSignature& sig) const {
   return profiles_ != nullptr && profiles_->lookup(sig).has_value();
 }
 
+double ComputeModel::copy_to_kernel(const sim::OpSignature& sig) const {
+  if (sig.type != sim::OpType::memory || !(sig.bytes > 0.0)) return 1.0;
+  return memory_seconds(sig.bytes, sig.path, batchnorm_factor(sig)) / memory_seconds(sig.bytes);
+}
+
 sim::Time ComputeModel::duration(const sim::OpSignature& sig) const {
   if (profiles_ != nullptr) {
-    if (const auto s = profiles_->lookup(sig)) return sim::Time::from_seconds(*s);
+    if (const auto s = profiles_->lookup(sig)) {
+      const bool copy = profiles_->memory_timing == sim::MemoryTiming::copy;
+      return sim::Time::from_seconds(copy ? *s * copy_to_kernel(sig) : *s);
+    }
   }
   return analytical(sig);
 }

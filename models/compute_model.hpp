@@ -232,8 +232,13 @@ class ComputeModel {
   /// `profiles` (may be null) must have been measured on `gpu` (ConfigError otherwise).
   explicit ComputeModel(const topo::GpuSpec& gpu, const sim::ProfileDb* profiles = nullptr);
 
-  /// The kernel's duration: profiled when the database has its key, else analytical.
+  /// The kernel's duration: profiled when the database has its key, else analytical. A
+  /// memory-bound entry timed as a copy (sim::MemoryTiming::copy) is carried to the kernel's code
+  /// path: times copy_to_kernel(sig).
   sim::Time duration(const sim::OpSignature& sig) const;
+  /// How much longer a memory-bound kernel takes than a vectorized copy of the same bytes: its
+  /// path's factor and BatchNorm's (1 for a vectorized kernel; 1 for other kernel types).
+  double copy_to_kernel(const sim::OpSignature& sig) const;
   /// The analytical estimate alone.
   sim::Time analytical(const sim::OpSignature& sig) const;
   /// Whether the profile database covers `sig`.

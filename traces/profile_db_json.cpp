@@ -65,7 +65,7 @@ sim::ProfileDb load_profile_db(const std::string& path) {
 sim::ProfileDb parse_profile_db(std::string_view text, const std::string& path) {
   // The shared reader: syntax errors with their byte, nesting bounded (JsonReader::kMaxDepth).
   const json doc = topo::JsonReader(path, sim::ErrorKind::config).parse(text);
-  only_keys(path, "", doc, {"format", "version", "gpu", "source", "provenance", "kernels"});
+  only_keys(path, "", doc, {"format", "version", "gpu", "source", "memory_timing", "provenance", "kernels"});
   if (need_string(path, "", doc, "format") != "foresight-profile-db") {
     fail(path, "/format",
          fmt::format("expected \"foresight-profile-db\", found {}", shown(doc["format"])));
@@ -77,6 +77,14 @@ sim::ProfileDb parse_profile_db(std::string_view text, const std::string& path) 
   sim::ProfileDb db;
   db.gpu = need_string(path, "", doc, "gpu");
   db.source = need_string(path, "", doc, "source");
+  if (doc.contains("memory_timing")) {
+    const std::string timing = need_string(path, "", doc, "memory_timing");
+    if (timing == "copy") {
+      db.memory_timing = sim::MemoryTiming::copy;
+    } else if (timing != "kernel") {
+      fail(path, "/memory_timing", fmt::format("expected \"kernel\" or \"copy\", found {}", shown(doc["memory_timing"])));
+    }
+  }
   if (doc.contains("provenance")) {
     if (!doc["provenance"].is_object())
       fail(path, "/provenance",
@@ -139,6 +147,7 @@ std::string profile_db_json(const sim::ProfileDb& db,
   doc["version"] = 1;
   doc["gpu"] = db.gpu;
   doc["source"] = db.source;
+  doc["memory_timing"] = db.memory_timing == sim::MemoryTiming::copy ? "copy" : "kernel";
   json prov = json::object();
   for (const auto& [k, v] : provenance) prov[k] = v;
   doc["provenance"] = prov;

@@ -4,6 +4,9 @@
 ///   { "format": "foresight-profile-db", "version": 1,
 ///     "gpu": "A100-SXM4-40GB",                     (catalog name of the GPU measured)
 ///     "source": "how the numbers were obtained",
+///     "memory_timing": "kernel",                   (optional: "kernel", the default, or "copy":
+///                                                   memory-bound entries timed as a D2D copy of
+///                                                   their bytes; sim::MemoryTiming)
 ///     "provenance": {"driver": "...", "cuda": "13.0", "date": "..."},   (scalars only, optional)
 ///     "kernels": [ {"kernel": "conv2d", "type": "conv_fprop", "dtype": "tf32",
 ///                   "shape": [128, 64, 32, 32, 64, 3, 3, 1, 1, 1], "batch_axis": 0,

@@ -364,3 +364,43 @@ TEST_CASE("BatchNorm scales with the SMs within Hopper and with HBM elsewhere", 
   REQUIRE(time("A100-SXM4-80GB", sim::DType::bf16, MemoryPath::batchnorm_fwd) ==
           Approx(plain("A100-SXM4-80GB", bytes) / hopper.batchnorm_native_bf16[0]).epsilon(1e-7));
 }
+
+TEST_CASE("a profile's memory kernels timed as copies run at their own path's rate", "[eager]") {
+  // foresight-profile times a memory-bound kernel as a D2D copy of its bytes: the vectorized rate.
+  // The kernel's own path (a cast, BatchNorm's statistics) takes the analytical model's ratio of
+  // its time to a copy's; a database that timed the kernels themselves is taken as it is.
+  const topo::GpuSpec& gpu = topo::find_gpu_spec("H200-SXM-141GB");
+  sim::OpSignature cast = memory_kernel("to_bf16", {1 << 20, 64}, 3e8);
+  cast.dtype = sim::DType::bf16;
+  cast.path = MemoryPath::cast;
+  sim::OpSignature bn = memory_kernel("batchnorm_fwd", {128, 256, 56, 56}, 2.0 * 128 * 256 * 56 * 56 * 2);
+  bn.dtype = sim::DType::bf16;
+  bn.path = MemoryPath::batchnorm_fwd;
+  sim::OpSignature add = memory_kernel("add_fwd", {128, 256, 56, 56}, 3.0 * 128 * 256 * 56 * 56 * 2);
+  add.dtype = sim::DType::bf16;
+  sim::ProfileDb db;
+  db.gpu = gpu.name;
+  for (const sim::OpSignature* s : {&cast, &bn, &add}) db.add(*s, 1e-3);
+
+  const ComputeModel as_kernels(gpu, &db);
+  for (const sim::OpSignature* s : {&cast, &bn, &add}) REQUIRE(as_kernels.duration(*s).seconds() == Approx(1e-3).epsilon(1e-9));
+
+  db.memory_timing = sim::MemoryTiming::copy;
+  const ComputeModel as_copies(gpu, &db);
+  const ComputeConstants& c = as_copies.constants();
+  REQUIRE(as_copies.duration(add).seconds() == Approx(1e-3).epsilon(1e-9));
+  REQUIRE(as_copies.duration(cast).seconds() ==
+          Approx(1e-3 / c.memory_path_factor[static_cast<std::size_t>(MemoryPath::cast)]).epsilon(1e-9));
+  // On the GPU BatchNorm's factors were measured on, its time is the copy's over the factor.
+  REQUIRE(as_copies.duration(bn).seconds() == Approx(1e-3 / c.batchnorm_native_bf16[0]).epsilon(1e-9));
+  REQUIRE(as_copies.duration(bn) > as_copies.duration(add));
+  // Whatever the database, the ratio is the analytical model's (launch gaps aside).
+  const double gap = c.launch_gap.seconds();
+  add.bytes = bn.bytes;
+  REQUIRE(as_copies.copy_to_kernel(bn) ==
+          Approx((as_copies.analytical(bn).seconds() - gap) / (as_copies.analytical(add).seconds() - gap)).epsilon(1e-7));
+  // Other kernel types are not memory-bound copies.
+  sim::OpSignature gemm = memory_kernel("linear_fwd", {64, 64, 64}, 1e6);
+  gemm.type = sim::OpType::gemm;
+  REQUIRE(as_copies.copy_to_kernel(gemm) == 1.0);
+}

@@ -2,6 +2,8 @@
 // their GPU time, and the database's use by the simulator.
 #include <catch2/catch.hpp>
 
+#include <nlohmann/json.hpp>
+
 #include "common/error.hpp"
 #include "tests/test_paths.hpp"
 #include "topologies/gpu_spec.hpp"
@@ -95,4 +97,27 @@ TEST_CASE("a profile database's kernels have a batch >= 1 and a duration sim::Ti
   REQUIRE_THROWS_WITH(trace::parse_profile_db(db("[2, 8]", "1e300"), "db.json"),
                       Contains("db.json: /kernels/0/seconds") && Contains("106 days"));
   REQUIRE_THROWS_AS(trace::parse_profile_db("{\"format\": 1e400}", "db.json"), sim::ConfigError);
+}
+
+TEST_CASE("a profile database says how its memory-bound kernels were timed", "[traces]") {
+  using Catch::Matchers::Contains;
+  const auto db = [](const std::string& timing) {
+    return R"({"format": "foresight-profile-db", "version": 1, "gpu": "A100-SXM4-40GB", "source": "test",)" + timing +
+           R"( "kernels": []})";
+  };
+  // Absent: the kernels themselves (trace import, a database written by hand).
+  REQUIRE(trace::parse_profile_db(db(""), "db.json").memory_timing == sim::MemoryTiming::kernel);
+  REQUIRE(trace::parse_profile_db(db(R"("memory_timing": "kernel",)"), "db.json").memory_timing ==
+          sim::MemoryTiming::kernel);
+  const sim::ProfileDb copy = trace::parse_profile_db(db(R"("memory_timing": "copy",)"), "db.json");
+  REQUIRE(copy.memory_timing == sim::MemoryTiming::copy);
+  REQUIRE_THROWS_WITH(trace::parse_profile_db(db(R"("memory_timing": "copies",)"), "db.json"),
+                      Contains("db.json: /memory_timing") && Contains(R"(expected "kernel" or "copy")") &&
+                          Contains("copies"));
+  REQUIRE_THROWS_WITH(trace::parse_profile_db(db(R"("memory_timing": 1,)"), "db.json"),
+                      Contains("db.json: /memory_timing") && Contains("expected a string"));
+  // Written back as read.
+  REQUIRE(trace::parse_profile_db(trace::profile_db_json(copy, {}), "again.json").memory_timing ==
+          sim::MemoryTiming::copy);
+  REQUIRE(nlohmann::json::parse(trace::profile_db_json(sim::ProfileDb{}, {}))["memory_timing"] == "kernel");
 }
