@@ -7,6 +7,7 @@
 
 #include "profiler/detail/cuda_check.hpp"
 #include "profiler/detail/owned.hpp"
+#include "profiler/gemm_layout.hpp"
 
 namespace foresight::prof {
 namespace {
@@ -87,16 +88,16 @@ Measurement GemmBench::measure(const sim::OpSignature& s, BenchTimer& timer) {
   if (s.shape.size() < 3) return Measurement::skipped("GEMM shape without m, n, k");
   if (s.dtype == sim::DType::fp8 && compute_capability_ < 89) return Measurement::skipped("FP8 needs sm_89 or newer");
   const GemmTypes t = types_of(s.dtype);
-  const auto m = static_cast<std::uint64_t>(s.shape[0]), n = static_cast<std::uint64_t>(s.shape[1]),
-             k = static_cast<std::uint64_t>(s.shape[2]);
+  const GemmLayout l = gemm_layout(s);
+  const std::uint64_t m = l.m, n = l.n, k = l.k;
   const auto count = static_cast<std::int32_t>(s.shape.size() > 3 ? s.shape[3] : 1);
   if (m == 0 || n == 0 || k == 0 || count < 1) return Measurement::skipped("empty GEMM");
 
   cublasLtMatmulDesc_t raw = nullptr;
   check(cublasLtMatmulDescCreate(&raw, t.compute, CUDA_R_32F), "cublasLtMatmulDescCreate");
   const MatmulDesc op(raw);
-  set(raw, CUBLASLT_MATMUL_DESC_TRANSA, CUBLAS_OP_T);
-  set(raw, CUBLASLT_MATMUL_DESC_TRANSB, CUBLAS_OP_N);
+  set(raw, CUBLASLT_MATMUL_DESC_TRANSA, l.a.transposed ? CUBLAS_OP_T : CUBLAS_OP_N);
+  set(raw, CUBLASLT_MATMUL_DESC_TRANSB, l.b.transposed ? CUBLAS_OP_T : CUBLAS_OP_N);
   if (s.dtype == sim::DType::fp8) {
     // Per-tensor scales, as an FP8 training recipe passes them (1 here: the time does not
     // depend on the value).
@@ -105,8 +106,9 @@ Measurement GemmBench::measure(const sim::OpSignature& s, BenchTimer& timer) {
     set(raw, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, a_scale);
     set(raw, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, b_scale);
   }
-  // A stored k x m (transposed), B k x n, C = D m x n.
-  const Layout a = layout(t.inputs, k, m, count), b = layout(t.inputs, k, n, count), c = layout(t.output, m, n, count);
+  // As the framework stores them (profiler/gemm_layout.hpp); C = D.
+  const Layout a = layout(t.inputs, l.a.rows, l.a.cols, count), b = layout(t.inputs, l.b.rows, l.b.cols, count),
+               c = layout(t.output, l.c.rows, l.c.cols, count);
 
   cublasLtMatmulPreference_t raw_pref = nullptr;
   check(cublasLtMatmulPreferenceCreate(&raw_pref), "cublasLtMatmulPreferenceCreate");
@@ -125,9 +127,9 @@ Measurement GemmBench::measure(const sim::OpSignature& s, BenchTimer& timer) {
   check(hs, "cublasLtMatmulAlgoGetHeuristic");
 
   const auto elems = [&](std::uint64_t rows, std::uint64_t cols) { return rows * cols * static_cast<std::uint64_t>(count); };
-  std::optional<DeviceBuffer> da = DeviceBuffer::allocate(elems(k, m) * t.input_bytes);
-  std::optional<DeviceBuffer> db = DeviceBuffer::allocate(elems(k, n) * t.input_bytes);
-  std::optional<DeviceBuffer> dc = DeviceBuffer::allocate(elems(m, n) * t.output_bytes);
+  std::optional<DeviceBuffer> da = DeviceBuffer::allocate(elems(l.a.rows, l.a.cols) * t.input_bytes);
+  std::optional<DeviceBuffer> db = DeviceBuffer::allocate(elems(l.b.rows, l.b.cols) * t.input_bytes);
+  std::optional<DeviceBuffer> dc = DeviceBuffer::allocate(elems(l.c.rows, l.c.cols) * t.output_bytes);
   if (!da || !db || !dc) return Measurement::skipped("out of GPU memory");
   da->fill_finite(t.input_bytes, 1);
   db->fill_finite(t.input_bytes, 2);

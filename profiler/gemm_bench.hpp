@@ -21,8 +21,9 @@ class GemmBench {
   GemmBench(const GemmBench&) = delete;
   GemmBench& operator=(const GemmBench&) = delete;
 
-  /// A GEMM signature {m, n, k[, count]}: count independent products C (m x n) = A (m x k) B (k x n),
-  /// column-major, A transposed in memory ("TN", the layout FP8 requires; all dtypes use it),
+  /// A GEMM signature {m, n, k[, count]}: count independent products of an m x n output over k,
+  /// laid out as the framework runs them (profiler/gemm_layout.hpp: "tn" forward, "nn" input
+  /// gradient, "nt" weight gradient, "tn" for FP8, with the framework's leading dimensions),
   /// batched through CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT and STRIDED_BATCH_OFFSET. Types:
   /// fp32 (compute 32F), tf32 (32F_FAST_TF32), fp16 and bf16 (inputs and output, compute 32F),
   /// fp8 (E4M3 inputs with scale pointers of 1, BF16 output, compute 32F). Inputs are finite
