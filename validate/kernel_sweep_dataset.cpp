@@ -12,6 +12,7 @@
 #include "common/error.hpp"
 #include "common/json_reader.hpp"
 #include "models/compute_model.hpp"
+#include "strategies/rank_emitter.hpp"
 #include "topologies/gpu_spec.hpp"
 #include "validate/dataset_fields.hpp"
 
@@ -137,11 +138,21 @@ KernelCase read_row(const topo::JsonReader& r, const json& o, const topo::JsonPa
     m.dtype = dtype;
     m.kernel = op;
     m.bytes = bytes;
+    // The file counts an AdamW step's bytes as fused, 28 per parameter; the simulator's foreach
+    // step makes one pass per arithmetic operation (strategies/rank_emitter.hpp), so a foreach row
+    // is predicted with the bytes the simulator charges.
+    const bool adamw = op.rfind("adamw", 0) == 0;
+    const bool foreach = op == "adamw_foreach";
+    if (foreach) {
+      m.bytes = bytes / strategy::optimizer_bytes_per_param(strategy::Optimizer::adam, strategy::OptimizerImpl::fused) *
+                strategy::optimizer_bytes_per_param(strategy::Optimizer::adam, strategy::OptimizerImpl::foreach);
+    }
     c.family = KernelFamily::memory;
     c.kernels = {m};
     c.id = fmt::format("memory/{}/{}/{}", dtype_text, op, r.integer_at(o, "size_bytes", p, "a row", 1, std::int64_t{1} << 40));
-    c.note = op.rfind("adamw", 0) == 0 ? "an optimizer step over 16 tensors; bytes counted as fused (28 per parameter)"
-                                       : "bytes: each input read once, each output written once";
+    c.note = !adamw    ? "bytes: each input read once, each output written once"
+             : foreach ? "an optimizer step over 16 tensors; bytes as the simulator's foreach step moves them (80 per parameter)"
+                       : "an optimizer step over 16 tensors; bytes counted as fused (28 per parameter)";
   } else {
     r.fail(p.at("family"), fmt::format("expected gemm, bmm, fp8, attention, conv or memory, found \"{}\"", family));
   }

@@ -100,3 +100,33 @@ TEST_CASE("bad rows of a kernel sweep are errors naming the row and the field", 
   for (const validate::KernelCase& c : with_cal.cases) calibration += c.role == validate::Role::calibration ? 1 : 0;
   REQUIRE(calibration == 1);
 }
+
+TEST_CASE("an AdamW row is predicted with the bytes the simulator's step moves", "[validate]") {
+  // The file counts both AdamW rows as fused: 28 bytes per fp32 parameter (p, m, v read and
+  // written, the gradient read). torch.optim's foreach step makes one pass per operation: weight
+  // decay 8, lerp 12, mul 8, addcmul 12, sqrt 8, div 8, add 8, addcdiv 16 = 80 bytes.
+  const validate::KernelSweep s = validate::load_kernel_sweep(sweep_path());
+  std::ifstream in(sweep_path());
+  const nlohmann::json doc = nlohmann::json::parse(in);
+  int foreach = 0, fused = 0;
+  for (const validate::KernelCase& c : s.cases) {
+    const bool is_foreach = c.id.rfind("memory/fp32/adamw_foreach/", 0) == 0;
+    const bool is_fused = c.id.rfind("memory/fp32/adamw_fused/", 0) == 0;
+    if (!is_foreach && !is_fused) continue;
+    const double params = std::stod(c.id.substr(c.id.rfind('/') + 1)) / 4.0;  // fp32 parameters
+    CAPTURE(c.id);
+    REQUIRE(c.kernels.size() == 1);
+    REQUIRE(c.kernels[0].bytes == Approx(params * (is_foreach ? 80.0 : 28.0)).epsilon(1e-12));
+    ++(is_foreach ? foreach : fused);
+  }
+  // Every AdamW row of the file, each once.
+  int rows_foreach = 0, rows_fused = 0;
+  for (const nlohmann::json& row : doc.at("rows")) {
+    if (row.value("family", "") != "memory") continue;
+    rows_foreach += row.value("op", "") == "adamw_foreach";
+    rows_fused += row.value("op", "") == "adamw_fused";
+  }
+  REQUIRE(rows_foreach >= 12);
+  REQUIRE(foreach == rows_foreach);
+  REQUIRE(fused == rows_fused);
+}
