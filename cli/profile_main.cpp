@@ -151,6 +151,8 @@ std::string profile_scenario(const ProfileOptions& o, const prof::Devices& devic
                           o.reps, o.warmup, timing == "cupti" ? "CUPTI (GPU time)" : timing);
   Provenance provenance = machine_provenance(devices);
   provenance.emplace_back("cublaslt", std::to_string(prof::GemmBench::version()));
+  // Databases measured before profiler/gemm_layout.hpp say what they used instead.
+  provenance.emplace_back("gemm_layout", "as PyTorch runs them: tn forward, nn input gradient, nt weight gradient, tn FP8");
 #ifdef FORESIGHT_HAVE_CUDNN
   provenance.emplace_back("cudnn", std::to_string(prof::ConvBench::version()));
 #endif
