@@ -103,7 +103,7 @@ ComputeConstants compute_constants(const topo::GpuSpec& gpu) {
       c.conv_tf32 = hopper_conv_tf32_constants();
       c.flash_attention = hopper_attention_constants();
       // The BatchNorm factors were measured on the H200 (4.8 TB/s, 67 TFLOP/s FP32).
-      c.batchnorm_rate_per_flop = 4.8e12 * c.hbm_fraction / 67.0e12;
+      c.held_rate_per_flop = 4.8e12 * c.hbm_fraction / 67.0e12;
     }
   } else {
     c.gemm_cap = 256.5 / 312.0;
@@ -210,8 +210,9 @@ double ComputeModel::memory_seconds(double bytes, sim::MemoryPath path, double s
   const double vectorized = (gpu_.memory_bandwidth * c_.hbm_fraction).bytes_per_second();
   const double path_factor = c_.memory_path_factor[static_cast<std::size_t>(path)];
   const double rate = vectorized * path_factor;
-  if (sm_bound >= 1.0 || c_.batchnorm_rate_per_flop <= 0.0) return bytes / rate / sm_bound;
-  return bytes / std::min(rate, path_factor * sm_bound * c_.batchnorm_rate_per_flop * gpu_.fp32.per_second());
+  const double held = path_factor * sm_bound;
+  if (held >= 1.0 || c_.held_rate_per_flop <= 0.0) return bytes / rate / sm_bound;
+  return bytes / std::min(vectorized, held * c_.held_rate_per_flop * gpu_.fp32.per_second());
 }
 
 double ComputeModel::gemm_seconds(double m, double n, double k, double count, sim::DType dtype,

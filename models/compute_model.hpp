@@ -130,8 +130,10 @@ struct ComputeConstants {
   /// GPT-2 AMP bf16 at batch 8 (validate/data/h200_single_gpu_steps; kernels of 10 us or more,
   /// bytes from their recorded shapes and dtypes): 236 cast kernels at 2.29 TB/s, the broadcast
   /// position add at 2.6, 48 transposing gradient copies at 1.26, 48 strided cats at 0.60.
-  /// Other GPUs take the same fractions (an assumption: the paths differ in loads and index
-  /// arithmetic per byte, nothing Hopper-specific).
+  /// Their SMs hold these kernels back, not HBM (scalar loads, a cast or an offset per element):
+  /// on GPUs of the H200's architecture they scale with the SMs as BatchNorm's do
+  /// (held_rate_per_flop); other architectures take the same fractions of their own vectorized
+  /// rate (an assumption: nothing of these paths was measured on them).
   std::array<double, sim::kMemoryPathCount> memory_path_factor{1.0, 2.29 / 4.35, 2.6 / 4.35, 1.26 / 4.35,
                                                               0.60 / 4.35, 1.0, 1.0};
   /// Training BatchNorm (MemoryPath::batchnorm_fwd and _bwd; other dtypes than bf16, fp16 and
@@ -147,15 +149,16 @@ struct ComputeConstants {
   std::array<double, 2> batchnorm_native_bf16{kBatchnormNativeBf16Fwd, kBatchnormNativeBf16Bwd};
   /// FP32 BatchNorm, NCHW: cuDNN's bn_fw_tr_1C11 and bn_bw_1C11 kernels, as the others.
   std::array<double, 2> batchnorm_cudnn32{kBatchnormCudnn32Fwd, kBatchnormCudnn32Bwd};
-  /// Where the BatchNorm factors scale on GPUs of the calibration GPU's architecture, in bytes/s
-  /// per FP32 FLOP/s. BatchNorm's kernels are reductions that reach 19-53% of the H200's
-  /// vectorized rate: their SMs hold them back, not HBM. On a GPU of the same SM design their
+  /// Where the memory-path and BatchNorm factors scale on GPUs of the calibration GPU's
+  /// architecture, in bytes/s per FP32 FLOP/s. BatchNorm's kernels are reductions that reach 19-53%
+  /// of the H200's vectorized rate, the other paths' kernels 14-60% of it: their SMs hold them
+  /// back, not HBM. On a GPU of the same SM design their
   /// rate is the H200's times the SM throughput (SMs x clock, to which the FP32 peak is
   /// proportional within an architecture), never above the GPU's own vectorized rate: the same
   /// on an H100 SXM as on the H200 (132 SMs at 1.98 GHz both), 76% of it on an H100 PCIe. Set
   /// for Hopper: the H200's vectorized rate over its FP32 peak. 0 elsewhere (A100, V100,
-  /// Blackwell: no BatchNorm measured): the factors scale with HBM, an assumption.
-  double batchnorm_rate_per_flop = 0.0;
+  /// Blackwell: none of these kernels measured): the factors scale with HBM, an assumption.
+  double held_rate_per_flop = 0.0;
   /// GPU-side time every kernel adds (launch and teardown between back-to-back kernels): 2 us,
   /// an assumption (the host-side launch, ~4-6 us, is the strategy's dispatch cost).
   sim::Time launch_gap = sim::Time::from_ps(2'000'000);
@@ -270,8 +273,9 @@ class ComputeModel {
 
  private:
   double gemm_seconds(double m, double n, double k, double count, sim::DType dtype, double factor) const;
-  /// Seconds to move `bytes` on `path`; a kernel held back by its SMs at `sm_bound` (below 1;
-  /// BatchNorm's factor) of the calibration GPU's rate scales as batchnorm_rate_per_flop says.
+  /// Seconds to move `bytes` on `path`; a kernel held back by its SMs at its path's factor times
+  /// `sm_bound` (BatchNorm's factor), below 1, of the calibration GPU's rate scales as
+  /// held_rate_per_flop says.
   double memory_seconds(double bytes, sim::MemoryPath path = sim::MemoryPath::vectorized,
                         double sm_bound = 1.0) const;
   /// BatchNorm's factor for `sig` (ComputeConstants::batchnorm_*), 1 for anything else.

@@ -359,7 +359,7 @@ TEST_CASE("BatchNorm scales with the SMs within Hopper and with HBM elsewhere", 
   REQUIRE(bytes / time("H100-PCIE-80GB", sim::DType::bf16, MemoryPath::batchnorm_fwd) ==
           Approx(h200_rate * 51.0 / 67.0).epsilon(1e-7));
   // The rule is Hopper's: the H200's vectorized rate over its FP32 peak.
-  REQUIRE(hopper.batchnorm_rate_per_flop == Approx(4.8e12 * hopper.hbm_fraction / 67.0e12).epsilon(1e-12));
+  REQUIRE(hopper.held_rate_per_flop == Approx(4.8e12 * hopper.hbm_fraction / 67.0e12).epsilon(1e-12));
   // A100 (no BatchNorm measured on its architecture): the factors scale with HBM.
   REQUIRE(time("A100-SXM4-80GB", sim::DType::bf16, MemoryPath::batchnorm_fwd) ==
           Approx(plain("A100-SXM4-80GB", bytes) / hopper.batchnorm_native_bf16[0]).epsilon(1e-7));
@@ -403,4 +403,40 @@ TEST_CASE("a profile's memory kernels timed as copies run at their own path's ra
   sim::OpSignature gemm = memory_kernel("linear_fwd", {64, 64, 64}, 1e6);
   gemm.type = sim::OpType::gemm;
   REQUIRE(as_copies.copy_to_kernel(gemm) == 1.0);
+}
+
+TEST_CASE("memory paths off the vectorized one scale with the SMs within Hopper", "[eager]") {
+  // A cast, a broadcast, a strided copy or cat: the H200 (the calibration GPU) measured them at
+  // fractions of its vectorized rate, held back by their SMs. On an H100 SXM (the same SMs and
+  // clock, 30% less HBM) they keep the H200's rate unless that is above the H100's own vectorized
+  // rate; a vectorized kernel scales with HBM. On the H200 itself nothing changes.
+  const auto time = [](const char* name, MemoryPath p) {
+    const topo::GpuSpec& gpu = topo::find_gpu_spec(name);
+    const ComputeModel model(gpu);
+    sim::OpSignature sig = memory_kernel("path_test", {1 << 20, 256}, 1e9);
+    sig.dtype = sim::DType::bf16;
+    sig.path = p;
+    return model.analytical(sig).seconds() - model.constants().launch_gap.seconds();
+  };
+  const auto vectorized_rate = [](const char* name) {
+    const topo::GpuSpec& gpu = topo::find_gpu_spec(name);
+    return gpu.memory_bandwidth.bytes_per_second() * ComputeModel(gpu).constants().hbm_fraction;
+  };
+  const ComputeConstants hopper = ComputeModel(topo::find_gpu_spec("H200-SXM-141GB")).constants();
+  const double h200 = vectorized_rate("H200-SXM-141GB"), h100 = vectorized_rate("H100-SXM5-80GB");
+  for (const MemoryPath p : {MemoryPath::cast, MemoryPath::broadcast, MemoryPath::strided, MemoryPath::strided_cat}) {
+    const double factor = hopper.memory_path_factor[static_cast<std::size_t>(p)];
+    CAPTURE(static_cast<int>(p), factor);
+    // The H200: its fraction of its own vectorized rate, as fitted.
+    REQUIRE(time("H200-SXM-141GB", p) == Approx(1e9 / (h200 * factor)).epsilon(1e-7));
+    // The H100 SXM: the H200's rate, capped by the H100's vectorized rate.
+    REQUIRE(time("H100-SXM5-80GB", p) == Approx(1e9 / std::min(h100, h200 * factor)).epsilon(1e-7));
+    REQUIRE(time("H100-SXM5-80GB", p) < time("H200-SXM-141GB", p) * h200 / h100);
+    // The A100 (no kernel of these paths measured on its architecture): its HBM, as before.
+    REQUIRE(time("A100-SXM4-80GB", p) == Approx(1e9 / (vectorized_rate("A100-SXM4-80GB") * factor)).epsilon(1e-7));
+  }
+  // The cast path (2.29 of 4.35 TB/s on the H200) stays under the H100's 2.9 TB/s: as fast on both.
+  REQUIRE(time("H100-SXM5-80GB", MemoryPath::cast) == Approx(time("H200-SXM-141GB", MemoryPath::cast)).epsilon(1e-7));
+  REQUIRE(time("H100-SXM5-80GB", MemoryPath::vectorized) ==
+          Approx(time("H200-SXM-141GB", MemoryPath::vectorized) * h200 / h100).epsilon(1e-7));
 }
