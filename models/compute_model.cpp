@@ -92,6 +92,7 @@ ComputeConstants compute_constants(const topo::GpuSpec& gpu) {
     c.hbm_fraction = 2.90 / 3.35;
     c.attention_cap = 327.9 / 989.4;
     if (gpu.compute_capability == 90) {  // measured on H100 and H200; not on Blackwell
+      c.gemm_cap_fp32 = kHopperGemmCapFp32;
       c.comm_slowdown_gemm = kHopperCommSlowdownGemm;
       c.comm_slowdown_conv = kHopperCommSlowdownConv;
       c.comm_slowdown_attention = kHopperCommSlowdownAttention;
@@ -219,7 +220,8 @@ double ComputeModel::gemm_seconds(double m, double n, double k, double count, si
                                   double factor) const {
   if (m <= 0 || n <= 0 || k <= 0 || count <= 0) return 0.0;
   const double flops = 2.0 * m * n * k * count;
-  const double rate = peak(dtype).per_second() * c_.gemm_cap * factor;
+  const double cap = dtype == sim::DType::fp32 && c_.gemm_cap_fp32 > 0.0 ? c_.gemm_cap_fp32 : c_.gemm_cap;
+  const double rate = peak(dtype).per_second() * cap * factor;
   // Split-K: where the output's tiles leave SMs idle, cuBLAS and cuDNN split the K loop into
   // slices (CTAs computing partial products) and add the partials: each split writes and reads
   // back an fp32 m x n partial. The fastest split wins, in powers of two up to kMaxSplit, each

@@ -99,6 +99,9 @@ inline constexpr double kBatchnormNativeBf16Bwd = 0.3441;
 /// ComputeConstants::batchnorm_cudnn32: ResNet-50 fp32 at batch 64 (cuDNN's NCHW kernels), H200.
 inline constexpr double kBatchnormCudnn32Fwd = 0.3649;
 inline constexpr double kBatchnormCudnn32Bwd = 0.2651;
+/// Hopper FP32 GEMMs' cap (ComputeConstants::gemm_cap_fp32): validate::fit_fp32_gemm_cap on the
+/// H200 kernel sweep (tests/validate/kernel_sweep_test.cpp solves it again).
+inline constexpr double kHopperGemmCapFp32 = 0.8130782331;
 
 /// Constants of the analytical model for one GPU architecture, each with its source.
 struct ComputeConstants {
@@ -107,6 +110,12 @@ struct ComputeConstants {
   /// (gemm_and_memory.json); V100 cuBLAS on tensor cores 83 of 125 (0.664; Markidis et al.,
   /// IPDPSW 2018). Other architectures take the A100 value (an assumption).
   double gemm_cap = 0.822;
+  /// FP32 GEMMs without TF32 (CUDA-core FFMA kernels, not tensor cores) where measured: their
+  /// own fraction of the FP32 peak, 0 to take gemm_cap. Hopper: the H200's FP32 16384^3 (the
+  /// kernel sweep's declared calibration row, validate::kFp32GemmCalibration), 164.2 ms, 53.6 of
+  /// 67 TFLOP/s; the tensor cores' FP8 cap made every large FP32 GEMM 13-16% slow on both Hopper
+  /// GPUs.
+  double gemm_cap_fp32 = 0.0;
   /// cuDNN implicit-GEMM convolutions relative to a cuBLAS GEMM of the same size: 0.85, an
   /// assumption (NCHW tensors need layout transforms for tensor cores). Not for 16-bit ones
   /// where conv16 is measured.

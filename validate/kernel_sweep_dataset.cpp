@@ -293,6 +293,16 @@ strategy::ConvConstants fit_conv_constants(const KernelSweep& sweep, std::span<c
   return k;
 }
 
+double fit_fp32_gemm_cap(const KernelSweep& sweep) {
+  const KernelCase& row = declared_row(sweep, "GEMM", "gemm_cap_fp32", kFp32GemmCalibration);
+  const strategy::ComputeModel model(topo::find_gpu_spec(sweep.gpu));
+  const strategy::ComputeConstants& c = model.constants();
+  // The model's time at the cap it holds, less the launch gap, scales as 1 / cap.
+  const double cap = c.gemm_cap_fp32 > 0.0 ? c.gemm_cap_fp32 : c.gemm_cap;
+  const double gap = c.launch_gap.seconds();
+  return cap * (model.analytical(row.kernels.front()).seconds() - gap) / (row.measured_s - gap);
+}
+
 const std::array<AttentionCalibrationRow, 9> kAttentionCalibration{{
     {"rate", &strategy::FlashAttentionConstants::rate, "attention/bf16/sdpa_fwd/b1h16s16384d128"},
     {"head_extra", &strategy::FlashAttentionConstants::head_extra, "attention/bf16/sdpa_fwd/b1h16s16384d64"},

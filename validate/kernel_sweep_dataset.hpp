@@ -88,4 +88,10 @@ struct AttentionCalibrationRow {
 extern const std::array<AttentionCalibrationRow, 9> kAttentionCalibration;
 strategy::FlashAttentionConstants fit_attention_constants(const KernelSweep& sweep);
 
+/// The FP32 (no TF32) GEMM cap (strategy::ComputeConstants::gemm_cap_fp32) fitted on one declared
+/// calibration row, the sweep's largest FP32 GEMM (kFp32GemmCalibration): the cap that makes its
+/// predicted time equal the measured one. ConfigError when the row is missing or not declared.
+inline constexpr const char* kFp32GemmCalibration = "gemm/fp32/16384x16384x16384/nn";
+double fit_fp32_gemm_cap(const KernelSweep& sweep);
+
 }  // namespace foresight::validate

@@ -130,3 +130,28 @@ TEST_CASE("an AdamW row is predicted with the bytes the simulator's step moves",
   REQUIRE(foreach == rows_foreach);
   REQUIRE(fused == rows_fused);
 }
+
+TEST_CASE("Hopper's FP32 GEMM cap is its declared calibration row's", "[validate]") {
+  // One row, the sweep's largest FP32 GEMM, sets the cap; refitting it from the file gives the
+  // constant the compute model holds, and the row is then predicted exactly.
+  const validate::KernelSweep s = validate::load_kernel_sweep(sweep_path());
+  const double fitted = validate::fit_fp32_gemm_cap(s);
+  REQUIRE(fitted == Approx(strategy::kHopperGemmCapFp32).epsilon(1e-6));
+  const strategy::ComputeModel h200(topo::find_gpu_spec("H200-SXM-141GB"));
+  REQUIRE(h200.constants().gemm_cap_fp32 == strategy::kHopperGemmCapFp32);
+  // Above the tensor cores' cap (FP8's 0.698): CUDA-core kernels are held back less.
+  REQUIRE(fitted > h200.constants().gemm_cap);
+  for (const validate::KernelResult& r : validate::evaluate_kernel_sweep(s, KernelFamily::gemm)) {
+    if (r.c->id != validate::kFp32GemmCalibration) continue;
+    REQUIRE(r.c->role == validate::Role::calibration);
+    REQUIRE(r.predicted_s == Approx(r.c->measured_s).epsilon(1e-6));
+  }
+  // TF32 and 16-bit GEMMs keep the tensor cores' cap; the A100 has no FP32 cap of its own.
+  REQUIRE(strategy::ComputeModel(topo::find_gpu_spec("A100-SXM4-80GB")).constants().gemm_cap_fp32 == 0.0);
+  // An undeclared row is refused.
+  validate::KernelSweep undeclared = s;
+  for (validate::KernelCase& c : undeclared.cases) {
+    if (c.id == validate::kFp32GemmCalibration) c.role = validate::Role::prediction;
+  }
+  REQUIRE_THROWS_WITH(validate::fit_fp32_gemm_cap(undeclared), Contains("gemm_cap_fp32") && Contains("calibration case"));
+}
