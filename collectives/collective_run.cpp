@@ -1,7 +1,10 @@
 #include "collectives/collective_run.hpp"
 
 #include "collectives/collective_engine.hpp"
+#include "collectives/detail/comm_jobs_own_run.hpp"
+#include "collectives/plan_timing.hpp"
 #include "common/error.hpp"
+#include "net/link_pools.hpp"
 #include "sim/simulator.hpp"
 
 namespace foresight::sim {
@@ -20,6 +23,14 @@ CollectiveMeasurement measure_collective(const Fabric& fabric, const CollectiveC
   CollectiveMeasurement m;
   m.plan = plan_collective(fabric, config, request);
   Simulator sim;
+  // The analytical model runs a collective whose own flows crowd a link (an all-to-all's) as it
+  // runs alone on the flow-level model, as a simulation's communication jobs do (CommJobs).
+  if (network == NetworkKind::analytical) {
+    const LinkPools pools = LinkPools::of(fabric, config.links);
+    const CollectivePlan pooled =
+        comm_jobs_detail::remap(m.plan, [&](const std::vector<LinkId>& path) { return pools.translate(path); });
+    if (!keeps_standalone_rates({&pooled}, pools.capacity)) network = NetworkKind::flow;
+  }
   const auto net = make_network(network, sim, fabric, config.links);
   CollectiveEngine engine(sim, *net);
   Stopwatch watch;

@@ -52,7 +52,10 @@ CommJobs::CommJobs(Simulator& sim, NetworkKind kind, const Fabric& fabric, const
 
 CommJobs::~CommJobs() = default;
 
-double CommJobs::link_bytes(LinkId link) const { return network_->link_bytes(pools_.pool_of.at(link)); }
+double CommJobs::link_bytes(LinkId link) const {
+  const LinkId pool = pools_.pool_of.at(link);
+  return network_->link_bytes(pool) + (pool < credited_.size() ? credited_[pool] : 0.0);
+}
 
 CommJobs::Job& CommJobs::build(std::uint32_t job, const PlanSource& plans) {
   if (job >= jobs_.size()) jobs_.resize(job + 1);
@@ -103,11 +106,29 @@ Time CommJobs::alone(std::uint32_t job) {
   if (j.alone) return *j.alone;
   std::vector<const CollectivePlan*> plans;
   for (const auto& p : j.plans) plans.push_back(p.get());
-  if (kind_ == NetworkKind::analytical || keeps_standalone_rates(j.load, pools_.capacity)) {
+  if (kind_ == NetworkKind::analytical) {
+    // Each group's collective (plan) as if alone on the fabric: its closed form when its own
+    // flows never crowd a link, else a run of it on a network of its own, where they share
+    // links as on the flow-level network (an all-to-all's flows each GPU's). Groups never meet,
+    // folded or not.
+    // Alike plans on links of their own take the same time: one of each class runs.
+    std::optional<PlanClasses> classes;
+    bool classified = false;
     Time longest;
-    for (const CollectivePlan* p : plans) {
-      longest = std::max(longest, standalone_duration(*p, pools_.capacity, kind_ == NetworkKind::flow));
+    for (std::size_t i = 0; i < plans.size(); ++i) {
+      if (keeps_standalone_rates(std::vector<const CollectivePlan*>{plans[i]}, pools_.capacity)) {
+        longest = std::max(longest, standalone_duration(*plans[i], pools_.capacity, false));
+        continue;
+      }
+      if (!classified && plans.size() > 1) classes = plan_classes(plans, pools_.capacity, {});
+      classified = true;
+      if (classes && classes->copies[i].empty()) continue;  // a member: its representative runs
+      longest = std::max(longest, plan_alone(j, i));
     }
+    j.alone = longest;
+  } else if (keeps_standalone_rates(j.load, pools_.capacity)) {
+    Time longest;
+    for (const CollectivePlan* p : plans) longest = std::max(longest, standalone_duration(*p, pools_.capacity, true));
     j.alone = longest;
   } else {
     auto run = own_run(j);
@@ -118,6 +139,17 @@ Time CommJobs::alone(std::uint32_t job) {
     j.alone = run->finished.last;
   }
   return *j.alone;
+}
+
+Time CommJobs::plan_alone(Job& job, std::size_t plan) {
+  Replays only(job.plans.size());
+  only[plan] = {static_cast<std::uint32_t>(plan)};
+  auto run = own_run(job, &only);
+  run->sim.run();
+  if (run->finished.plans.at(plan) == 0) {
+    throw InternalError(fmt::format("comm jobs: plan {} did not finish on a network of its own", plan));
+  }
+  return run->finished.last;
 }
 
 const std::vector<LinkId>& CommJobs::shared(std::uint32_t a, std::uint32_t b) {
@@ -201,6 +233,12 @@ void CommJobs::start(std::uint32_t job, const PlanSource& plans, FlowNotify done
   a.may_return = true;
   ++a.generation;
   bool crowded = !closed_form_;
+  if (kind_ == NetworkKind::analytical) {
+    // Jobs never meet on the analytical network: each takes its time alone, in closed form, also
+    // when links are sampled; its bytes then go to its links when it starts.
+    crowded = false;
+    if (!closed_form_) credit(jobs_[job]);
+  }
   if (kind_ == NetworkKind::flow && closed_form_) {
     // Jobs in closed form whose links this one crowds continue flow by flow from now on; it
     // runs flow by flow if it crowds any running job's links.
@@ -220,6 +258,27 @@ void CommJobs::start(std::uint32_t job, const PlanSource& plans, FlowNotify done
   b.closed = true;
   b.end = sim_.now() + duration;
   sim_.schedule_at(b.end, self_, kClosedDone, (static_cast<std::uint64_t>(b.generation) << 32) | slot);
+}
+
+void CommJobs::credit(Job& job) {
+  if (job.bytes_on_pools.empty()) {
+    std::map<LinkId, double> on;
+    for (const auto& plan : job.plans) {
+      for (const PlannedPhase& ph : plan->phases) {
+        for (const PlannedFlow& f : ph.flows) {
+          for (const LinkId l : f.path) on[l] += f.bytes * f.weight;
+        }
+        for (const PlannedRing& r : ph.rings) {
+          for (const auto& hop : r.hops) {
+            for (const LinkId l : hop) on[l] += ph.step_bytes * ph.steps * r.weight;
+          }
+        }
+      }
+    }
+    job.bytes_on_pools.assign(on.begin(), on.end());
+  }
+  credited_.resize(pools_.capacity.size(), 0.0);
+  for (const auto& [l, bytes] : job.bytes_on_pools) credited_[l] += bytes;
 }
 
 void CommJobs::run_flow_by_flow(std::uint32_t slot) {

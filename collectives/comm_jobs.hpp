@@ -5,8 +5,13 @@
 ///
 /// A job that meets no contention when it starts runs in closed form: its duration alone,
 /// computed once per job, says when it ends, and none of its flows enters the network. On the
-/// analytical network that is always so (flows never interact), and the duration alone is the
-/// closed form of collectives/plan_timing.hpp. On the flow-level network a job meets contention when a
+/// analytical network that is always so, links sampled or not (jobs never meet, nor do the groups
+/// of a folded job; a sampled link gets each job's bytes when it starts), and its duration alone
+/// is its slowest group's: the closed form of collectives/plan_timing.hpp where the group's own
+/// flows never crowd a link, else a run of that group on a network of its own (an all-to-all's
+/// flows share each GPU's links there, as on the flow-level network). On the flow-level network
+/// a job's duration alone is the closed form when none of its flows crowd a link, else a run of
+/// all its plans on a network of their own. On the flow-level network a job meets contention when a
 /// link it shares with running jobs lacks room for all of their flows at their standalone rates
 /// (leaves_room; a link with room never limits a flow, so jobs that share only such links run as
 /// if alone). Its duration alone is the closed form when its own flows never crowd a link
@@ -92,6 +97,8 @@ class CommJobs final : private EventHandler {
     /// none when no two are alike or two share a link without room.
     bool classified = false;
     std::optional<PlanClasses> classes;
+    /// Analytical, links sampled: the bytes its plans put on each pool, once needed.
+    std::vector<std::pair<LinkId, double>> bytes_on_pools;
   };
   /// A job's state when it went back to closed form: per running plan, its progress, pending
   /// events and flows in flight (their links are pools, their notifications' data the local
@@ -127,7 +134,11 @@ class CommJobs final : private EventHandler {
     return (static_cast<std::uint64_t>(plan) << 32) | slot;
   }
   Job& build(std::uint32_t job, const PlanSource& plans);
+  /// Analytical, links sampled: adds the bytes of `job`'s plans to their pools.
+  void credit(Job& job);
   Time alone(std::uint32_t job);
+  /// Analytical: the time of plan `plan` of `job` on a network of its own, without the others.
+  Time plan_alone(Job& job, std::size_t plan);
   /// Pools two footprints share (cached).
   const std::vector<LinkId>& shared(std::uint32_t footprint_a, std::uint32_t footprint_b);
   /// Slots of the running jobs (but `self`) that a job starting now must not leave in closed
@@ -163,6 +174,9 @@ class CommJobs final : private EventHandler {
   NetworkKind kind_;
   bool closed_form_;
   LinkPools pools_;
+  /// Analytical, links sampled: bytes of the jobs started so far, per pool (credited at the
+  /// start, as the analytical network credits a flow's).
+  std::vector<double> credited_;
   std::unique_ptr<NetworkModel> network_;
   FlowNetwork* flow_ = nullptr;  ///< network_ when it is the flow-level model
   CollectiveEngine engine_;

@@ -213,29 +213,37 @@ TEST_CASE("all-to-all across two DGX nodes reaches about twice a NIC's bandwidth
   // NVIDIA maintainers (nccl-tests#130, #267): all-to-all cannot aggregate NICs; on N nodes busbw
   // is about N/(N-1) x the per-GPU network bandwidth. With PXN, NIC k carries what the node's 8
   // GPUs send to remote GPUs of local index k: 8 x S/16 = S/2, at 25 GB/s x 0.96 = 24 GB/s, so
-  // algbw = S / (S/2 / 24) = 48 GB/s and busbw = 48 x 15/16 = 45 GB/s.
-  const auto cluster = topo::resolve_cluster("thetagpu", 16);
-  const auto m = sim::measure_collective(cluster, calibrated(), sim::NetworkKind::flow,
-                                         request(CollectiveOp::all_to_all, 16, 4e9));
-  REQUIRE(m.plan.algorithm == Algorithm::direct);
-  REQUIRE(m.busbw_GBps == Approx(45.0).epsilon(0.03));
-  // Inside one node each GPU sends 7/8 S through its 240 GB/s NVSwitch port: busbw -> 240.
-  const auto node = topo::resolve_cluster("dgx-a100", 8);
-  const auto one = sim::measure_collective(node, calibrated(), sim::NetworkKind::flow,
-                                           request(CollectiveOp::all_to_all, 8, 8e9));
-  REQUIRE(one.busbw_GBps == Approx(240.0).epsilon(0.02));
+  // algbw = S / (S/2 / 24) = 48 GB/s and busbw = 48 x 15/16 = 45 GB/s. The same on both network
+  // models: alone, an all-to-all's flows share each GPU's links on the analytical one too.
+  for (const auto net : {sim::NetworkKind::flow, sim::NetworkKind::analytical}) {
+    CAPTURE(sim::to_string(net));
+    const auto cluster = topo::resolve_cluster("thetagpu", 16);
+    const auto m = sim::measure_collective(cluster, calibrated(), net, request(CollectiveOp::all_to_all, 16, 4e9));
+    REQUIRE(m.plan.algorithm == Algorithm::direct);
+    REQUIRE(m.busbw_GBps == Approx(45.0).epsilon(0.03));
+    // Inside one node each GPU sends 7/8 S through its 240 GB/s NVSwitch port: busbw -> 240.
+    const auto node = topo::resolve_cluster("dgx-a100", 8);
+    const auto one = sim::measure_collective(node, calibrated(), net, request(CollectiveOp::all_to_all, 8, 8e9));
+    REQUIRE(one.busbw_GBps == Approx(240.0).epsilon(0.02));
+    // An H100's port: 450 GB/s x 0.80 = 360 GB/s (the analytical model ran each of the seven
+    // flows at all of it, 6.3x too fast at 512 MiB).
+    const auto h100 = topo::resolve_cluster("dgx-h100", 8);
+    const auto big = sim::measure_collective(h100, calibrated(), net, request(CollectiveOp::all_to_all, 8, 8e9));
+    REQUIRE(big.busbw_GBps == Approx(360.0).epsilon(0.02));
+  }
 }
 
 TEST_CASE("all-to-all across N nodes tends to one NIC's bandwidth as N/(N-1) of it", "[collectives]") {
   // nccl_busbw.json's alltoall point (NVIDIA/nccl-tests#130, #267): busbw ~ N/(N-1) x the
   // per-GPU network bandwidth, 2x on 2 nodes, tending to 1x. Per GPU: one HDR NIC, 25 GB/s at
-  // the calibrated 0.96.
-  for (const int nodes : {2, 4, 8, 16}) {
-    CAPTURE(nodes);
-    const auto cluster = topo::resolve_cluster("selene", 8 * nodes);
-    const auto m = sim::measure_collective(cluster, calibrated(), sim::NetworkKind::flow,
-                                           request(CollectiveOp::all_to_all, 8 * nodes, 1 << 30));
-    REQUIRE(m.busbw_GBps == Approx(24.0 * nodes / (nodes - 1.0)).epsilon(0.07));
+  // the calibrated 0.96. Both network models.
+  for (const auto net : {sim::NetworkKind::flow, sim::NetworkKind::analytical}) {
+    for (const int nodes : {2, 4, 8, 16}) {
+      CAPTURE(sim::to_string(net), nodes);
+      const auto cluster = topo::resolve_cluster("selene", 8 * nodes);
+      const auto m = sim::measure_collective(cluster, calibrated(), net, request(CollectiveOp::all_to_all, 8 * nodes, 1 << 30));
+      REQUIRE(m.busbw_GBps == Approx(24.0 * nodes / (nodes - 1.0)).epsilon(0.07));
+    }
   }
 }
 

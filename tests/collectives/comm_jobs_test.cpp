@@ -492,3 +492,29 @@ TEST_CASE("a rebuilt all-to-all, whose own flows crowd its links, replays one of
     REQUIRE(fast.end[0] > alone.end[0]);
   }
 }
+
+TEST_CASE("on the analytical network an all-to-all takes its time alone on the flow network", "[collectives]") {
+  // The eight groups of four GPUs of four_nodes, each an all-to-all over NVLink whose three flows
+  // per GPU share its port. Alone, both models give the same end, node for node: the analytical
+  // one runs each group's plan on a network of its own, its flows sharing links max-min. Before
+  // (2026-11-28) it ran every flow at its port's full rate, three times too fast. A crowd slows
+  // it on the flow network only: jobs never meet on the analytical one, links sampled or not.
+  const auto config = test::executor_config();
+  std::vector<std::vector<sim::GpuId>> quads(8);
+  for (sim::GpuId q = 0; q < 8; ++q) {
+    for (sim::GpuId i = 0; i < 4; ++i) quads[q].push_back(4 * q + i);
+  }
+  const auto lone = groups_and_crowd(sim::CollectiveOp::all_to_all, quads, quads[0], {});
+  const auto flow = sim::execute(lone, four_nodes(), config, sim::NetworkKind::flow);
+  const auto analytical = sim::execute(lone, four_nodes(), config, sim::NetworkKind::analytical);
+  same_times(lone, flow, analytical);
+  const auto crowded = groups_and_crowd(sim::CollectiveOp::all_to_all, quads, quads[0], {300_us});
+  const auto slowed = sim::execute(crowded, four_nodes(), config, sim::NetworkKind::flow);
+  REQUIRE(slowed.end[0] > flow.end[0]);
+  sim::ExecutorOptions sampled;
+  sampled.closed_form = false;
+  for (const auto& options : {sim::ExecutorOptions{}, sampled}) {
+    const auto kept = sim::execute(crowded, four_nodes(), config, sim::NetworkKind::analytical, options);
+    REQUIRE(kept.end[0] == analytical.end[0]);
+  }
+}
