@@ -109,9 +109,9 @@ Time CommJobs::alone(std::uint32_t job) {
   if (kind_ == NetworkKind::analytical) {
     // Each group's collective (plan) as if alone on the fabric: its closed form when its own
     // flows never crowd a link, else a run of it on a network of its own, where they share
-    // links as on the flow-level network (an all-to-all's flows each GPU's). Groups never meet,
-    // folded or not.
-    // Alike plans on links of their own take the same time: one of each class runs.
+    // links as on the flow-level network (an all-to-all's flows share each GPU's port). Groups
+    // never meet, folded or not, so alike plans (on links of their own) take the same time and
+    // one of each class runs.
     std::optional<PlanClasses> classes;
     bool classified = false;
     Time longest;

@@ -9,10 +9,8 @@
 /// of a folded job; a sampled link gets each job's bytes when it starts), and its duration alone
 /// is its slowest group's: the closed form of collectives/plan_timing.hpp where the group's own
 /// flows never crowd a link, else a run of that group on a network of its own (an all-to-all's
-/// flows share each GPU's links there, as on the flow-level network). On the flow-level network
-/// a job's duration alone is the closed form when none of its flows crowd a link, else a run of
-/// all its plans on a network of their own. On the flow-level network a job meets contention when a
-/// link it shares with running jobs lacks room for all of their flows at their standalone rates
+/// flows share each GPU's links there, as on the flow-level network). On the flow-level network a
+/// job meets contention when a link it shares with running jobs lacks room for all of their flows at their standalone rates
 /// (leaves_room; a link with room never limits a flow, so jobs that share only such links run as
 /// if alone). Its duration alone is the closed form when its own flows never crowd a link
 /// (keeps_standalone_rates), else the time of a run of its plans on a network of their own. When
