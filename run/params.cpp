@@ -269,6 +269,18 @@ std::vector<Param> make_table() {
   t.push_back(number("plan", "input_rate", "samples/s", "0 (unlimited)", 0.0, false, kInf,
                      "samples per second one process's input pipeline delivers", store<P, &Plan::input_rate>,
                      echo<P, &Plan::input_rate>));
+  t.push_back(integer("plan", "input_workers", "processes", "0 (no worker model)", 0, 4096,
+                      "DataLoader worker processes per process (num_workers), each building whole batches",
+                      store<P, &Plan::input_workers>, echo<P, &Plan::input_workers>));
+  t.push_back(of_kind("plan", "input_sample_time", K::time, "", "(required with input_workers)",
+                      "CPU time of one sample on one worker (read, decode, augment, collate) on a core of its own",
+                      store<P, &Plan::input_sample_time>, echo<P, &Plan::input_sample_time>));
+  t.push_back(integer("plan", "input_prefetch", "batches", "2", 1, 1 << 20,
+                      "batches each worker may hold loaded or in progress (DataLoader's prefetch_factor)",
+                      store<P, &Plan::input_prefetch>, echo<P, &Plan::input_prefetch>));
+  t.push_back(integer("plan", "input_cores", "cores", "0 (one per worker)", 0, 1 << 20,
+                      "CPU cores the process's workers share: fewer than workers slow each batch by workers / cores",
+                      store<P, &Plan::input_cores>, echo<P, &Plan::input_cores>));
   t.push_back(of_kind("plan", "step_overhead", K::time, "", "1 ms",
                       "host time per step outside kernel launches (loop, zero_grad, logging)",
                       store<P, &Plan::step_overhead>, echo<P, &Plan::step_overhead>));

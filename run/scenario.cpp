@@ -182,6 +182,40 @@ void read_stragglers(const JsonReader& r, const json& o, const JsonPath& p, Plan
   }
 }
 
+/// The DataLoader fields of a plan, checked against each other and against input_rate.
+void read_input(const JsonReader& r, const json& o, const JsonPath& p, Plan& plan) {
+  if (plan.input_workers == 0) {
+    // Their defaults are allowed (an echoed plan states every key); anything else would be ignored.
+    const Plan defaults;
+    const std::pair<const char*, bool> set[] = {{"input_sample_time", plan.input_sample_time != defaults.input_sample_time},
+                                                {"input_prefetch", plan.input_prefetch != defaults.input_prefetch},
+                                                {"input_cores", plan.input_cores != defaults.input_cores}};
+    for (const auto& [key, differs] : set) {
+      if (differs) {
+        r.fail(p.at(key), fmt::format("expected no {} without input_workers: it describes the DataLoader's workers, "
+                                      "found {}",
+                                      key, topo::shown(o.at(key))));
+      }
+    }
+    return;
+  }
+  if (plan.input_rate > 0.0) {
+    r.fail(p.at("input_workers"), fmt::format("expected 0 with input_rate ({} samples/s): the input is either a rate "
+                                              "or a pool of workers, found {} workers",
+                                              plan.input_rate, plan.input_workers));
+  }
+  if (plan.input_sample_time <= sim::Time{}) {
+    r.fail(p.at("input_sample_time"), fmt::format("expected a CPU time per sample above 0 with {} input_workers, found {}",
+                                                  plan.input_workers, o.contains("input_sample_time")
+                                                                          ? sim::to_string(plan.input_sample_time)
+                                                                          : std::string("none")));
+  }
+  // The steady state repeats every input_workers steps (RankEmitter::load_batches): at least one
+  // such window after the first step, after a pipeline's settling half.
+  const int window = plan.input_workers + 1;
+  plan.steps = std::max(plan.steps, plan.pp > 1 ? 2 * window : window);
+}
+
 Plan read_plan(const JsonReader& r, const json& o, const JsonPath& p, const std::string& origin) {
   Scenario read;
   read_section(r, o, p, "plan", "a plan", read);
@@ -196,6 +230,7 @@ Plan read_plan(const JsonReader& r, const json& o, const JsonPath& p, const std:
                           plan.dp, plan.tp, plan.pp, plan.ep, ranks));
   }
   read_pipeline(r, o, p, plan);
+  read_input(r, o, p, plan);
   if (plan.shard_group > 0) {
     if (plan.zero == 0) {
       r.fail(p.at("shard_group"), fmt::format("expected no shard_group without ZeRO (zero 1-3): it says how ZeRO "

@@ -221,7 +221,10 @@ void report_timing(const SimulationOutput& out, const Plan& plan, const ComputeM
   std::vector<RankWindow> windows;
   for (sim::RankId rank = 0; rank < graph.ranks(); ++rank) {
     // A pipeline fills and settles over several steps: it is measured over its second half.
-    const int skip = plan.pp > 1 && steps > 2 ? steps / 2 : 0;
+    int skip = plan.pp > 1 && steps > 2 ? steps / 2 : 0;
+    // DataLoader workers deliver their batches in bursts of one per worker (each worker's k-th
+    // batch at once when the loader cannot keep up): measured over the last burst's steps.
+    if (plan.input_workers > 0 && steps - 1 - skip > plan.input_workers) skip = steps - 1 - plan.input_workers;
     const sim::Time from = steps > 1 ? out.result.end[ends[static_cast<std::size_t>(skip)][rank]] : sim::Time::zero();
     windows.push_back(RankWindow{from, out.result.end[ends.back()[rank]], std::max(1, steps - 1 - skip)});
   }
@@ -466,7 +469,7 @@ SimulationOutput simulate_compiled(SimulationOutput out, const Scenario& scenari
   };
   run();
   if (plan.settle && !settled(out.compiled, out.result)) {
-    plan.steps = kUnsettledSteps;
+    plan.steps = std::max(plan.steps, kUnsettledSteps);
     compile_plan(out, plan, scenario.path, compute, inputs);
     run();
   }

@@ -136,6 +136,22 @@ struct Plan {
   /// always keeps up. No default can be measured for every dataset and machine: set it from a
   /// calibration (the ThetaGPU example fits it).
   double input_rate = 0.0;
+  /// PyTorch DataLoader worker processes per process (num_workers); 0: no worker model (the
+  /// input_rate above, or an input that always keeps up). Worker w builds batches w, w + n, w +
+  /// 2n, ... (n workers), each a step's samples, one after another; the loop takes them in
+  /// order, and after it takes batch i the loader sends batch i + n x input_prefetch to its
+  /// worker (DataLoader's _try_put_index): it never runs further ahead.
+  int input_workers = 0;
+  /// CPU time of one sample on one worker (reading, decoding, augmenting, collating), when the
+  /// worker has a core to itself. Required with input_workers; measure it on the target host
+  /// (a worker's batch time over its batch size).
+  sim::Time input_sample_time;
+  /// Batches each worker may hold loaded or in progress (DataLoader's prefetch_factor, 2).
+  int input_prefetch = 2;
+  /// CPU cores the process's workers share (its node's cores over its GPUs, less the main
+  /// processes'); 0: one per worker. With fewer cores than workers each batch takes workers /
+  /// cores times as long (the cores time-shared evenly).
+  int input_cores = 0;
   /// Host time per training step outside the kernels' launches (loop body, zero_grad, logging):
   /// 1 ms, an assumption.
   sim::Time step_overhead = sim::Time::from_ps(1'000'000'000);

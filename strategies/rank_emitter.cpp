@@ -2,6 +2,8 @@
 
 #include <fmt/core.h>
 
+#include "common/error.hpp"
+
 namespace foresight::strategy {
 namespace {
 
@@ -258,6 +260,25 @@ sim::NodeId RankEmitter::copy_input(int micro) {
 }
 
 void RankEmitter::load_batches(int steps, int samples) {
+  if (plan_.input_workers > 0) {
+    const int n = plan_.input_workers;
+    const double share = plan_.input_cores > 0 && plan_.input_cores < n ? static_cast<double>(n) / plan_.input_cores : 1.0;
+    const double seconds = samples * plan_.input_sample_time.seconds() * share;
+    constexpr double kMaxBatchSeconds = 1e6;  // 11.6 days: the clock holds +-106 days in all
+    if (!(seconds <= kMaxBatchSeconds)) {
+      throw sim::ConfigError(fmt::format("plan.input_sample_time: a batch of {} samples would take {:.4g} s on a worker "
+                                         "({} per sample{}), expected at most {:.0f} s",
+                                         samples, seconds, sim::to_string(plan_.input_sample_time),
+                                         share > 1.0 ? fmt::format(", {} workers on {} cores", n, plan_.input_cores) : "",
+                                         kMaxBatchSeconds));
+    }
+    batch_time_ = sim::Time::from_seconds(seconds);
+    for (int w = 0; w < n; ++w) g_.stream_names.emplace(streams::dataloader_worker(w), fmt::format("dataloader worker {}", w));
+    loads_.assign(static_cast<std::size_t>(steps), kNoNode);
+    const std::size_t ahead = static_cast<std::size_t>(n) * static_cast<std::size_t>(plan_.input_prefetch);
+    for (std::size_t i = 0; i < loads_.size() && i < ahead; ++i) load_batch(i, kNoNode);
+    return;
+  }
   if (plan_.input_rate <= 0.0) return;
   for (int s = 0; s < steps; ++s) {
     sim::Node load = make(sim::OpKind::host, streams::dataloader, "load batch", sim::Phase::data);
@@ -266,11 +287,26 @@ void RankEmitter::load_batches(int steps, int samples) {
   }
 }
 
+void RankEmitter::load_batch(std::size_t i, sim::NodeId sent) {
+  const int worker = static_cast<int>(i % static_cast<std::size_t>(plan_.input_workers));
+  sim::Node load = make(sim::OpKind::host, streams::dataloader_worker(worker), "load batch", sim::Phase::data);
+  load.duration = batch_time_;
+  if (sent != kNoNode) load.deps = {sent};
+  loads_[i] = g_.add(std::move(load));
+}
+
 sim::NodeId RankEmitter::wait_for_batch(int step) {
   if (loads_.empty()) return kNoNode;
+  const auto i = static_cast<std::size_t>(step);
   sim::Node wait = make(sim::OpKind::sync, sim::kHostStream, "wait for batch", sim::Phase::data);
-  wait.deps = {loads_.at(static_cast<std::size_t>(step))};
-  return g_.add(std::move(wait));
+  wait.deps = {loads_.at(i)};
+  const sim::NodeId taken = g_.add(std::move(wait));
+  if (plan_.input_workers > 0) {
+    // The slot batch `step` held goes to the batch workers x prefetch later, on the same worker.
+    const std::size_t next = i + static_cast<std::size_t>(plan_.input_workers) * static_cast<std::size_t>(plan_.input_prefetch);
+    if (next < loads_.size()) load_batch(next, taken);
+  }
+  return taken;
 }
 
 sim::NodeId RankEmitter::dp_collective(sim::CollectiveOp op, double bytes, const std::string& name,

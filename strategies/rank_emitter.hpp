@@ -34,6 +34,8 @@ inline constexpr sim::StreamId tensor_parallel = 7;  ///< TP/SP collectives
 inline constexpr sim::StreamId expert = 8;           ///< MoE dispatch and combine all-to-alls
 inline constexpr sim::StreamId dataloader = 100;  ///< the DataLoader's worker processes
 inline constexpr sim::StreamId horovod = 101;     ///< Horovod's background thread
+/// DataLoader worker w's process (plan.input_workers), 1000 + w.
+constexpr sim::StreamId dataloader_worker(int w) { return 1000 + static_cast<sim::StreamId>(w); }
 }  // namespace streams
 
 /// Names of the streams above, for timelines.
@@ -150,12 +152,18 @@ class RankEmitter {
   /// The batch's copy from pinned host memory to the GPU over PCIe (24 of 31.5 GB/s on Gen4 x16).
   sim::NodeId copy_input(int micro);
 
-  /// The input pipeline: `steps` batches of `samples` each, produced by DataLoader workers that
-  /// start prefetching when the iterator is created and then run ahead of training at the plan's
-  /// rate. (PyTorch bounds the run-ahead by num_workers x prefetch_factor batches; only the rate
-  /// matters here.) Nothing when the rate is unlimited.
+  /// The input pipeline: `steps` batches of `samples` each, from the iterator's creation at time
+  /// 0. With plan.input_workers, PyTorch's DataLoader: n worker processes, worker w building
+  /// batches w, w + n, ... on a stream of its own (streams::dataloader_worker), each in
+  /// samples x input_sample_time (slowed by workers / cores when input_cores is fewer), the
+  /// first n x input_prefetch at once and each later one when the loop has taken the batch
+  /// n x input_prefetch before it (wait_for_batch). Else one producer at plan.input_rate,
+  /// unbounded ahead; nothing when the rate is unlimited. ConfigError when a batch would take
+  /// longer than the simulator's clock holds.
   void load_batches(int steps, int samples);
-  /// The host waits for batch `step`; returns the wait node, or kNoNode without an input pipeline.
+  /// The host waits for batch `step` (steps in order); returns the wait node, or kNoNode without
+  /// an input pipeline. With workers, the batch input_workers x input_prefetch later is sent to
+  /// its worker after it.
   sim::NodeId wait_for_batch(int step);
 
   /// All-reduces `bucket` over `communicator` once `ready` is done: DDP copies it into its flat
@@ -191,7 +199,10 @@ class RankEmitter {
   sim::Time slowed(sim::Time d) const {
     return slow_ == 1.0 ? d : sim::Time::from_ps(std::llround(static_cast<double>(d.ps()) * slow_));
   }
-  std::vector<sim::NodeId> loads_;
+  std::vector<sim::NodeId> loads_;  ///< each step's batch (kNoNode: not yet sent to a worker)
+  sim::Time batch_time_;            ///< with DataLoader workers: one batch on one worker
+  /// Batch `i` on its worker (i mod input_workers), sent after `sent` (kNoNode: at the start).
+  void load_batch(std::size_t i, sim::NodeId sent);
   bool shared_interpreter_ = false;
   sim::Time forward_gil_;
   std::uint32_t tp_comm_ = 0;

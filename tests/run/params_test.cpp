@@ -88,6 +88,9 @@ TEST_CASE("every parameter is documented with its type, default and range", "[pa
   added.insert("batchnorm_fusion");  // MXNet's fused BatchNorm, as NVIDIA's MLPerf ResNet-50 runs it (issue 20)
   added.insert("gradient_groups");   // Horovod's explicit gradient groups (MXNET_HOROVOD_NUM_GROUPS, issue 20)
   added.insert("kernel_generation");  // Megatron-LM v2's matrix kernels, SC21's measured rate (issue 20)
+  for (const char* k : {"input_workers", "input_sample_time", "input_prefetch", "input_cores"}) {
+    added.insert(k);  // PyTorch DataLoader workers (issue 20)
+  }
   const auto plan = strategy::section_keys("plan");
   REQUIRE(std::set<std::string_view>(plan.begin(), plan.end()) == added);
 }
@@ -183,4 +186,27 @@ TEST_CASE("--set reaches every table key through the same reader", "[params]") {
   auto bad = base();
   REQUIRE_THROWS_WITH(strategy::apply_overrides(bad, {strategy::parse_override("plan.bucket_capp=1")}),
                       Contains("unknown key \"bucket_capp\" in plan; expected one of dp, tp"));
+}
+
+TEST_CASE("DataLoader workers: the plan's input is a rate or a pool of workers, described whole", "[params]") {
+  auto doc = base();
+  doc["plan"]["input_workers"] = 8;
+  REQUIRE_THROWS_WITH(parse(doc), Contains("/plan/input_sample_time: expected a CPU time per sample above 0 with 8 "
+                                           "input_workers, found none"));
+  doc["plan"]["input_sample_time"] = "3 ms";
+  const strategy::Scenario s = parse(doc);
+  REQUIRE(s.plan.input_workers == 8);
+  REQUIRE(s.plan.input_sample_time == sim::Time::from_seconds(3e-3));
+  REQUIRE(s.plan.input_prefetch == 2);
+  REQUIRE(s.plan.input_cores == 0);
+  // Enough steps for one steady window of a batch per worker after the first step.
+  REQUIRE(s.plan.steps >= 9);
+  doc["plan"]["input_rate"] = 1000;
+  REQUIRE_THROWS_WITH(parse(doc), Contains("/plan/input_workers: expected 0 with input_rate (1000 samples/s)"));
+  doc["plan"].erase("input_rate");
+  doc["plan"]["input_prefetch"] = 0;
+  REQUIRE_THROWS_WITH(parse(doc), Contains("/plan/input_prefetch") && Contains("expected an integer from 1"));
+  auto bare = base();
+  bare["plan"]["input_cores"] = 16;
+  REQUIRE_THROWS_WITH(parse(bare), Contains("/plan/input_cores: expected no input_cores without input_workers"));
 }
