@@ -13,7 +13,7 @@ std::vector<HardwareOption> hardware_options(const Scenario& base, const std::ve
   const std::vector<std::string> names = clusters.empty() ? std::vector<std::string>{base.cluster.spec} : clusters;
   std::vector<int> counts = gpus;
   if (counts.empty()) {
-    counts.push_back(base.cluster.gpus > 0 ? base.cluster.gpus : base.plan.dp * base.plan.tp * base.plan.pp * base.plan.ep);
+    counts.push_back(base.cluster.gpus > 0 ? base.cluster.gpus : static_cast<int>(base.plan.ranks()));
   }
   std::vector<HardwareOption> out;
   for (const auto& c : names) {

@@ -129,7 +129,7 @@ std::vector<Param> make_table() {
   t.push_back(integer("cluster", "gpus", "GPUs", "the preset's own", 1, 1 << 24,
                       "GPUs of the cluster; with a preset, nodes are added to reach it", store<C, &ClusterSpec::gpus>));
   // plan: parallelism and batch
-  t.push_back(integer("plan", "dp", "ranks", "gpus / (tp x pp x ep)", 1, kMaxRanks, "data-parallel replicas",
+  t.push_back(integer("plan", "dp", "ranks", "gpus / (tp x pp x ep x cp)", 1, kMaxRanks, "data-parallel replicas",
                       store<P, &Plan::dp>, echo<P, &Plan::dp>));
   t.push_back(integer("plan", "tp", "ranks", "1", 1, kMaxRanks, "tensor-parallel ranks (Megatron)",
                       store<P, &Plan::tp>, echo<P, &Plan::tp>));
@@ -137,6 +137,9 @@ std::vector<Param> make_table() {
                       echo<P, &Plan::pp>));
   t.push_back(integer("plan", "ep", "ranks", "1", 1, kMaxRanks, "expert-parallel ranks (MoE models)",
                       store<P, &Plan::ep>, echo<P, &Plan::ep>));
+  t.push_back(integer("plan", "cp", "ranks", "1", 1, kMaxRanks,
+                      "context-parallel ranks (Megatron-Core, Transformer Engine's ring attention): 1/cp of each sequence",
+                      store<P, &Plan::cp>, echo<P, &Plan::cp>));
   t.push_back(integer("plan", "micro_batch", "samples", "1", 1, kMaxRanks, "samples per rank per forward/backward",
                       store<P, &Plan::micro_batch>, echo<P, &Plan::micro_batch>));
   t.push_back(integer("plan", "grad_accum", "micro-batches", "1, or global_batch / (dp x ep x micro_batch)", 1,

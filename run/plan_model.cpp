@@ -9,6 +9,7 @@
 #include "common/error.hpp"
 #include "exec/execution_graph.hpp"
 #include "models/batchnorm_fusion.hpp"
+#include "models/context_parallel.hpp"
 #include "models/eager_kernels.hpp"
 #include "models/megatron_softmax.hpp"
 #include "models/model_builder.hpp"
@@ -22,8 +23,11 @@ Model scenario_model(const Scenario& s) {
   return build_model(s.model.name, s.model.classes, s.model.seq_len);
 }
 
-Model plan_model(const Scenario& scenario, const Plan& plan) {
-  Model model = scenario_model(scenario);
+namespace {
+
+/// `model` with the kernels the plan runs: fused attention, FP8, Megatron-LM v2's softmax, fused
+/// BatchNorm, eager PyTorch's.
+Model with_plan_kernels(const Scenario& scenario, const Plan& plan, Model model) {
   if (plan.fused_attention) {
     if (!model.transformer) {
       throw sim::ConfigError(fmt::format("{}: /plan/fused_attention: expected false for {}, which has no attention",
@@ -76,6 +80,32 @@ Model plan_model(const Scenario& scenario, const Plan& plan) {
                                                              .kv_cache = hf && plan.recompute == Recompute::none,
                                                              .rope = hf ? RopeStyle::hf : RopeStyle::complex});
   }
+  return model;
+}
+
+/// One context-parallel rank's model (plan.cp > 1): the layers at s / cp tokens, the attention
+/// layers' ring steps (with_context_parallel).
+Model context_parallel_model(const Scenario& scenario, const Plan& plan, Model whole) {
+  if (!whole.transformer) {
+    throw sim::ConfigError(fmt::format("{}: /plan/cp: expected 1 for {}, which has no sequence, found {}", scenario.path,
+                                       whole.name, plan.cp));
+  }
+  const int s = whole.transformer->seq_len;
+  if (s % (2 * plan.cp) != 0) {
+    throw sim::ConfigError(fmt::format("{}: /plan/cp: expected half the sequence length ({} tokens) to be a multiple of "
+                                       "cp: Megatron splits each sequence into 2 x cp equal chunks, found {}",
+                                       scenario.path, s, plan.cp));
+  }
+  Scenario part = scenario;
+  part.model.seq_len = s / plan.cp;
+  return with_context_parallel(whole, with_plan_kernels(scenario, plan, scenario_model(part)), plan.cp);
+}
+
+}  // namespace
+
+Model plan_model(const Scenario& scenario, const Plan& plan) {
+  Model model = with_plan_kernels(scenario, plan, scenario_model(scenario));
+  if (plan.cp > 1) model = context_parallel_model(scenario, plan, std::move(model));
   // Bounded work: every layer runs forward and backward once per micro-batch and step, so a
   // graph has at least this many nodes; a plan past the graph's limit fails before any is built.
   const double least_nodes = 2.0 * std::max(plan.steps, 1) * std::max(plan.grad_accum, 1) *

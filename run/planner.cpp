@@ -179,7 +179,7 @@ PlanSearch search_document(const std::string& path, const json& doc, const PlanS
                         const SimulationInputs& inputs, const std::function<void(const std::string&)>& progress) {
   const Scenario base = search_base(doc, path);
   const int gpus = base.cluster.gpus > 0 ? base.cluster.gpus
-                                         : base.plan.dp * base.plan.tp * base.plan.pp * base.plan.ep;
+                                         : static_cast<int>(base.plan.ranks());
   const int global_batch = base.plan.global_batch;
   SimulationInputs shared = inputs;
   if (!shared.cluster) {
@@ -219,7 +219,7 @@ PlanSearch search_document(const std::string& path, const json& doc, const PlanS
             for (const int zero : space.zero) {
               for (const bool sp : space.sequence_parallel) {
                 if (sp && tp == 1) continue;  // sequence parallelism splits a TP group
-                const int ranks = tp * pp * base.plan.ep;
+                const int ranks = tp * pp * base.plan.ep * base.plan.cp;
                 if (ranks > gpus) continue;  // not a plan for this many GPUs
                 PlanRow row;
                 row.label = fmt::format("tp {} pp {} dp {} vs {} mb {} recompute {} zero {}{}", tp, pp,
@@ -227,7 +227,7 @@ PlanSearch search_document(const std::string& path, const json& doc, const PlanS
                                         zero, sp ? " sp" : "");
                 if (ranks <= 0 || gpus % ranks != 0) {
                   row.status = PlanRow::Status::invalid;
-                  row.reason = fmt::format("tp x pp x ep = {} does not divide the {} GPUs", ranks, gpus);
+                  row.reason = fmt::format("tp x pp x ep x cp = {} does not divide the {} GPUs", ranks, gpus);
                   search.rows.push_back(std::move(row));
                   continue;
                 }

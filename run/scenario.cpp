@@ -182,6 +182,26 @@ void read_stragglers(const JsonReader& r, const json& o, const JsonPath& p, Plan
   }
 }
 
+/// Context parallelism: what it combines with (Megatron-Core's ring attention through Transformer
+/// Engine), and its placement (tp-cp-dp-pp: CP ranks next to TP ranks, inside a node when they fit).
+void read_context_parallel(const JsonReader& r, const json& o, const JsonPath& p, Plan& plan) {
+  if (plan.cp == 1) return;
+  const JsonPath at = p.at("cp");
+  const auto refuse = [&](std::string_view why) { r.fail(at, fmt::format("expected 1 {}, found {}", why, plan.cp)); };
+  if (!plan.fused_attention) {
+    refuse("without fused_attention: context parallelism is Transformer Engine's fused attention over a ring");
+  }
+  if (plan.kernels != Kernels::fused) refuse("with eager kernels: context parallelism is Megatron-Core's");
+  if (plan.framework != Framework::ddp) refuse("with Horovod: context parallelism is Megatron-Core's");
+  if (plan.zero > 1) refuse(fmt::format("with ZeRO-{}: only Megatron's distributed optimizer (zero 1) is simulated with it", plan.zero));
+  if (plan.shard_group > 0) refuse("with shard_group: hybrid sharding is not simulated with it");
+  if (plan.ep > 1) refuse(fmt::format("with ep = {}: experts with context parallelism are not simulated", plan.ep));
+  if (plan.recompute == Recompute::selective_op) refuse("with selective_op recompute (torchtitan's)");
+  if (plan.pipeline_engine == PipelineEngine::deepspeed) refuse("with DeepSpeed's pipeline engine");
+  if (plan.driver == PipelineDriver::single_process) refuse("with a single-process pipeline driver");
+  if (!o.contains("placement")) plan.placement = "tp-dp-pp";
+}
+
 /// The DataLoader fields of a plan, checked against each other and against input_rate.
 void read_input(const JsonReader& r, const json& o, const JsonPath& p, Plan& plan) {
   if (plan.input_workers == 0) {
@@ -224,11 +244,12 @@ Plan read_plan(const JsonReader& r, const json& o, const JsonPath& p, const std:
   auto has = [&](std::string_view k) { return o.contains(k); };
   // Each axis is at most kMaxPlanProduct; so must their product be, which is an int everywhere
   // (dp x tp x pp x ep of 2^30 x 4 overflowed: issue 25).
-  const double ranks = static_cast<double>(plan.dp) * plan.tp * plan.pp * plan.ep;
+  const double ranks = static_cast<double>(plan.dp) * plan.tp * plan.pp * plan.ep * plan.cp;
   if (ranks > kMaxPlanProduct) {
-    r.fail(p, fmt::format("expected dp x tp x pp x ep at most {} ranks, found {} x {} x {} x {} = {}", kMaxPlanProduct,
-                          plan.dp, plan.tp, plan.pp, plan.ep, ranks));
+    r.fail(p, fmt::format("expected dp x tp x pp x ep x cp at most {} ranks, found {} x {} x {} x {} x {} = {}",
+                          kMaxPlanProduct, plan.dp, plan.tp, plan.pp, plan.ep, plan.cp, ranks));
   }
+  read_context_parallel(r, o, p, plan);
   read_pipeline(r, o, p, plan);
   read_input(r, o, p, plan);
   if (plan.shard_group > 0) {
@@ -294,10 +315,10 @@ Plan read_plan(const JsonReader& r, const json& o, const JsonPath& p, const std:
   }
   // Batch arithmetic: global = dp x micro x accum.
   if (plan.global_batch > 0) {
-    const long long per_step = static_cast<long long>(plan.replicas()) * plan.micro_batch;
+    const long long per_step = static_cast<long long>(plan.sample_replicas()) * plan.micro_batch;
     if (plan.global_batch % per_step != 0) {
       r.fail(p.at("global_batch"), fmt::format("expected a multiple of dp{} x micro_batch = {} x {} = {}, found {}",
-                                               plan.ep > 1 ? " x ep" : "", plan.replicas(), plan.micro_batch, per_step,
+                                               plan.ep > 1 ? " x ep" : "", plan.sample_replicas(), plan.micro_batch, per_step,
                                                plan.global_batch));
     }
     const long long accum = plan.global_batch / per_step;
@@ -308,13 +329,13 @@ Plan read_plan(const JsonReader& r, const json& o, const JsonPath& p, const std:
     plan.grad_accum = static_cast<int>(accum);
   } else {
     // global_batch's own bound holds for the one derived (2^30 x 2^30 overflowed: issue 25).
-    const double samples = static_cast<double>(plan.replicas()) * plan.micro_batch * plan.grad_accum;
+    const double samples = static_cast<double>(plan.sample_replicas()) * plan.micro_batch * plan.grad_accum;
     if (samples > kMaxPlanProduct) {
       r.fail(p, fmt::format("expected a global batch dp{} x micro_batch x grad_accum of at most {} samples, found "
-                            "{} x {} x {} = {}", plan.ep > 1 ? " x ep" : "", kMaxPlanProduct, plan.replicas(),
+                            "{} x {} x {} = {}", plan.ep > 1 ? " x ep" : "", kMaxPlanProduct, plan.sample_replicas(),
                             plan.micro_batch, plan.grad_accum, samples));
     }
-    plan.global_batch = plan.replicas() * plan.micro_batch * plan.grad_accum;
+    plan.global_batch = plan.sample_replicas() * plan.micro_batch * plan.grad_accum;
   }
   if (has("global_batch") && plan.schedule == Schedule::naive && plan.grad_accum != 1) {
     r.fail(p.at("global_batch"), fmt::format("expected dp x micro_batch = {}: naive model parallelism runs one "
@@ -399,7 +420,7 @@ void apply_overrides(json& doc, const std::vector<Override>& overrides) {
       const std::string axis = plan.contains("scale_axis") && plan["scale_axis"] == "pp" ? "pp" : "dp";
       long long others = 1;
       bool overflow = false;  // raw values (tp 2^62 x pp 4) overflowed; such a product divides no count
-      for (const char* k : {"dp", "tp", "pp", "ep"}) {
+      for (const char* k : {"dp", "tp", "pp", "ep", "cp"}) {
         if (k != axis && plan.contains(k) && plan[k].is_number_integer()) {
           overflow = __builtin_mul_overflow(others, plan[k].get<long long>(), &others) || overflow;
         }
@@ -457,11 +478,11 @@ Scenario parse_scenario(const json& doc, const std::string& origin) {
 
   json plan_doc = r.require(doc, "plan", root, "a scenario");
   if (plan_doc.is_object() && !plan_doc.contains("dp") && s.cluster.gpus > 0) {
-    // Without dp, data parallelism takes the GPUs the other axes leave: gpus / (tp x pp x ep).
+    // Without dp, data parallelism takes the GPUs the other axes leave: gpus / (tp x pp x ep x cp).
     // Capped past gpus (which it then cannot divide): a product of raw values overflowed.
     const long long cap = s.cluster.gpus + 1LL;
     long long others = 1;
-    for (const char* k : {"tp", "pp", "ep"}) {
+    for (const char* k : {"tp", "pp", "ep", "cp"}) {
       if (plan_doc.contains(k) && plan_doc[k].is_number_integer() && plan_doc[k].get<long long>() > 0) {
         others = std::min(others * std::min(plan_doc[k].get<long long>(), cap), cap);
       }
@@ -469,16 +490,17 @@ Scenario parse_scenario(const json& doc, const std::string& origin) {
     if (s.cluster.gpus % others == 0) plan_doc["dp"] = s.cluster.gpus / others;
   }
   s.plan = read_plan(r, plan_doc, root.at("plan"), origin);
-  const int ranks = s.plan.dp * s.plan.tp * s.plan.pp * s.plan.ep;
+  const int ranks = static_cast<int>(s.plan.ranks());
   for (std::size_t i = 0; i < s.plan.straggler_gpus.size(); ++i) {
     if (s.plan.straggler_gpus[i] >= ranks) {
       r.fail(root.at("plan").at("stragglers").at("gpus").at(i),
-             fmt::format("expected a GPU index below dp x tp x pp x ep = {}, found {}", ranks, s.plan.straggler_gpus[i]));
+             fmt::format("expected a GPU index below dp x tp x pp x ep x cp = {}, found {}", ranks,
+                         s.plan.straggler_gpus[i]));
     }
   }
   if (s.cluster.gpus > 0 && ranks != s.cluster.gpus) {
-    r.fail(root.at("plan"), fmt::format("dp x tp x pp x ep = {} x {} x {} x {} = {}, but cluster.gpus is {}", s.plan.dp,
-                                        s.plan.tp, s.plan.pp, s.plan.ep, ranks, s.cluster.gpus));
+    r.fail(root.at("plan"), fmt::format("dp x tp x pp x ep x cp = {} x {} x {} x {} x {} = {}, but cluster.gpus is {}",
+                                        s.plan.dp, s.plan.tp, s.plan.pp, s.plan.ep, s.plan.cp, ranks, s.cluster.gpus));
   }
 
   const JsonPath pw = root.at("workload");

@@ -28,6 +28,7 @@ std::string plan_summary(const Plan& p, int cc) {
   }
   std::string out = fmt::format("{}, dp {}", to_string(p.framework), p.dp);
   if (p.ep > 1) out += fmt::format(", ep {}", p.ep);
+  if (p.cp > 1) out += fmt::format(", cp {}", p.cp);
   if (p.pp > 1) out += fmt::format(", pp {}", p.pp);
   if (p.tp > 1) out += fmt::format(", tp {}{}", p.tp, p.sequence_parallel ? " with sequence parallelism" : "");
   if (p.zero > 0) out += fmt::format(", ZeRO-{}", p.zero);
@@ -202,10 +203,10 @@ std::shared_ptr<const topo::Cluster> plan_cluster(const Scenario& scenario, cons
   } catch (const sim::ConfigError& e) {
     throw sim::ConfigError(fmt::format("{}: /cluster: {}", scenario.path, e.what()));
   }
-  const int ranks = plan.dp * plan.tp * plan.pp * plan.ep;
+  const int ranks = static_cast<int>(plan.ranks());
   if (static_cast<std::size_t>(ranks) > cluster->gpu_count()) {
-    throw sim::ConfigError(fmt::format("{}: plan dp x tp x pp x ep = {} x {} x {} x {} = {} GPUs, but the cluster {} has {}",
-                                       scenario.path, plan.dp, plan.tp, plan.pp, plan.ep, ranks, cluster->name(),
+    throw sim::ConfigError(fmt::format("{}: plan dp x tp x pp x ep x cp = {} x {} x {} x {} x {} = {} GPUs, but the cluster {} has {}",
+                                       scenario.path, plan.dp, plan.tp, plan.pp, plan.ep, plan.cp, ranks, cluster->name(),
                                        cluster->gpu_count()));
   }
   return cluster;
@@ -423,7 +424,7 @@ SimulationOutput compile_scenario(const Scenario& scenario, const SimulationInpu
   out.model = plan_model(scenario, scenario.plan);
   out.cluster = plan_cluster(scenario, scenario.plan, inputs.cluster);
   if (scenario.plan.fp8) {
-    const int ranks = scenario.plan.dp * scenario.plan.tp * scenario.plan.pp * scenario.plan.ep;
+    const int ranks = static_cast<int>(scenario.plan.ranks());
     for (int g = 0; g < ranks; ++g) {
       const topo::GpuSpec& spec = out.cluster->gpu_model(static_cast<sim::GpuId>(g));
       if (spec.fp8.per_second() <= 0.0) {
@@ -446,7 +447,7 @@ SimulationOutput simulate_compiled(SimulationOutput out, const Scenario& scenari
   out.report = Report{};  // the memory is reported after the run, with the MoE loads it depends on
   Plan plan = scenario.plan;
   const topo::Cluster& cluster = *out.cluster;
-  const int ranks = plan.dp * plan.tp * plan.pp * plan.ep;
+  const int ranks = static_cast<int>(plan.ranks());
   const topo::GpuSpec& gpu = cluster.gpu_model(0);
   const ComputeModel compute(gpu, inputs.profiles);
   sim::ExecutorOptions options;

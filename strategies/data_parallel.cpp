@@ -37,7 +37,7 @@ class RankCompiler {
     const double params = tp_rank_params(model_, plan_.tp, 0, 0, plan_.ep);
     // ZeRO: the optimizer updates this rank's 1/dp of the parameters.
     NodeId last = e_.finish_step(comm, buckets_, plan_.zero >= 1 ? params / plan_.shard_size() : params);
-    if ((plan_.zero == 1 || plan_.zero == 2) && plan_.dp > 1) {
+    if ((plan_.zero == 1 || plan_.zero == 2) && plan_.dp * plan_.cp > 1) {
       last = e_.gather_parameters(buckets_, last, dp_comm_);
     }
     if (plan_.sync_each_step) {
@@ -209,10 +209,12 @@ CompiledGraph compile_data_parallel(const Model& model, const Plan& plan, const 
   out.step_begin.assign(static_cast<std::size_t>(plan.steps), std::vector<sim::NodeId>(ranks.size()));
   out.step_end = out.step_begin;
   std::map<std::tuple<bool, int, int, int>, std::uint32_t> expert_comms;
+  std::map<std::tuple<int, int, int>, std::uint32_t> cp_comms;
   for (const sim::RankId r : ranks) {
     RankEmitter e(model, plan, cluster, compute, g, r);
     e.set_tp_communicator(comms.tp[r]);
     const int d = static_cast<int>(r) / layout.live_tp();
+    if (plan.cp > 1) e.set_cp_communicator(layout.cp_communicator(g, plan.cp, d, 0, static_cast<int>(r) % layout.live_tp(), cp_comms));
     e.set_moe(layout.moe_rank(g, routing ? &*routing : nullptr, d, 0, static_cast<int>(r) % layout.live_tp(), expert_comms));
     e.set_replica_communicator(comms.replica[r]);
     e.load_batches(plan.steps, plan.micro_batch * plan.grad_accum);

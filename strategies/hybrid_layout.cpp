@@ -121,6 +121,14 @@ std::uint32_t HybridLayout::add_dp_subgroup(sim::ExecutionGraph& g, int s, int j
   return g.add_communicator(std::move(members), std::move(groups));
 }
 
+std::uint32_t HybridLayout::cp_communicator(sim::ExecutionGraph& g, int cp, int d, int s, int j,
+                                            std::map<std::tuple<int, int, int>, std::uint32_t>& made) const {
+  const std::tuple<int, int, int> key{d / cp, s, j};
+  auto it = made.find(key);
+  if (it == made.end()) it = made.emplace(key, add_dp_subgroup(g, s, j, d, cp, true)).first;
+  return it->second;
+}
+
 std::uint32_t HybridLayout::add_tp_communicator(sim::ExecutionGraph& g, int d, int s) const {
   std::vector<sim::RankId> members;
   for (int j = 0; j < live_tp(); ++j) members.push_back(rank(d, s, j));

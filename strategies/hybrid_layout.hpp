@@ -99,6 +99,11 @@ class HybridLayout {
   /// j (j < live_tp) that holds simulated replica d: its shard group (`shard`: replicas
   /// [k size, (k + 1) size)) or its replica group (replicas d mod size + multiples of size).
   std::uint32_t add_dp_subgroup(sim::ExecutionGraph& g, int s, int j, int d, int size, bool shard) const;
+  /// The context-parallel group of simulated rank (d, s, j) (plan.cp > 1): replicas
+  /// [k cp, (k + 1) cp) (Megatron's tp-cp-dp order, with the tp-dp-pp placement), standing for
+  /// every folded group; each made once in `made`.
+  std::uint32_t cp_communicator(sim::ExecutionGraph& g, int cp, int d, int s, int j,
+                                std::map<std::tuple<int, int, int>, std::uint32_t>& made) const;
   /// The tensor-parallel communicator of replica d's stage s (d < live_dp).
   std::uint32_t add_tp_communicator(sim::ExecutionGraph& g, int d, int s) const;
   /// The embedding group of replica d's TP rank j (d < live_dp, j < live_tp): its first and

@@ -4,6 +4,8 @@
 #include <string_view>
 #include <utility>
 
+#include "models/context_parallel.hpp"
+
 namespace foresight::strategy {
 
 using sim::NodeId;
@@ -129,8 +131,24 @@ void LayerPass::forward_layer(std::size_t i) {
   if (model_.layers[i].experts > 0) {
     experts(i, true);
   } else {
+    // Context parallelism: the ring's steps pass the keys and values on, one after another, from
+    // when the rank's own block starts; each later block waits for its step.
+    const bool ring = plan_.cp > 1 && model_.layers[i].kind == "attention";
+    std::vector<NodeId> kv_ready;
+    NodeId step = kNoNode;
+    double kv = 0.0;
     for (const OpTemplate& t : model_.layers[i].fwd) {
       const RankEmitter::KernelInfo& k = e_.kernel_info(t, i);
+      if (ring && t.kernel == "flash_attn_fwd") {
+        kv = cp_kv_bytes(t, *model_.transformer, plan_.micro_batch, plan_.tp, activation_bytes(plan_.precision));
+        kv_ready = waits_;
+        kv_ready.push_back(last_);
+        e_.graph().end_run();  // the ring's first step reads the end of the kernel before
+      } else if (ring && t.kernel == kCpAttentionFwd) {
+        step = e_.cp_exchange(kv, "cp ring: keys and values", i, step == kNoNode ? kv_ready : std::vector<NodeId>{step},
+                              sim::Phase::forward, micro_);
+        waits_.push_back(step);
+      }
       if (!cached_cast(k)) run(k, i, sim::Phase::forward, plan_.dispatch_forward);
     }
   }
@@ -302,11 +320,38 @@ NodeId LayerPass::backward(std::size_t first, std::size_t last, NodeId in, bool 
       after_layer(i, last_);
       continue;
     }
+    // Context parallelism: the keys and values go round again, each step after the first with the
+    // partial key and value gradients of the block before; after the last block they go home.
+    const bool ring = plan_.cp > 1 && layer.kind == "attention";
+    std::vector<NodeId> kv_ready;
+    NodeId step = kNoNode;
+    double kv = 0.0;
+    int remote = 0;
     for (const OpTemplate& t : layer.bwd) {
       const RankEmitter::KernelInfo& k = e_.kernel_info(t, i);
       const bool w = k.wgrad;
       if (w && gathered != kNoNode) waits_.push_back(std::exchange(gathered, kNoNode));
+      if (ring && t.kernel == "flash_attn_bwd") {
+        kv = cp_kv_bytes(t, *model_.transformer, plan_.micro_batch, plan_.tp, activation_bytes(plan_.precision));
+        kv_ready = waits_;
+        kv_ready.push_back(last_);
+        e_.graph().end_run();
+      } else if (ring && t.kernel == kCpAttentionBwd) {
+        const bool first_step = step == kNoNode;
+        step = e_.cp_exchange(first_step ? kv : 2.0 * kv,
+                              first_step ? "cp ring: keys and values" : "cp ring: keys, values and their gradients", i,
+                              first_step ? kv_ready : std::vector<NodeId>{step, last_}, sim::Phase::backward, micro_);
+        waits_.push_back(step);
+        e_.graph().end_run();  // the next step reads this block's end
+      }
       run(k, i, w ? sim::Phase::wgrad : sim::Phase::backward, plan_.dispatch_backward);
+      if (ring && t.kernel == kCpAttentionBwd && ++remote == plan_.cp - 1) {
+        e_.graph().end_run();
+        const NodeId home = e_.cp_exchange(kv, "cp ring: key and value gradients home", i, {step, last_},
+                                           sim::Phase::backward, micro_);
+        waits_.push_back(home);
+        pending.push_back(home);
+      }
       if (!w && dgrad == kNoNode) {
         dgrad = last_;
         // Its collectives, added after the weight gradient, read its end: the weight gradient

@@ -207,7 +207,7 @@ class StageCompiler {
     }
     // ZeRO-1 (Megatron's distributed optimizer, DeepSpeed's ZeRO-1 and BF16_Optimizer): each rank
     // updates its 1/dp of the stage's parameters, then the updated shards are gathered.
-    const bool zero = (ds_ ? ds_->shards_step() : plan_.zero >= 1) && plan_.dp > 1;
+    const bool zero = (ds_ ? ds_->shards_step() : plan_.zero >= 1) && plan_.dp * plan_.cp > 1;
     // Megatron all-reduces the embedding group's gradients after the data-parallel reduction
     // (finalize_model_grads: finish_grad_sync, then _allreduce_word_embedding_grads).
     if (!ds_ && embedding_params_ > 0.0) {
@@ -505,6 +505,7 @@ CompiledGraph compile_pipeline(const Model& model, const Plan& plan, const topo:
   out.rank_in_flight.resize(simulated);
 
   std::map<std::tuple<bool, int, int, int>, std::uint32_t> expert_comms;
+  std::map<std::tuple<int, int, int>, std::uint32_t> cp_comms;
   for (int replica = 0; replica < layout.live_dp() * layout.live_tp(); ++replica) {
     // Each (replica d, TP rank j) pipeline is emitted alone, in the same order as its TP peers,
     // so their collectives match.
@@ -521,6 +522,7 @@ CompiledGraph compile_pipeline(const Model& model, const Plan& plan, const topo:
       emitters.emplace_back(model, plan, cluster, compute, g, stage_ranks[static_cast<std::size_t>(s)]);
       emitters.back().set_moe(layout.moe_rank(g, routing ? &*routing : nullptr, d, s, j, expert_comms));
       emitters.back().set_tp_communicator(tp_comm[stage_ranks[static_cast<std::size_t>(s)]]);
+      if (plan.cp > 1) emitters.back().set_cp_communicator(layout.cp_communicator(g, plan.cp, d, s, j, cp_comms));
       if (plan.driver == PipelineDriver::single_process) emitters.back().share_interpreter(plan.dispatch_gil);
       if (s == 0) emitters.back().load_batches(plan.steps, plan.micro_batch * plan.grad_accum);
     }

@@ -107,6 +107,12 @@ struct Plan {
   int tp = 1;  ///< tensor-parallel ranks (Megatron)
   int pp = 1;  ///< pipeline stages
   int ep = 1;  ///< expert-parallel ranks (MoE models)
+  /// Context-parallel ranks (Megatron-Core with Transformer Engine's attention): each takes 1/cp
+  /// of every sequence, two of its 2 cp chunks (load-balanced causal), and passes its keys and
+  /// values around a ring in the attention layers. They are data-parallel ranks to the weights
+  /// (gradients reduced and the optimizer sharded over dp x cp) but share their samples: the
+  /// global batch is dp x micro_batch x grad_accum (x ep).
+  int cp = 1;
   int micro_batch = 1;  ///< samples per rank per forward/backward
   int grad_accum = 1;   ///< forward/backward passes per optimizer step
   int global_batch = 0; ///< samples per optimizer step = dp x micro_batch x grad_accum
@@ -226,7 +232,7 @@ struct Plan {
   /// BACKWARD_PRE prefetch) or DeepSpeed (each layer's, issued ahead without limit).
   Zero3Schedule zero3_schedule = Zero3Schedule::fsdp;
   /// Ranks ZeRO shards over: shard_group, or the whole data-parallel group.
-  int shard_size() const { return shard_group > 0 ? shard_group : dp; }
+  int shard_size() const { return shard_group > 0 ? shard_group : dp * cp; }
   bool hybrid_shard() const { return zero > 0 && shard_group > 0 && shard_group < dp; }
   /// Gradients accumulated and reduced in fp32 whatever the parameters' precision (Megatron-LM's
   /// main_grad buffers, the default with --bf16: arguments.py).
@@ -264,7 +270,11 @@ struct Plan {
   bool has_stragglers() const { return (!straggler_gpus.empty() && straggler_slowdown != 1.0) || straggler_jitter > 0.0; }
   /// Data-parallel replicas of the dense layers: dp x ep (each EP rank trains on its own
   /// micro-batches; the experts' own data-parallel group is dp).
-  int replicas() const { return dp * ep; }
+  int replicas() const { return dp * ep * cp; }
+  /// Replicas that train on samples of their own: dp x ep (context-parallel ranks share theirs).
+  int sample_replicas() const { return dp * ep; }
+  /// GPUs the plan takes: dp x tp x pp x ep x cp.
+  long long ranks() const { return static_cast<long long>(dp) * tp * pp * ep * cp; }
   /// The framework's matrix kernels (GEMMs, fused attention) relative to the compute model's
   /// benchmark-derived rate, where no profile measured them: 1 means cuBLASLt benchmark speed.
   /// A user's factor, on top of the kernel generation's rate (kernel_generation).

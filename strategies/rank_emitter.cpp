@@ -36,6 +36,7 @@ std::map<sim::StreamId, std::string> training_stream_names() {
           {streams::p2p_recv_bwd, "p2p recv gradients"},
           {streams::tensor_parallel, "tensor parallel"},
           {streams::expert, "expert all-to-all"},
+          {streams::context_parallel, "context parallel"},
           {streams::dataloader, "dataloader"},
           {streams::horovod, "horovod"}};
 }
@@ -201,6 +202,19 @@ sim::NodeId RankEmitter::tp_collective(const TpCollective& c, std::vector<sim::N
   n.op = c.op;
   n.bytes = c.bytes;
   n.communicator = tp_comm_;
+  n.micro_batch = micro;
+  n.deps = std::move(deps);
+  return g_.add(std::move(n));
+}
+
+sim::NodeId RankEmitter::cp_exchange(double bytes, std::string_view name, std::size_t layer, std::vector<sim::NodeId> deps,
+                                     sim::Phase phase, int micro) {
+  std::erase(deps, kNoNode);
+  sim::Node n = make(sim::OpKind::collective, streams::context_parallel, g_.intern(name), phase);
+  n.op = sim::CollectiveOp::all_gather;
+  n.bytes = bytes * plan_.cp / (plan_.cp - 1);
+  n.communicator = cp_comm_;
+  n.layer = static_cast<int>(layer);
   n.micro_batch = micro;
   n.deps = std::move(deps);
   return g_.add(std::move(n));

@@ -32,6 +32,7 @@ inline constexpr sim::StreamId p2p_send_bwd = 5;  ///< gradients to the previous
 inline constexpr sim::StreamId p2p_recv_bwd = 6;  ///< gradients from the next stage
 inline constexpr sim::StreamId tensor_parallel = 7;  ///< TP/SP collectives
 inline constexpr sim::StreamId expert = 8;           ///< MoE dispatch and combine all-to-alls
+inline constexpr sim::StreamId context_parallel = 9;  ///< the context-parallel ring's exchanges
 inline constexpr sim::StreamId dataloader = 100;  ///< the DataLoader's worker processes
 inline constexpr sim::StreamId horovod = 101;     ///< Horovod's background thread
 /// DataLoader worker w's process (plan.input_workers), 1000 + w.
@@ -115,6 +116,14 @@ class RankEmitter {
                                 std::vector<sim::NodeId> deps, sim::Phase phase);
   /// One tensor-parallel collective of a micro-batch on the TP stream, after `deps`.
   sim::NodeId tp_collective(const TpCollective& c, std::vector<sim::NodeId> deps, sim::Phase phase, int micro);
+  /// The communicator of this rank's context-parallel group (plan.cp > 1).
+  void set_cp_communicator(std::uint32_t c) { cp_comm_ = c; }
+  /// One step of the context-parallel ring on its stream, after `deps`: every rank of the group
+  /// sends `bytes` to the next and receives as much from the one before. Simulated as an
+  /// all-gather over the group whose ring moves those bytes per rank (NCCL's size: bytes x cp /
+  /// (cp - 1)): exact for cp = 2, the same bytes on the same ring links in cp - 1 hops for more.
+  sim::NodeId cp_exchange(double bytes, std::string_view name, std::size_t layer, std::vector<sim::NodeId> deps,
+                          sim::Phase phase, int micro);
 
   /// What a kernel of this rank costs and is, worked out once per rank (instantiated, costed,
   /// named and interned) and found again for every micro-batch and step.
@@ -206,6 +215,7 @@ class RankEmitter {
   bool shared_interpreter_ = false;
   sim::Time forward_gil_;
   std::uint32_t tp_comm_ = 0;
+  std::uint32_t cp_comm_ = 0;
   MoeRank moe_;
   /// Kernel `t` of layer `index` over `batch` (expert >= 0: that expert's share, named for it).
   sim::NodeId kernel_at(const OpTemplate& t, std::size_t index, int batch, int expert, int micro, sim::Phase phase,

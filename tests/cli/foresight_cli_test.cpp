@@ -270,7 +270,7 @@ TEST_CASE("bad scenarios and flags: exit status, file and field named, no output
     const char* says;
   };
   const std::string s = small_ddp();
-  for (const Flag& f : {Flag{"simulate " + s + " --set plan.dp=3", 1, "dp x tp x pp x ep = 3 x 1 x 1 x 1 = 3"},
+  for (const Flag& f : {Flag{"simulate " + s + " --set plan.dp=3", 1, "dp x tp x pp x ep x cp = 3 x 1 x 1 x 1 x 1 = 3"},
                         Flag{"simulate " + s + " --set plan.tp=2 --set plan.dp=2", 1, "expected 1 for resnet18-cifar: tensor parallelism splits transformer layers"},
                         Flag{"simulate " + s + " --set plan.foo=3", 1, "--set plan.foo: unknown key \"foo\" in plan; expected one of dp, tp"},
                         Flag{"simulate " + s + " --set plan.dp", 1, "expected PATH=VALUE"},

@@ -160,7 +160,7 @@ TEST_CASE("products of in-range plan and workload values are checked, not overfl
   auto doc = base();
   doc["cluster"].erase("gpus");
   doc["plan"] = {{"dp", 1 << 30}, {"tp", 4}, {"micro_batch", 1}};
-  REQUIRE_THROWS_WITH(parse(doc), Contains("s.json: /plan") && Contains("dp x tp x pp x ep at most 1073741824 ranks"));
+  REQUIRE_THROWS_WITH(parse(doc), Contains("s.json: /plan") && Contains("dp x tp x pp x ep x cp at most 1073741824 ranks"));
   doc["plan"] = {{"dp", 1 << 30}, {"micro_batch", 1 << 30}};
   REQUIRE_THROWS_WITH(parse(doc), Contains("s.json: /plan") && Contains("global batch"));
   doc["plan"] = {{"dp", 1}, {"micro_batch", 1}};

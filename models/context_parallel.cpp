@@ -1,0 +1,72 @@
+#include "models/context_parallel.hpp"
+
+#include <fmt/format.h>
+
+#include <string>
+
+#include "common/error.hpp"
+
+namespace foresight::strategy {
+
+Model with_context_parallel(const Model& whole, Model part, int cp) {
+  if (!whole.transformer || !part.transformer || whole.layers.size() != part.layers.size()) {
+    throw sim::ModelError(fmt::format(
+        "context parallelism of {}: expected a transformer built at two sequence lengths",
+        whole.name));
+  }
+  for (std::size_t i = 0; i < part.layers.size(); ++i) {
+    Layer& l = part.layers[i];
+    l.fwd_flops = whole.layers[i].fwd_flops;
+    l.bwd_flops = whole.layers[i].bwd_flops;
+    if (l.kind != "attention" || cp == 1) continue;
+    const OpTemplate* f = find_op(l.fwd, "flash_attn_fwd");
+    const OpTemplate* b = find_op(l.bwd, "flash_attn_bwd");
+    if (f == nullptr || b == nullptr) {
+      throw sim::ModelError(fmt::format(
+          "context parallelism of {}: layer {} has no fused attention kernel", whole.name, l.name));
+    }
+    // shape {heads, s_q, s_k, head dim, causal, kernel}: another rank's step takes all of this
+    // rank's queries against half its keys when causal (or half the queries against all of
+    // them: the same work), all of both otherwise.
+    const std::int64_t h = f->shape[0];
+    const std::int64_t s = f->shape[1];
+    const std::int64_t d = f->shape[3];
+    const bool causal = f->shape[4] != 0;
+    const std::int64_t keys = causal ? s / 2 : s;
+    const auto hsd = [&](std::int64_t n) {
+      return static_cast<double>(h) * static_cast<double>(n) * static_cast<double>(d);
+    };
+    OpTemplate rf = *f;
+    rf.kernel = std::string(kCpAttentionFwd);
+    rf.shape[2] = keys;
+    rf.shape[4] = 0;
+    rf.flops = 4.0 * hsd(s) * static_cast<double>(keys);
+    rf.act_elems = 2.0 * hsd(s) + 2.0 * hsd(keys);  // read Q and the other rank's K, V; write O
+    OpTemplate rb = *b;
+    rb.kernel = std::string(kCpAttentionBwd);
+    rb.shape = rf.shape;
+    rb.flops = 2.5 * rf.flops;
+    rb.act_elems = 2.0 * rf.act_elems;
+    // Forward: the own block first, then the others as their keys and values arrive; backward
+    // the same order, its kernels first in the layer's list (its RoPE after).
+    std::size_t at = 0;
+    while (at < l.fwd.size() && l.fwd[at].kernel != "flash_attn_fwd") ++at;
+    l.fwd.insert(l.fwd.begin() + static_cast<std::ptrdiff_t>(at) + 1,
+                 static_cast<std::size_t>(cp - 1), rf);
+    at = 0;
+    while (at < l.bwd.size() && l.bwd[at].kernel != "flash_attn_bwd") ++at;
+    l.bwd.insert(l.bwd.begin() + static_cast<std::ptrdiff_t>(at) + 1,
+                 static_cast<std::size_t>(cp - 1), rb);
+  }
+  part.seq_len = whole.seq_len;
+  return part;
+}
+
+double cp_kv_bytes(const OpTemplate& local, const TransformerShape& t, int samples, int tp,
+                   double activation_bytes) {
+  const double kv_heads = static_cast<double>(local.shape[0]) * t.kv_heads / t.heads / tp;
+  return 2.0 * samples * static_cast<double>(local.shape[1]) * kv_heads *
+         static_cast<double>(local.shape[3]) * activation_bytes;
+}
+
+}  // namespace foresight::strategy
