@@ -222,9 +222,10 @@ PlanSearch search_document(const std::string& path, const json& doc, const PlanS
                 const int ranks = tp * pp * base.plan.ep * base.plan.cp;
                 if (ranks > gpus) continue;  // not a plan for this many GPUs
                 PlanRow row;
-                row.label = fmt::format("tp {} pp {} dp {} vs {} mb {} recompute {} zero {}{}", tp, pp,
-                                        ranks > 0 && gpus % ranks == 0 ? std::to_string(gpus / ranks) : "-", vs, mb, rc,
-                                        zero, sp ? " sp" : "");
+                row.label = fmt::format("tp {} pp {} dp {}{} vs {} mb {} recompute {} zero {}{}", tp, pp,
+                                        ranks > 0 && gpus % ranks == 0 ? std::to_string(gpus / ranks) : "-",
+                                        base.plan.cp > 1 ? fmt::format(" cp {}", base.plan.cp) : "", vs, mb, rc, zero,
+                                        sp ? " sp" : "");
                 if (ranks <= 0 || gpus % ranks != 0) {
                   row.status = PlanRow::Status::invalid;
                   row.reason = fmt::format("tp x pp x ep x cp = {} does not divide the {} GPUs", ranks, gpus);
