@@ -193,7 +193,6 @@ void read_context_parallel(const JsonReader& r, const json& o, const JsonPath& p
   }
   if (plan.kernels != Kernels::fused) refuse("with eager kernels: context parallelism is Megatron-Core's");
   if (plan.framework != Framework::ddp) refuse("with Horovod: context parallelism is Megatron-Core's");
-  if (plan.zero > 1) refuse(fmt::format("with ZeRO-{}: only Megatron's distributed optimizer (zero 1) is simulated with it", plan.zero));
   if (plan.shard_group > 0) refuse("with shard_group: hybrid sharding is not simulated with it");
   if (plan.ep > 1) refuse(fmt::format("with ep = {}: experts with context parallelism are not simulated", plan.ep));
   if (plan.recompute == Recompute::selective_op) refuse("with selective_op recompute (torchtitan's)");

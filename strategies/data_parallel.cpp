@@ -55,7 +55,7 @@ class RankCompiler {
     const std::size_t n = model_.layers.size();
     const NodeId out = pass.forward(0, n, kNoNode);
     std::size_t next_bucket = 0;
-    const bool buckets = reduce && !(plan_.zero == 3 && plan_.dp > 1);
+    const bool buckets = reduce && !(plan_.zero == 3 && plan_.dp * plan_.cp > 1);
     pass.backward(0, n, out, reduce, comm, [&](std::size_t i, NodeId last) {
       if (!buckets) return;
       // Every bucket whose earliest layer is this one is complete: its gradients were produced last.

@@ -20,7 +20,7 @@ LayerPass::LayerPass(const Model& model, const Plan& plan, const std::vector<TpE
       e_(e),
       dp_comm_(dp_comm),
       layer_recompute_(layer_recompute),
-      zero3_(plan.zero == 3 && plan.dp > 1),
+      zero3_(plan.zero == 3 && plan.dp * plan.cp > 1),
       micro_(micro),
       fsdp_(zero3_ && plan.zero3_schedule == Zero3Schedule::fsdp) {}
 

@@ -169,12 +169,35 @@ TEST_CASE(
 TEST_CASE("context parallelism: folded and unfolded runs agree bit for bit, on both networks",
           "[cp]") {
   for (const char* network : {"analytical", "flow"}) {
-    CAPTURE(network);
-    const SimulationOutput folded = simulate_cp({{"network", network}});
-    const SimulationOutput whole = simulate_cp({{"network", network}, {"fold", false}});
-    REQUIRE(folded.compiled.graph.ranks() < whole.compiled.graph.ranks());
-    REQUIRE(folded.report.iteration_time_s == whole.report.iteration_time_s);
+    for (const int zero : {1, 3}) {
+      CAPTURE(network, zero);
+      const SimulationOutput folded = simulate_cp({{"network", network}, {"zero", zero}});
+      const SimulationOutput whole =
+          simulate_cp({{"network", network}, {"zero", zero}, {"fold", false}});
+      REQUIRE(folded.compiled.graph.ranks() < whole.compiled.graph.ranks());
+      REQUIRE(folded.report.iteration_time_s == whole.report.iteration_time_s);
+    }
   }
+}
+
+TEST_CASE("context parallelism: FSDP (ZeRO-3) shards and gathers over dp x cp", "[cp]") {
+  // torchtitan's dp_shard_cp mesh: the cp ranks hold shards of the weights as data-parallel ranks
+  // do.
+  const SimulationOutput z1 = simulate_cp({});
+  const SimulationOutput z3 = simulate_cp({{"zero", 3}});
+  REQUIRE(z3.report.memory.front().bytes.weights ==
+          Approx(z1.report.memory.front().bytes.weights / 4.0));
+  // Every parameter gather and gradient reduce-scatter runs over the 4 GPUs of dp x cp (tp 2).
+  const sim::ExecutionGraph& g = z3.compiled.graph;
+  int collectives = 0;
+  for (const sim::Node& n : g.nodes) {
+    if (n.kind != sim::OpKind::collective || n.stream != streams::nccl) continue;
+    if (n.op != sim::CollectiveOp::all_gather && n.op != sim::CollectiveOp::reduce_scatter)
+      continue;
+    REQUIRE(g.communicators[n.communicator].groups.front().size() == 4);
+    ++collectives;
+  }
+  REQUIRE(collectives > 0);
 }
 
 TEST_CASE("context parallelism: what a step counts, and what a rank holds", "[cp]") {
@@ -200,7 +223,8 @@ TEST_CASE("context parallelism: what it does not combine with is refused", "[cp]
   const auto parse = [](const json& extra) { return parse_scenario(cp_doc(extra), "cp.json"); };
   REQUIRE_THROWS_WITH(parse({{"fused_attention", false}}),
                       Contains("/plan/cp: expected 1 without fused_attention"));
-  REQUIRE_THROWS_WITH(parse({{"zero", 3}}), Contains("/plan/cp: expected 1 with ZeRO-3"));
+  REQUIRE_THROWS_WITH(parse({{"shard_group", 2}}),
+                      Contains("/plan/cp: expected 1 with shard_group"));
   REQUIRE_THROWS_WITH(
       parse({{"dp", 4}}),
       Contains("dp x tp x pp x ep x cp = 4 x 2 x 1 x 1 x 2 = 16, but cluster.gpus is 8"));
