@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <string>
+#include <utility>
 
 #include "common/error.hpp"
 
@@ -60,6 +62,42 @@ Model with_context_parallel(const Model& whole, Model part, int cp) {
   }
   part.seq_len = whole.seq_len;
   return part;
+}
+
+Model with_context_parallel_a2a(const Model& whole, Model part, int cp) {
+  Model out = with_context_parallel(whole, std::move(part), 1);
+  const TransformerShape& t = *whole.transformer;
+  if (t.heads % cp != 0 || t.kv_heads % cp != 0) {
+    throw sim::ModelError(fmt::format("context parallelism of {} over all-to-alls: cp = {} must divide the {} heads "
+                                      "and {} key-value heads",
+                                      whole.name, cp, t.heads, t.kv_heads));
+  }
+  for (std::size_t i = 0; i < out.layers.size(); ++i) {
+    Layer& l = out.layers[i];
+    if (l.kind != "attention") continue;
+    for (auto [list, kernel] : {std::pair{&l.fwd, "flash_attn_fwd"}, std::pair{&l.bwd, "flash_attn_bwd"}}) {
+      const OpTemplate* w = find_op(kernel == std::string_view("flash_attn_fwd") ? whole.layers[i].fwd : whole.layers[i].bwd,
+                                    kernel);
+      auto at = std::find_if(list->begin(), list->end(), [&](const OpTemplate& x) { return x.kernel == kernel; });
+      if (w == nullptr || at == list->end()) {
+        throw sim::ModelError(fmt::format("context parallelism of {}: layer {} has no fused attention kernel",
+                                          whole.name, l.name));
+      }
+      *at = *w;
+      at->shape[0] /= cp;
+      at->flops /= cp;
+      at->act_elems /= cp;
+    }
+  }
+  return out;
+}
+
+double cp_a2a_bytes(const OpTemplate& local, const TransformerShape& t, int cp, int samples, int tp,
+                    double activation_bytes, bool queries) {
+  const double heads = static_cast<double>(local.shape[0]) * cp / tp;  // the rank's heads before the exchange
+  const double per_token = queries ? heads : 2.0 * heads * t.kv_heads / t.heads;
+  return samples * static_cast<double>(local.shape[1]) / cp * per_token * static_cast<double>(local.shape[3]) *
+         activation_bytes;
 }
 
 double cp_kv_bytes(const OpTemplate& local, const TransformerShape& t, int samples, int tp,

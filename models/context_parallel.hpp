@@ -27,6 +27,19 @@ inline constexpr std::string_view kCpAttentionBwd = "flash_attn_cp_bwd";
 /// transformer with fused attention.
 Model with_context_parallel(const Model& whole, Model part, int cp);
 
+/// The same for DeepSpeed-Ulysses' exchange (Transformer Engine's cp_comm_type a2a): the layers
+/// at s / cp tokens as above, but each attention layer one fused attention over the whole
+/// sequence and 1/cp of `whole`'s heads (its kernels', FLOPs and bytes over cp), between the
+/// all-to-alls that trade sequence shards for head shards. ModelError as above, or unless cp
+/// divides the heads and key-value heads.
+Model with_context_parallel_a2a(const Model& whole, Model part, int cp);
+
+/// Bytes one CP rank holds, per micro-batch of `samples`, of the queries (`queries`) or of the
+/// keys and values together, in the a2a exchange: `local` is the rank's attention kernel
+/// (shape {heads / cp, s, s, head dim, ...}), `t`'s key-value heads per head, over tp.
+double cp_a2a_bytes(const OpTemplate& local, const TransformerShape& t, int cp, int samples, int tp,
+                    double activation_bytes, bool queries);
+
 /// Bytes of the keys and values one CP rank holds for a micro-batch of `samples` sequences,
 /// what each step of the ring passes on: from its own block's kernel `local` (flash_attn_fwd
 /// or _bwd, shape {heads, s / cp, s / cp, head dim, ...}), `t`'s key-value heads per head, over

@@ -38,6 +38,7 @@ constexpr std::array<std::string_view, 2> kCommContention{"off", "measured"};
 constexpr std::array<std::string_view, 2> kZero3Schedules{"fsdp", "deepspeed"};
 constexpr std::array<std::string_view, 3> kKernels{"fused", "eager", "torchtitan"};
 constexpr std::array<std::string_view, 3> kAttentionKernels{"auto", "flash2", "cudnn"};
+constexpr std::array<std::string_view, 2> kCpComms{"p2p", "a2a"};
 constexpr std::array<std::string_view, 4> kBatchNormFusions{"none", "bn_relu", "conv_stats", "conv_mainloop"};
 constexpr std::array<std::string_view, 3> kDistributions{"balanced", "zipf", "histogram"};
 constexpr std::array<std::string_view, 2> kRoles{"calibration", "prediction"};
@@ -140,6 +141,10 @@ std::vector<Param> make_table() {
   t.push_back(integer("plan", "cp", "ranks", "1", 1, kMaxRanks,
                       "context-parallel ranks (Megatron-Core, Transformer Engine's ring attention): 1/cp of each sequence",
                       store<P, &Plan::cp>, echo<P, &Plan::cp>));
+  t.push_back(choice("plan", "cp_comm", kCpComms, "p2p",
+                     "context parallelism's exchange (Transformer Engine's cp_comm_type): p2p, keys and values round a "
+                     "ring beside the attention blocks; a2a, DeepSpeed-Ulysses' all-to-alls to head shards and back",
+                     store<P, &Plan::cp_comm>, echo<P, &Plan::cp_comm, &kCpComms>));
   t.push_back(integer("plan", "micro_batch", "samples", "1", 1, kMaxRanks, "samples per rank per forward/backward",
                       store<P, &Plan::micro_batch>, echo<P, &Plan::micro_batch>));
   t.push_back(integer("plan", "grad_accum", "micro-batches", "1, or global_batch / (dp x ep x micro_batch)", 1,

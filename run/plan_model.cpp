@@ -98,7 +98,16 @@ Model context_parallel_model(const Scenario& scenario, const Plan& plan, Model w
   }
   Scenario part = scenario;
   part.model.seq_len = s / plan.cp;
-  return with_context_parallel(whole, with_plan_kernels(scenario, plan, scenario_model(part)), plan.cp);
+  Model local = with_plan_kernels(scenario, plan, scenario_model(part));
+  if (plan.cp_comm == CpComm::p2p) return with_context_parallel(whole, std::move(local), plan.cp);
+  const TransformerShape& t = *whole.transformer;
+  const int ways = plan.cp * plan.tp;
+  if (t.heads % ways != 0 || t.kv_heads % ways != 0) {
+    throw sim::ConfigError(fmt::format("{}: /plan/cp_comm: expected p2p for {}: a2a gives each of tp x cp = {} ranks "
+                                       "whole heads, but it has {} heads and {} key-value heads",
+                                       scenario.path, whole.name, ways, t.heads, t.kv_heads));
+  }
+  return with_context_parallel_a2a(whole, std::move(local), plan.cp);
 }
 
 }  // namespace

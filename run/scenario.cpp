@@ -185,7 +185,10 @@ void read_stragglers(const JsonReader& r, const json& o, const JsonPath& p, Plan
 /// Context parallelism: what it combines with (Megatron-Core's ring attention through Transformer
 /// Engine), and its placement (tp-cp-dp-pp: CP ranks next to TP ranks, inside a node when they fit).
 void read_context_parallel(const JsonReader& r, const json& o, const JsonPath& p, Plan& plan) {
-  if (plan.cp == 1) return;
+  if (plan.cp == 1) {
+    if (plan.cp_comm != CpComm::p2p) r.fail(p.at("cp_comm"), "expected p2p (the default) without cp > 1: it says how cp ranks exchange");
+    return;
+  }
   const JsonPath at = p.at("cp");
   const auto refuse = [&](std::string_view why) { r.fail(at, fmt::format("expected 1 {}, found {}", why, plan.cp)); };
   if (!plan.fused_attention) {

@@ -44,6 +44,26 @@ NodeId LayerPass::run(const RankEmitter::KernelInfo& k, std::size_t i, sim::Phas
   return last_;
 }
 
+NodeId LayerPass::ulysses(std::size_t i, const OpTemplate& t, sim::Phase phase, bool before) {
+  // Forward: Q, K, V before (queries and keys-values), the output after (queries' size);
+  // backward: the output gradient before, dQ, dK, dV after.
+  const bool qkv = (phase == sim::Phase::forward) == before;
+  const auto bytes = [&](bool queries) {
+    return cp_a2a_bytes(t, *model_.transformer, plan_.cp, plan_.micro_batch, plan_.tp, activation_bytes(plan_.precision),
+                        queries);
+  };
+  std::vector<NodeId> deps = waits_;
+  deps.push_back(last_);
+  if (!before) e_.graph().end_run();  // the all-to-all reads the attention kernel's end
+  const NodeId a2a = e_.cp_all_to_all(qkv ? bytes(true) + bytes(false) : bytes(true),
+                                      phase == sim::Phase::forward
+                                          ? (before ? "cp all-to-all: queries, keys and values" : "cp all-to-all: attention output")
+                                          : (before ? "cp all-to-all: output gradient" : "cp all-to-all: query, key and value gradients"),
+                                      i, before ? std::move(deps) : std::vector<NodeId>{last_}, phase, micro_);
+  waits_.push_back(a2a);
+  return a2a;
+}
+
 NodeId LayerPass::gather(std::size_t i, sim::Phase phase) {
   // ZeRO-3 gathers a layer's parameters before each use; the NCCL stream runs the gathers in
   // order, ahead of the compute stream (DeepSpeed's prefetch).
@@ -133,12 +153,20 @@ void LayerPass::forward_layer(std::size_t i) {
   } else {
     // Context parallelism: the ring's steps pass the keys and values on, one after another, from
     // when the rank's own block starts; each later block waits for its step.
-    const bool ring = plan_.cp > 1 && model_.layers[i].kind == "attention";
+    const bool cp = plan_.cp > 1 && model_.layers[i].kind == "attention";
+    const bool ring = cp && plan_.cp_comm == CpComm::p2p;
     std::vector<NodeId> kv_ready;
     NodeId step = kNoNode;
     double kv = 0.0;
     for (const OpTemplate& t : model_.layers[i].fwd) {
       const RankEmitter::KernelInfo& k = e_.kernel_info(t, i);
+      if (cp && !ring && t.kernel == "flash_attn_fwd") {
+        // Ulysses: Q, K and V to head shards before, the output back to sequence shards after.
+        ulysses(i, t, sim::Phase::forward, true);
+        run(k, i, sim::Phase::forward, plan_.dispatch_forward);
+        ulysses(i, t, sim::Phase::forward, false);
+        continue;
+      }
       if (ring && t.kernel == "flash_attn_fwd") {
         kv = cp_kv_bytes(t, *model_.transformer, plan_.micro_batch, plan_.tp, activation_bytes(plan_.precision));
         kv_ready = waits_;
@@ -322,7 +350,8 @@ NodeId LayerPass::backward(std::size_t first, std::size_t last, NodeId in, bool 
     }
     // Context parallelism: the keys and values go round again, each step after the first with the
     // partial key and value gradients of the block before; after the last block they go home.
-    const bool ring = plan_.cp > 1 && layer.kind == "attention";
+    const bool cp = plan_.cp > 1 && layer.kind == "attention";
+    const bool ring = cp && plan_.cp_comm == CpComm::p2p;
     std::vector<NodeId> kv_ready;
     NodeId step = kNoNode;
     double kv = 0.0;
@@ -331,6 +360,14 @@ NodeId LayerPass::backward(std::size_t first, std::size_t last, NodeId in, bool 
       const RankEmitter::KernelInfo& k = e_.kernel_info(t, i);
       const bool w = k.wgrad;
       if (w && gathered != kNoNode) waits_.push_back(std::exchange(gathered, kNoNode));
+      if (cp && !ring && t.kernel == "flash_attn_bwd") {
+        // Ulysses: the output gradient to head shards before, dQ, dK and dV back after.
+        ulysses(i, t, sim::Phase::backward, true);
+        run(k, i, sim::Phase::backward, plan_.dispatch_backward);
+        pending.push_back(ulysses(i, t, sim::Phase::backward, false));
+        if (dgrad == kNoNode) dgrad = last_;
+        continue;
+      }
       if (ring && t.kernel == "flash_attn_bwd") {
         kv = cp_kv_bytes(t, *model_.transformer, plan_.micro_batch, plan_.tp, activation_bytes(plan_.precision));
         kv_ready = waits_;

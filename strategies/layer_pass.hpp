@@ -45,6 +45,9 @@ class LayerPass {
   /// The same, for a kernel already found (RankEmitter::kernel_info(t, i)).
   sim::NodeId run(const RankEmitter::KernelInfo& k, std::size_t i, sim::Phase phase, sim::Time dispatch);
   sim::NodeId gather(std::size_t i, sim::Phase phase);
+  /// Context parallelism over all-to-alls (plan.cp_comm a2a): the exchange before (`before`) or
+  /// after attention kernel `t` of layer i; the next kernel waits for it. Returns it.
+  sim::NodeId ulysses(std::size_t i, const OpTemplate& t, sim::Phase phase, bool before);
   // PyTorch FSDP (plan.zero3_schedule fsdp): a unit is a transformer block, or a layer outside
   // blocks. Its parameters are gathered once before its forward and once before its backward,
   // and its gradients reduce-scattered after its backward.

@@ -63,6 +63,10 @@ enum class Kernels : std::uint8_t { fused, eager, torchtitan };
 /// The fused attention kernel, valued as the op signature's codes (sim::kAttention*,
 /// exec/op_signature.hpp): the GPU's default (cuDNN's on Hopper), FlashAttention-2 or cuDNN's.
 enum class AttentionKernel : std::uint8_t { automatic, flash2, cudnn };
+/// How context-parallel ranks exchange attention's inputs (Transformer Engine's cp_comm_type):
+/// p2p, the keys and values round a ring, overlapped with the blocks; a2a, DeepSpeed-Ulysses'
+/// all-to-alls from sequence shards to head shards around one attention over the whole sequence.
+enum class CpComm : std::uint8_t { p2p, a2a };
 static_assert(static_cast<std::int64_t>(AttentionKernel::automatic) == sim::kAttentionDefault &&
               static_cast<std::int64_t>(AttentionKernel::flash2) == sim::kAttentionFlash2 &&
               static_cast<std::int64_t>(AttentionKernel::cudnn) == sim::kAttentionCudnn,
@@ -113,6 +117,7 @@ struct Plan {
   /// (gradients reduced and the optimizer sharded over dp x cp) but share their samples: the
   /// global batch is dp x micro_batch x grad_accum (x ep).
   int cp = 1;
+  CpComm cp_comm = CpComm::p2p;
   int micro_batch = 1;  ///< samples per rank per forward/backward
   int grad_accum = 1;   ///< forward/backward passes per optimizer step
   int global_batch = 0; ///< samples per optimizer step = dp x micro_batch x grad_accum

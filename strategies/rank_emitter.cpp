@@ -209,10 +209,21 @@ sim::NodeId RankEmitter::tp_collective(const TpCollective& c, std::vector<sim::N
 
 sim::NodeId RankEmitter::cp_exchange(double bytes, std::string_view name, std::size_t layer, std::vector<sim::NodeId> deps,
                                      sim::Phase phase, int micro) {
+  return cp_collective(sim::CollectiveOp::all_gather, bytes * plan_.cp / (plan_.cp - 1), name, layer, std::move(deps),
+                       phase, micro);
+}
+
+sim::NodeId RankEmitter::cp_all_to_all(double bytes, std::string_view name, std::size_t layer,
+                                       std::vector<sim::NodeId> deps, sim::Phase phase, int micro) {
+  return cp_collective(sim::CollectiveOp::all_to_all, bytes, name, layer, std::move(deps), phase, micro);
+}
+
+sim::NodeId RankEmitter::cp_collective(sim::CollectiveOp op, double bytes, std::string_view name, std::size_t layer,
+                                       std::vector<sim::NodeId> deps, sim::Phase phase, int micro) {
   std::erase(deps, kNoNode);
   sim::Node n = make(sim::OpKind::collective, streams::context_parallel, g_.intern(name), phase);
-  n.op = sim::CollectiveOp::all_gather;
-  n.bytes = bytes * plan_.cp / (plan_.cp - 1);
+  n.op = op;
+  n.bytes = bytes;
   n.communicator = cp_comm_;
   n.layer = static_cast<int>(layer);
   n.micro_batch = micro;

@@ -124,6 +124,10 @@ class RankEmitter {
   /// (cp - 1)): exact for cp = 2, the same bytes on the same ring links in cp - 1 hops for more.
   sim::NodeId cp_exchange(double bytes, std::string_view name, std::size_t layer, std::vector<sim::NodeId> deps,
                           sim::Phase phase, int micro);
+  /// An all-to-all over the context-parallel group on its stream, after `deps` (plan.cp_comm
+  /// a2a): every rank's `bytes`, 1/cp of them to each rank.
+  sim::NodeId cp_all_to_all(double bytes, std::string_view name, std::size_t layer, std::vector<sim::NodeId> deps,
+                            sim::Phase phase, int micro);
 
   /// What a kernel of this rank costs and is, worked out once per rank (instantiated, costed,
   /// named and interned) and found again for every micro-batch and step.
@@ -216,6 +220,9 @@ class RankEmitter {
   sim::Time forward_gil_;
   std::uint32_t tp_comm_ = 0;
   std::uint32_t cp_comm_ = 0;
+  /// A collective of `bytes` (NCCL's size) over the context-parallel group on its stream.
+  sim::NodeId cp_collective(sim::CollectiveOp op, double bytes, std::string_view name, std::size_t layer,
+                            std::vector<sim::NodeId> deps, sim::Phase phase, int micro);
   MoeRank moe_;
   /// Kernel `t` of layer `index` over `batch` (expert >= 0: that expert's share, named for it).
   sim::NodeId kernel_at(const OpTemplate& t, std::size_t index, int batch, int expert, int micro, sim::Phase phase,

@@ -170,12 +170,16 @@ TEST_CASE("context parallelism: folded and unfolded runs agree bit for bit, on b
           "[cp]") {
   for (const char* network : {"analytical", "flow"}) {
     for (const int zero : {1, 3}) {
-      CAPTURE(network, zero);
-      const SimulationOutput folded = simulate_cp({{"network", network}, {"zero", zero}});
-      const SimulationOutput whole =
-          simulate_cp({{"network", network}, {"zero", zero}, {"fold", false}});
-      REQUIRE(folded.compiled.graph.ranks() < whole.compiled.graph.ranks());
-      REQUIRE(folded.report.iteration_time_s == whole.report.iteration_time_s);
+      for (const char* exchange : {"p2p", "a2a"}) {
+        CAPTURE(network, zero, exchange);
+        const json plan{{"network", network}, {"zero", zero}, {"cp_comm", exchange}};
+        json unfolded = plan;
+        unfolded["fold"] = false;
+        const SimulationOutput folded = simulate_cp(plan);
+        const SimulationOutput whole = simulate_cp(unfolded);
+        REQUIRE(folded.compiled.graph.ranks() < whole.compiled.graph.ranks());
+        REQUIRE(folded.report.iteration_time_s == whole.report.iteration_time_s);
+      }
     }
   }
 }
@@ -239,4 +243,56 @@ TEST_CASE("context parallelism: what it does not combine with is refused", "[cp]
   REQUIRE_THROWS_WITH(
       simulate_scenario(parse_scenario(odd, "cp.json"), inputs),
       Contains("/plan/cp: expected half the sequence length (4100 tokens) to be a multiple of cp"));
+}
+
+TEST_CASE("context parallelism over all-to-alls (Ulysses): whole sequences on 1/cp of the heads",
+          "[cp]") {
+  const Model whole = with_fused_attention(build_model("llama3-8b", 0, 4096));
+  const Model part = with_context_parallel_a2a(
+      whole, with_fused_attention(build_model("llama3-8b", 0, 4096 / 2)), 2);
+  REQUIRE(part.fwd_flops() == whole.fwd_flops());
+  for (std::size_t i = 0; i < whole.layers.size(); ++i) {
+    if (whole.layers[i].kind != "attention") continue;
+    const OpTemplate* w = find_op(whole.layers[i].fwd, "flash_attn_fwd");
+    const OpTemplate* p = find_op(part.layers[i].fwd, "flash_attn_fwd");
+    REQUIRE(p->shape[0] * 2 == w->shape[0]);  // half the heads
+    REQUIRE(p->shape[1] == 4096);             // over the whole sequence
+    REQUIRE(p->flops * 2 == Approx(w->flops));
+    REQUIRE(find_op(part.layers[i].fwd, kCpAttentionFwd) == nullptr);
+  }
+  // Per layer and micro-batch: Q, K, V out and the output back in forward; the output gradient
+  // out and dQ, dK, dV back in backward. A rank's buffers: its s / cp tokens' heads over tp.
+  const SimulationOutput out = simulate_cp({{"cp_comm", "a2a"}});
+  const sim::ExecutionGraph& g = out.compiled.graph;
+  const TransformerShape& t = *out.model.transformer;
+  const double head_dim = static_cast<double>(t.hidden) / t.heads;
+  const double q = 2048.0 * (t.heads / 2.0) * head_dim * 2.0;
+  const double kv = 2.0 * 2048.0 * (t.kv_heads / 2.0) * head_dim * 2.0;
+  std::map<std::pair<int, sim::Phase>, std::vector<double>> sizes;
+  for (sim::NodeId n = 0; n < g.nodes.size(); ++n) {
+    const sim::Node& node = g.nodes[n];
+    if (node.rank != 0 || node.stream != streams::context_parallel || node.micro_batch != 0)
+      continue;
+    REQUIRE(node.op == sim::CollectiveOp::all_to_all);
+    sizes[{node.layer, node.phase}].push_back(node.bytes);
+  }
+  REQUIRE(sizes.size() == 2 * static_cast<std::size_t>(t.layers));
+  for (const auto& [key, list] : sizes) {
+    REQUIRE(list.size() == 4);  // two per pass, two steps simulated
+    if (key.second == sim::Phase::forward) {
+      REQUIRE(list[0] == Approx(q + kv));
+      REQUIRE(list[1] == Approx(q));
+    } else {
+      REQUIRE(list[0] == Approx(q));
+      REQUIRE(list[1] == Approx(q + kv));
+    }
+  }
+  // Whole heads per tp x cp rank, or refused.
+  json odd = cp_doc({{"cp_comm", "a2a"}, {"cp", 4}, {"dp", 1}, {"tp", 4}, {"global_batch", 2}});
+  odd["cluster"]["gpus"] = 16;
+  SimulationInputs inputs;
+  REQUIRE_THROWS_WITH(
+      simulate_scenario(parse_scenario(odd, "cp.json"), inputs),
+      Contains("/plan/cp_comm: expected p2p for llama3-8b: a2a gives each of tp x cp = 16 ranks "
+               "whole heads"));
 }

@@ -89,6 +89,7 @@ TEST_CASE("every parameter is documented with its type, default and range", "[pa
   added.insert("gradient_groups");   // Horovod's explicit gradient groups (MXNET_HOROVOD_NUM_GROUPS, issue 20)
   added.insert("kernel_generation");  // Megatron-LM v2's matrix kernels, SC21's measured rate (issue 20)
   added.insert("cp");  // context parallelism, Megatron-Core's ring attention (issue 20)
+  added.insert("cp_comm");  // its exchange: a ring or Ulysses' all-to-alls (issue 20)
   for (const char* k : {"input_workers", "input_sample_time", "input_prefetch", "input_cores"}) {
     added.insert(k);  // PyTorch DataLoader workers (issue 20)
   }
@@ -105,7 +106,7 @@ TEST_CASE("a key outside the table is rejected, in the file and in --set", "[par
   auto doc = base();
   doc["plan"]["micro_bacth"] = 4;
   REQUIRE_THROWS_WITH(parse(doc), Contains("/plan/micro_bacth: unknown key \"micro_bacth\" in a plan; expected only dp, "
-                                           "tp, pp, ep, cp, micro_batch"));
+                                           "tp, pp, ep, cp, cp_comm, micro_batch"));
   REQUIRE_NOTHROW(strategy::check_param_path("plan.tp"));
   REQUIRE_NOTHROW(strategy::check_param_path("plan.moe_routing.seed"));
   REQUIRE_THROWS_WITH(strategy::check_param_path("plan.tpp"), Contains("--set plan.tpp: unknown key \"tpp\" in plan"));
