@@ -68,20 +68,24 @@ Model with_context_parallel_a2a(const Model& whole, Model part, int cp) {
   Model out = with_context_parallel(whole, std::move(part), 1);
   const TransformerShape& t = *whole.transformer;
   if (t.heads % cp != 0 || t.kv_heads % cp != 0) {
-    throw sim::ModelError(fmt::format("context parallelism of {} over all-to-alls: cp = {} must divide the {} heads "
-                                      "and {} key-value heads",
-                                      whole.name, cp, t.heads, t.kv_heads));
+    throw sim::ModelError(
+        fmt::format("context parallelism of {} over all-to-alls: cp = {} must divide the {} heads "
+                    "and {} key-value heads",
+                    whole.name, cp, t.heads, t.kv_heads));
   }
   for (std::size_t i = 0; i < out.layers.size(); ++i) {
     Layer& l = out.layers[i];
     if (l.kind != "attention") continue;
-    for (auto [list, kernel] : {std::pair{&l.fwd, "flash_attn_fwd"}, std::pair{&l.bwd, "flash_attn_bwd"}}) {
-      const OpTemplate* w = find_op(kernel == std::string_view("flash_attn_fwd") ? whole.layers[i].fwd : whole.layers[i].bwd,
-                                    kernel);
-      auto at = std::find_if(list->begin(), list->end(), [&](const OpTemplate& x) { return x.kernel == kernel; });
-      if (w == nullptr || at == list->end()) {
-        throw sim::ModelError(fmt::format("context parallelism of {}: layer {} has no fused attention kernel",
-                                          whole.name, l.name));
+    for (const bool forward : {true, false}) {
+      const std::string_view kernel = forward ? "flash_attn_fwd" : "flash_attn_bwd";
+      std::vector<OpTemplate>& list = forward ? l.fwd : l.bwd;
+      const OpTemplate* w = find_op(forward ? whole.layers[i].fwd : whole.layers[i].bwd, kernel);
+      const auto at = std::find_if(list.begin(), list.end(),
+                                   [kernel](const OpTemplate& x) { return x.kernel == kernel; });
+      if (w == nullptr || at == list.end()) {
+        throw sim::ModelError(
+            fmt::format("context parallelism of {}: layer {} has no fused attention kernel",
+                        whole.name, l.name));
       }
       *at = *w;
       at->shape[0] /= cp;
@@ -94,10 +98,11 @@ Model with_context_parallel_a2a(const Model& whole, Model part, int cp) {
 
 double cp_a2a_bytes(const OpTemplate& local, const TransformerShape& t, int cp, int samples, int tp,
                     double activation_bytes, bool queries) {
-  const double heads = static_cast<double>(local.shape[0]) * cp / tp;  // the rank's heads before the exchange
+  const double heads =
+      static_cast<double>(local.shape[0]) * cp / tp;  // the rank's heads before the exchange
   const double per_token = queries ? heads : 2.0 * heads * t.kv_heads / t.heads;
-  return samples * static_cast<double>(local.shape[1]) / cp * per_token * static_cast<double>(local.shape[3]) *
-         activation_bytes;
+  return samples * static_cast<double>(local.shape[1]) / cp * per_token *
+         static_cast<double>(local.shape[3]) * activation_bytes;
 }
 
 double cp_kv_bytes(const OpTemplate& local, const TransformerShape& t, int samples, int tp,
