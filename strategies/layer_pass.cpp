@@ -44,6 +44,13 @@ NodeId LayerPass::run(const RankEmitter::KernelInfo& k, std::size_t i, sim::Phas
   return last_;
 }
 
+std::vector<NodeId> LayerPass::ring_start() {
+  std::vector<NodeId> ready = waits_;
+  ready.push_back(last_);
+  e_.graph().end_run();  // the ring's first step reads the end of the kernel before
+  return ready;
+}
+
 NodeId LayerPass::ulysses(std::size_t i, const OpTemplate& t, sim::Phase phase, bool before) {
   // Forward: Q, K, V before (queries and keys-values), the output after (queries' size);
   // backward: the output gradient before, dQ, dK, dV after.
@@ -169,9 +176,7 @@ void LayerPass::forward_layer(std::size_t i) {
       }
       if (ring && t.kernel == "flash_attn_fwd") {
         kv = cp_kv_bytes(t, *model_.transformer, plan_.micro_batch, plan_.tp, activation_bytes(plan_.precision));
-        kv_ready = waits_;
-        kv_ready.push_back(last_);
-        e_.graph().end_run();  // the ring's first step reads the end of the kernel before
+        kv_ready = ring_start();
       } else if (ring && t.kernel == kCpAttentionFwd) {
         step = e_.cp_exchange(kv, "cp ring: keys and values", i, step == kNoNode ? kv_ready : std::vector<NodeId>{step},
                               sim::Phase::forward, micro_);
@@ -370,9 +375,7 @@ NodeId LayerPass::backward(std::size_t first, std::size_t last, NodeId in, bool 
       }
       if (ring && t.kernel == "flash_attn_bwd") {
         kv = cp_kv_bytes(t, *model_.transformer, plan_.micro_batch, plan_.tp, activation_bytes(plan_.precision));
-        kv_ready = waits_;
-        kv_ready.push_back(last_);
-        e_.graph().end_run();
+        kv_ready = ring_start();
       } else if (ring && t.kernel == kCpAttentionBwd) {
         const bool first_step = step == kNoNode;
         step = e_.cp_exchange(first_step ? kv : 2.0 * kv,

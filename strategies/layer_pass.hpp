@@ -48,6 +48,10 @@ class LayerPass {
   /// Context parallelism over all-to-alls (plan.cp_comm a2a): the exchange before (`before`) or
   /// after attention kernel `t` of layer i; the next kernel waits for it. Returns it.
   sim::NodeId ulysses(std::size_t i, const OpTemplate& t, sim::Phase phase, bool before);
+  /// Context parallelism's ring (plan.cp_comm p2p): what its first step waits for, the keys and
+  /// values of the rank's own block (what that block waits for, and the kernel before it, whose
+  /// run ends here).
+  std::vector<sim::NodeId> ring_start();
   // PyTorch FSDP (plan.zero3_schedule fsdp): a unit is a transformer block, or a layer outside
   // blocks. Its parameters are gathered once before its forward and once before its backward,
   // and its gradients reduce-scattered after its backward.
