@@ -88,7 +88,9 @@ bool better(const PlanRow& a, const PlanRow& b) {
 
 double plan_memory_floor(const Model& model, const Plan& plan) {
   if (plan.pp <= 1) return data_parallel_memory(model, plan).total();
-  return pipeline_rank_memory(tp_rank_params(model, plan.tp, 0, 0, plan.ep) / plan.pp, plan, 0.0, 0).total();
+  return pipeline_rank_memory(tp_rank_params(model, plan.tp, 0, 0, plan.ep) / plan.pp, plan, 0.0, 0,
+                              tp_rank_expert_params(model, plan.tp, 0, 0, plan.ep) / plan.pp)
+      .total();
 }
 
 std::string_view to_string(PlanRow::Status s) {
@@ -117,7 +119,7 @@ std::vector<std::string> PlanRow::sets() const {
   return out;
 }
 
-PlanSpace default_plan_space(const Scenario& base, const Model& model, const topo::Cluster& cluster) {
+PlanSpace default_plan_space(const Model& model, const topo::Cluster& cluster) {
   PlanSpace s;
   int per_node = 0;
   const int node = cluster.gpu(0).node;
@@ -129,9 +131,8 @@ PlanSpace default_plan_space(const Scenario& base, const Model& model, const top
   s.micro_batch = {1, 2, 4, 8};
   s.recompute = model.transformer ? std::vector<std::string>{"none", "selective", "full"}
                                   : std::vector<std::string>{"none", "full"};
-  s.zero = {0, 1};
+  s.zero = {0, 1};  // ZeRO-1 shards expert states too (over the expert-data-parallel group)
   s.sequence_parallel = model.transformer ? std::vector<bool>{false, true} : std::vector<bool>{false};
-  if (base.plan.ep > 1) s.zero = {0};  // ZeRO does not shard expert states here
   return s;
 }
 
@@ -193,7 +194,7 @@ PlanSearch search_document(const std::string& path, const json& doc, const PlanS
   const Model base_model = scenario_model(base);  // no plan pads it: its FLOPs are a lower bound
   PlanSpace space = given;
   {
-    const PlanSpace d = default_plan_space(base, base_model, cluster);
+    const PlanSpace d = default_plan_space(base_model, cluster);
     if (space.tp.empty()) space.tp = d.tp;
     if (space.pp.empty()) space.pp = d.pp;
     if (space.virtual_stages.empty()) space.virtual_stages = d.virtual_stages;

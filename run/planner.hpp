@@ -27,11 +27,11 @@ struct PlanSpace {
   std::vector<bool> sequence_parallel;
 };
 
-/// The default space for `base`: tp over the powers of two up to a node's GPUs (1 for models
+/// The default space for a scenario's `model` on `cluster`: tp over the powers of two up to a node's GPUs (1 for models
 /// without transformer layers), pp over the powers of two up to 64 that leave at least one layer
 /// per stage, virtual stages 1 and 2, micro-batches 1 to 8, recompute none, selective (for
 /// transformers) and full, ZeRO 0 and 1, sequence parallelism off and on (with tp > 1).
-PlanSpace default_plan_space(const Scenario& base, const Model& model, const topo::Cluster& cluster);
+PlanSpace default_plan_space(const Model& model, const topo::Cluster& cluster);
 
 /// A lower bound on the largest rank's peak memory, without compiling: a data-parallel rank's
 /// whole peak (the memory model's); a pipeline rank's model states and buffers at the mean

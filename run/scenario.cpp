@@ -283,9 +283,15 @@ Plan read_plan(const JsonReader& r, const json& o, const JsonPath& p, const std:
                                      "found {}",
                                      to_string(plan.framework), plan.zero));
   }
-  if (plan.ep > 1 && plan.zero > 0) {
-    r.fail(p.at("ep"), fmt::format("expected 1 with ZeRO-{}: sharding expert states is not simulated, found {}",
+  if (plan.ep > 1 && plan.zero > 1) {
+    r.fail(p.at("ep"), fmt::format("expected 1 with ZeRO-{}: sharding expert gradients or weights is not simulated "
+                                   "(ZeRO-1, Megatron's distributed optimizer, shards expert states), found {}",
                                    plan.zero, plan.ep));
+  }
+  if (plan.ep > 1 && plan.zero > 0 && plan.shard_group > 0) {
+    r.fail(p.at("shard_group"), fmt::format("expected none with ep = {}: hybrid sharding of expert states is not "
+                                            "simulated, found {}",
+                                            plan.ep, plan.shard_group));
   }
   // Megatron-Core's order puts EP groups right after TP (tp-cp-ep-dp-pp), so they stay inside
   // a node when they fit: data-parallel replicas before pipeline stages.

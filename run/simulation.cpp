@@ -304,9 +304,13 @@ void report_memory(const SimulationOutput& out, const Plan& plan, Report& r) {
     if (plan.pp > 1) {
       const auto ri = static_cast<std::size_t>(rank);
       double params = 0.0;
-      for (const auto& [first, last] : cg.rank_chunks[ri]) params += tp_rank_params(out.model, plan.tp, first, last, plan.ep);
+      double expert_params = 0.0;
+      for (const auto& [first, last] : cg.rank_chunks[ri]) {
+        params += tp_rank_params(out.model, plan.tp, first, last, plan.ep);
+        expert_params += tp_rank_expert_params(out.model, plan.tp, first, last, plan.ep);
+      }
       params += tp_tied_copy_params(out.model, plan.tp, cg.rank_chunks[ri]);
-      mem = pipeline_rank_memory(params, plan, cg.rank_activation_peak_bytes[ri], cg.rank_in_flight[ri]);
+      mem = pipeline_rank_memory(params, plan, cg.rank_activation_peak_bytes[ri], cg.rank_in_flight[ri], expert_params);
     } else {
       mem = data_parallel_memory(out.model, plan);
     }

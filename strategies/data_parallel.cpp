@@ -35,9 +35,11 @@ class RankCompiler {
       micro_step(a, plan_.replicas() > 1 && (a + 1 == plan_.grad_accum || plan_.zero >= 2), comm);
     }
     const double params = tp_rank_params(model_, plan_.tp, 0, 0, plan_.ep);
-    // ZeRO: the optimizer updates this rank's 1/dp of the parameters.
-    NodeId last = e_.finish_step(comm, buckets_, plan_.zero >= 1 ? params / plan_.shard_size() : params);
-    if ((plan_.zero == 1 || plan_.zero == 2) && plan_.dp * plan_.cp > 1) {
+    // ZeRO: the optimizer updates this rank's shard of the parameters (with experts, the dense
+    // ones' over every replica and the experts' over their expert-data-parallel group).
+    const double owned = plan_.zero_owned_params(params, tp_rank_expert_params(model_, plan_.tp, 0, 0, plan_.ep));
+    NodeId last = e_.finish_step(comm, buckets_, plan_.zero >= 1 ? owned : params);
+    if ((plan_.zero == 1 || plan_.zero == 2) && plan_.replicas() > 1) {
       last = e_.gather_parameters(buckets_, last, dp_comm_);
     }
     if (plan_.sync_each_step) {

@@ -40,7 +40,7 @@ double tp_divisor(TpRole role, int tp, bool sp) {
 
 double layer_output_bytes(const Layer& l, double a) { return l.output_bytes.value_or(l.output_elems * a); }
 
-MemoryBreakdown model_state_memory(double params, const Plan& plan, int shard) {
+MemoryBreakdown model_state_memory(double params, const Plan& plan, int shard, double expert_params) {
   MemoryBreakdown m;
   const double n = std::max(1, shard);
   m.weights = params * parameter_bytes(plan.precision);
@@ -48,13 +48,19 @@ MemoryBreakdown model_state_memory(double params, const Plan& plan, int shard) {
   if (plan.precision == Precision::amp_fp16 || plan.precision == Precision::amp_bf16) m.weights += params * 2.0;
   m.gradients = params * gradient_bytes_per_param(plan);
   // SGD with momentum: one fp32 buffer; Adam: two. Pure half precision keeps fp32 master weights.
-  m.optimizer = params * (plan.optimizer == Optimizer::sgd ? 4.0 : 8.0);
-  if (plan.precision == Precision::fp16 || plan.precision == Precision::bf16) m.optimizer += params * 4.0;
+  double optimizer_per_param = plan.optimizer == Optimizer::sgd ? 4.0 : 8.0;
+  if (plan.precision == Precision::fp16 || plan.precision == Precision::bf16) optimizer_per_param += 4.0;
+  m.optimizer = params * optimizer_per_param;
   const double full_gradients = m.gradients;
   // DeepSpeed's BF16_Optimizer under its pipeline engine keeps the fp32 master weights and Adam's
   // states of this rank's 1/dp only (its own ZeRO-1), whatever the ZeRO stage.
   const bool ds_bf16 = plan.pipeline_engine == PipelineEngine::deepspeed && plan.precision == Precision::bf16;
-  if (plan.zero >= 1 || ds_bf16) m.optimizer /= n;
+  if (plan.zero >= 1 && plan.ep > 1) {
+    // Dense states over every replica, the experts' over their expert-data-parallel group.
+    m.optimizer = optimizer_per_param * plan.zero_owned_params(params, expert_params);
+  } else if (plan.zero >= 1 || ds_bf16) {
+    m.optimizer /= n;
+  }
   if (plan.zero >= 2) m.gradients /= n;
   if (plan.zero >= 3) m.weights /= n;
   if (plan.replicas() > 1) {
@@ -118,7 +124,8 @@ double saved_activation_bytes(const Model& model, const Plan& plan, std::size_t 
 }
 
 MemoryBreakdown data_parallel_memory(const Model& model, const Plan& plan) {
-  MemoryBreakdown m = model_state_memory(tp_rank_params(model, plan.tp, 0, 0, plan.ep), plan, plan.shard_size());
+  MemoryBreakdown m = model_state_memory(tp_rank_params(model, plan.tp, 0, 0, plan.ep), plan, plan.shard_size(),
+                                         tp_rank_expert_params(model, plan.tp, 0, 0, plan.ep));
   const double a = activation_bytes(plan.precision);
   double largest_output = 0.0;  // bytes
   for (const Layer& l : model.layers) largest_output = std::max(largest_output, layer_output_bytes(l, a));
@@ -130,8 +137,9 @@ MemoryBreakdown data_parallel_memory(const Model& model, const Plan& plan) {
   return m;
 }
 
-MemoryBreakdown pipeline_rank_memory(double params, const Plan& plan, double activation_peak, int in_flight) {
-  MemoryBreakdown m = model_state_memory(params, plan, plan.shard_size());
+MemoryBreakdown pipeline_rank_memory(double params, const Plan& plan, double activation_peak, int in_flight,
+                                     double expert_params) {
+  MemoryBreakdown m = model_state_memory(params, plan, plan.shard_size(), expert_params);
   if (plan.schedule == Schedule::pipedream) {
     // Weight stashing: one more version of the stage's weights per extra micro-batch in flight
     // (Narayanan et al. 2019, PipeDream section 3.3).

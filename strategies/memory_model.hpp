@@ -34,8 +34,10 @@ inline constexpr double kAllocatorFraction = 0.10;
 /// ranks (Rajbhandari et al. 2020, Fig. 1). Bytes per parameter: weights by precision (+2 for
 /// autocast's half copies); gradients by precision, or 4 with fp32_main_grads; SGD momentum 4 or
 /// Adam moments 8, plus 4 for fp32 master weights under pure half precision. Also the
-/// communication buffers and the workspace (not sharded).
-MemoryBreakdown model_state_memory(double params, const Plan& plan, int shard);
+/// communication buffers and the workspace (not sharded). With experts (ep > 1) and ZeRO-1, of
+/// `params` the `expert_params` routed experts' keep their states over the expert-data-parallel
+/// group, the rest over every replica (Plan::zero_owned_params).
+MemoryBreakdown model_state_memory(double params, const Plan& plan, int shard, double expert_params = 0.0);
 
 /// Bytes that one micro-batch's forward pass through layers [first, last) keeps for the
 /// backward pass on one tensor-parallel rank, following Korthikanti et al. 2022 (K22) §4:
@@ -66,7 +68,9 @@ MemoryBreakdown data_parallel_memory(const Model& model, const Plan& plan);
 
 /// A pipeline rank's peak: the model states of its `params` parameters (as for data
 /// parallelism), the activation peak its schedule reaches (see compile_pipeline), and for
-/// PipeDream the stashed weight versions, one per extra micro-batch in flight.
-MemoryBreakdown pipeline_rank_memory(double params, const Plan& plan, double activation_peak, int in_flight);
+/// PipeDream the stashed weight versions, one per extra micro-batch in flight. `expert_params`:
+/// of `params`, the routed experts'.
+MemoryBreakdown pipeline_rank_memory(double params, const Plan& plan, double activation_peak, int in_flight,
+                                     double expert_params = 0.0);
 
 }  // namespace foresight::strategy

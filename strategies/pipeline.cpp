@@ -83,6 +83,7 @@ class StageCompiler {
     for (int c = 0; c < v; ++c) {
       const PipelineChunk& ch = chunk(c);
       params_ += tp_rank_params(model, plan.tp, ch.first, ch.last, plan.ep);
+      expert_params_ += tp_rank_expert_params(model, plan.tp, ch.first, ch.last, plan.ep);
       auto b = plan.framework == Framework::ddp ? ddp_buckets(model, plan, ch.first, ch.last)
                                                 : horovod_groups(model, plan, compute, cc, ch.first, ch.last);
       chunk_buckets_.push_back(std::move(b));
@@ -207,7 +208,7 @@ class StageCompiler {
     }
     // ZeRO-1 (Megatron's distributed optimizer, DeepSpeed's ZeRO-1 and BF16_Optimizer): each rank
     // updates its 1/dp of the stage's parameters, then the updated shards are gathered.
-    const bool zero = (ds_ ? ds_->shards_step() : plan_.zero >= 1) && plan_.dp * plan_.cp > 1;
+    const bool zero = (ds_ ? ds_->shards_step() : plan_.zero >= 1) && plan_.replicas() > 1;
     // Megatron all-reduces the embedding group's gradients after the data-parallel reduction
     // (finalize_model_grads: finish_grad_sync, then _allreduce_word_embedding_grads).
     if (!ds_ && embedding_params_ > 0.0) {
@@ -216,7 +217,7 @@ class StageCompiler {
     const auto& buckets = ds_ ? ds_->buckets() : buckets_;
     // DeepSpeed copied its reduced gradients back already (DeepSpeedStage::reduce_gradients).
     NodeId end = e_.finish_step(comm_, ds_ ? std::vector<GradientBucket>{} : buckets,
-                                zero ? params_ / plan_.shard_size() : params_);
+                                zero ? plan_.zero_owned_params(params_, expert_params_) : params_);
     if (zero) end = e_.gather_parameters(buckets, end, comm_id_);
     comm_.clear();
     if (plan_.sync_each_step && stage_ == plan_.pp - 1) {
@@ -348,6 +349,7 @@ class StageCompiler {
   std::optional<DeepSpeedStage> ds_;  ///< with pipeline_engine deepspeed
   std::pair<int, NodeId> pending_gradients_{-1, kNoNode};  ///< DeepSpeed: a backward's unsent gradients
   double params_ = 0.0;
+  double expert_params_ = 0.0;  ///< of params_, the routed experts'
   std::uint32_t embedding_comm_ = 0;
   double embedding_params_ = 0.0;  ///< > 0: this stage all-reduces the tied embedding's gradients
   std::map<std::pair<int, int>, int> backwards_;  ///< (step, chunk) -> backwards done

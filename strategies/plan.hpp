@@ -239,6 +239,14 @@ struct Plan {
   /// Ranks ZeRO shards over: shard_group, or the whole data-parallel group.
   int shard_size() const { return shard_group > 0 ? shard_group : dp * cp; }
   bool hybrid_shard() const { return zero > 0 && shard_group > 0 && shard_group < dp; }
+  /// Of a rank's `params`, `expert_params` of them routed experts', the parameters whose optimizer
+  /// states it keeps and updates under ZeRO-1 (Megatron-Core's distributed optimizer): the dense
+  /// ones' 1/shard_size() shard, or with experts (ep > 1) their 1/(dp x ep) over every replica
+  /// holding them, and the experts' 1/dp over the expert-data-parallel group.
+  double zero_owned_params(double params, double expert_params) const {
+    if (ep <= 1) return params / shard_size();
+    return (params - expert_params) / replicas() + expert_params / dp;
+  }
   /// Gradients accumulated and reduced in fp32 whatever the parameters' precision (Megatron-LM's
   /// main_grad buffers, the default with --bf16: arguments.py).
   bool fp32_main_grads = false;

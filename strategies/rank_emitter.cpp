@@ -405,11 +405,20 @@ sim::NodeId RankEmitter::reduce_shard(sim::NodeId rs, double bytes, const std::s
 sim::NodeId RankEmitter::gather_parameters(const std::vector<GradientBucket>& buckets, sim::NodeId step,
                                            std::uint32_t communicator) {
   std::vector<sim::NodeId> gathers;
+  bool skipped = false;
   for (std::size_t b = 0; b < buckets.size(); ++b) {
+    std::uint32_t c = communicator;
+    if (buckets[b].expert && moe_.routing != nullptr && moe_.routing->ep() > 1) {
+      // Experts' shards: gathered in the group that reduced them (reduce_bucket), if any.
+      skipped = skipped || !moe_.expert_dp;
+      if (!moe_.expert_dp) continue;
+      c = moe_.expert_dp_comm;
+    }
     const double bytes = buckets[b].bytes / gradient_bytes_per_param(plan_) * parameter_bytes(plan_.precision);
     gathers.push_back(dp_collective(sim::CollectiveOp::all_gather, bytes, fmt::format("all_gather parameters #{}", b),
-                                    communicator, {step}, sim::Phase::optimizer));
+                                    c, {step}, sim::Phase::optimizer));
   }
+  if (gathers.empty() && skipped) return step;  // every shard was whole
   sim::Node wait = make(sim::OpKind::sync, streams::compute, "wait for parameters", sim::Phase::optimizer);
   wait.deps = gathers;
   return g_.add(std::move(wait));

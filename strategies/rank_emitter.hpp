@@ -194,8 +194,9 @@ class RankEmitter {
                           double params);
   /// ZeRO-1/2 after the optimizer step `step`: each bucket's updated parameter shards are
   /// all-gathered over `communicator` (Megatron's distributed optimizer without
-  /// overlap_param_gather; DeepSpeed ZeRO-1/2), and the compute stream waits for them. Returns
-  /// the wait node.
+  /// overlap_param_gather; DeepSpeed ZeRO-1/2), routed experts' over their expert-data-parallel
+  /// group (none when it is one rank), and the compute stream waits for them. Returns the wait
+  /// node.
   sim::NodeId gather_parameters(const std::vector<GradientBucket>& buckets, sim::NodeId step, std::uint32_t communicator);
 
  private:

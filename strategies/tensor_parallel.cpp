@@ -143,6 +143,15 @@ double tp_rank_params(const Model& model, int tp, std::size_t first, std::size_t
   return sum;
 }
 
+double tp_rank_expert_params(const Model& model, int tp, std::size_t first, std::size_t last, int ep) {
+  if (last == 0) last = model.layers.size();
+  double sum = 0.0;
+  for (std::size_t i = first; i < last; ++i) {
+    if (model.layers[i].experts > 0) sum += tp_layer_params(model.layers[i], tp, ep);
+  }
+  return sum;
+}
+
 double tp_tied_copy_params(const Model& model, int tp, const std::vector<std::pair<std::size_t, std::size_t>>& chunks) {
   const auto owner = std::find_if(model.layers.begin(), model.layers.end(), [](const Layer& l) { return l.kind == "embedding"; });
   if (owner == model.layers.end()) return 0.0;

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -275,4 +276,93 @@ TEST_CASE("EP with TP: each expert split like an MLP, EP groups across matching 
   REQUIRE(f.report.iteration_time_s == out.report.iteration_time_s);
   folded["plan"]["sequence_parallel"] = true;
   REQUIRE(run(folded).report.iteration_time_s > 0.0);
+}
+
+TEST_CASE("ZeRO-1 with experts: dense states over dp x ep, the experts' over dp, each reduced and gathered there",
+          "[training][moe][zero]") {
+  // Megatron-Core's distributed optimizer with expert parallelism: the dense parameters' states
+  // shard over every replica (the data-parallel group of dp x ep ranks), a routed expert's over
+  // the replicas holding it (the expert-data-parallel group, dp ranks).
+  const double per_expert = expert_params(512, 1024);
+  const auto model = strategy::load_hf_config(test::data_path("hf/tiny-mixtral/config.json"), 256);
+  const double experts_all = 4 * 8 * per_expert;  // 4 layers of 8
+  const double dense = static_cast<double>(model.params()) - experts_all;
+  struct Collectives {
+    std::map<std::size_t, double> rs, ag;  ///< bytes per rank and step by group size
+    double optimizer = 0.0;                 ///< the optimizer step's bytes
+  };
+  auto collectives = [](const strategy::SimulationOutput& out) {
+    const auto& g = out.compiled.graph;
+    Collectives c;
+    int steps = 0;
+    for (const auto& n : g.nodes) {
+      if (n.rank != 0) continue;
+      if (g.names[n.name] == "optimizer step") {
+        c.optimizer = g.signatures[n.signature].bytes;
+        ++steps;
+      }
+      if (n.kind != sim::OpKind::collective || n.stream != strategy::streams::nccl) continue;
+      const std::size_t size = g.communicators[n.communicator].ranks.size();
+      if (n.op == sim::CollectiveOp::reduce_scatter) c.rs[size] += n.bytes;
+      if (n.op == sim::CollectiveOp::all_gather) c.ag[size] += n.bytes;
+    }
+    for (auto* m : {&c.rs, &c.ag}) {
+      for (auto& [size, bytes] : *m) bytes /= steps;
+    }
+    return c;
+  };
+  for (const int dp : {2, 1}) {
+    CAPTURE(dp);
+    const int ep = 8 / dp;
+    const json plan = {{"ep", ep}, {"dp", dp}, {"global_batch", 16}, {"zero", 1}, {"fold", false}};
+    const auto z1 = run(tiny(plan, 8));
+    json ddp_plan = plan;
+    ddp_plan["zero"] = 0;
+    const auto z0 = run(tiny(ddp_plan, 8));
+    const double experts = experts_all / ep;  // this rank's experts
+    const double owned = dense / (dp * ep) + experts / dp;
+    // Memory: bf16 with Adam keeps 12 bytes of optimizer state per parameter it owns.
+    REQUIRE(z1.report.memory[0].bytes.optimizer == Approx(12 * owned));
+    REQUIRE(z0.report.memory[0].bytes.optimizer == Approx(12 * (dense + experts)));
+    REQUIRE(z1.report.memory[0].bytes.weights == z0.report.memory[0].bytes.weights);
+    // The optimizer step updates what the rank owns.
+    const auto c1 = collectives(z1);
+    const auto c0 = collectives(z0);
+    REQUIRE(c1.optimizer == Approx(c0.optimizer * owned / (dense + experts)));
+    // Per step, bf16 gradients reduce-scattered and parameters gathered: the dense ones over all
+    // 8 replicas, the experts' over the dp replicas holding them (none when dp = 1).
+    REQUIRE(c1.rs.at(8) == Approx(2 * dense));
+    REQUIRE(c1.ag.at(8) == Approx(2 * dense));
+    if (dp > 1) {
+      REQUIRE(c1.rs.at(static_cast<std::size_t>(dp)) == Approx(2 * experts));
+      REQUIRE(c1.ag.at(static_cast<std::size_t>(dp)) == Approx(2 * experts));
+    }
+    REQUIRE(c1.rs.size() == (dp > 1 ? 2u : 1u));
+    REQUIRE(c1.ag.size() == c1.rs.size());
+    // Folded, the same answer bit for bit, on both network models.
+    for (const char* network : {"analytical", "flow"}) {
+      CAPTURE(network);
+      json doc = tiny(plan, 8);
+      doc["plan"]["network"] = network;
+      const auto full = run(doc);
+      doc["plan"]["fold"] = true;
+      const auto folded = run(doc);
+      REQUIRE(folded.compiled.graph.ranks() < full.compiled.graph.ranks());
+      REQUIRE(folded.report.iteration_time_s == full.report.iteration_time_s);
+    }
+  }
+  // Inside a pipeline (2 stages x ep 2 x dp 2): each stage's dense states over its 4 replicas,
+  // its experts' over 2.
+  const auto pp = run(tiny({{"ep", 2}, {"dp", 2}, {"pp", 2}, {"global_batch", 16}, {"zero", 1}, {"partition", "uniform"}, {"fold", false}}, 8));
+  const auto c = collectives(pp);
+  REQUIRE(c.rs.count(4) == 1);
+  REQUIRE(c.rs.count(2) == 1);
+  REQUIRE(c.rs.at(2) == Approx(2 * experts_all / 2 / 2));  // 2 of the 4 MoE layers, 4 of 8 experts each, bf16
+  REQUIRE(c.ag.at(2) == Approx(c.rs.at(2)));
+  REQUIRE_FALSE(pp.report.oom());
+  // ZeRO-2/3 and hybrid sharding do not shard experts: refused, naming the field.
+  REQUIRE_THROWS_WITH(run(tiny({{"ep", 4}, {"dp", 2}, {"global_batch", 16}, {"zero", 2}}, 8)),
+                      Contains("/plan/ep: expected 1 with ZeRO-2") && Contains("ZeRO-1"));
+  REQUIRE_THROWS_WITH(run(tiny({{"ep", 2}, {"dp", 4}, {"global_batch", 16}, {"zero", 1}, {"shard_group", 2}}, 8)),
+                      Contains("/plan/shard_group: expected none with ep = 2"));
 }
