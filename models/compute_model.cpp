@@ -287,7 +287,15 @@ double ComputeModel::attention_seconds(const sim::OpSignature& sig, const FlashA
   const double n = std::ceil(sq / kTile), m = std::ceil(sk / kTile);
   const double overhead = backward ? (causal ? k.backward_causal_row_overhead : k.backward_row_overhead)
                                    : (causal ? k.causal_row_overhead : k.row_overhead);
-  const double tiles = heads * n * ((causal ? (m + 1.0) / 2.0 : m) + overhead);
+  double blocks = causal ? n * (m + 1.0) / 2.0 : n * m;  // key blocks the query blocks visit
+  const double window = sig.shape.size() > 6 ? dim(sig, 6) : 0.0;
+  if (causal && window > 0.0 && window < sk) {
+    // Sliding window: query block i (queries iT .. iT + T - 1) visits the key blocks from the one
+    // holding key iT - w + 1 to its own; the masked edge costs what a causal diagonal does.
+    blocks = 0.0;
+    for (double i = 0.0; i < n; i += 1.0) blocks += i - std::floor(std::max(0.0, i * kTile - window + 1.0) / kTile) + 1.0;
+  }
+  const double tiles = heads * (blocks + n * overhead);
   const bool cudnn = (sig.shape.size() > 5 ? sig.shape[5] : kAttentionDefault) != kAttentionFlash2;
   const double rate = k.rate * (cudnn ? (backward ? k.cudnn_backward_speedup : k.cudnn_speedup) : 1.0);
   const double tile_s = 4.0 * kTile * kTile * (d + k.head_extra) / (peak(sig.dtype).per_second() * rate);

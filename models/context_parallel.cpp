@@ -21,6 +21,11 @@ Model with_context_parallel(const Model& whole, Model part, int cp) {
     l.fwd_flops = whole.layers[i].fwd_flops;
     l.bwd_flops = whole.layers[i].bwd_flops;
     if (l.kind != "attention" || cp == 1) continue;
+    if (whole.layers[i].attention_window > 0 && whole.layers[i].attention_window < whole.seq_len) {
+      throw sim::ConfigError(fmt::format("plan: cp = {}: context parallelism with the sliding-window attention of {} "
+                                         "(window {}) is not simulated",
+                                         cp, l.name, whole.layers[i].attention_window));
+    }
     const OpTemplate* f = find_op(l.fwd, "flash_attn_fwd");
     const OpTemplate* b = find_op(l.bwd, "flash_attn_bwd");
     if (f == nullptr || b == nullptr) {

@@ -109,13 +109,54 @@ void read_moe(const JsonReader& r, const json& doc, TransformerSpec& s) {
   }
 }
 
+/// Sliding-window attention, per layer (0: none), as transformers applies it:
+/// - layer_types, where given: "sliding_attention" layers take sliding_window, "full_attention"
+///   ones none (transformers >= 4.53 writes it for Qwen2/3, Gemma 2/3, GPT-OSS);
+/// - use_sliding_window false: none; Qwen2/Qwen3 (and their MoE) slide only with it true, from
+///   layer max_window_layers on (default 28, Qwen2Config's), as modeling_qwen2.py does;
+/// - otherwise sliding_window on every layer (Mistral: MistralConfig's default 4096 when absent).
+/// A window is the keys a query attends to, itself included (window_size (w - 1, 0) in
+/// FlashAttention). null or absent sliding_window: none.
+std::vector<int> read_windows(const JsonReader& r, const json& doc, const std::string& model_type, int layers) {
+  const bool qwen = model_type.starts_with("qwen2") || model_type.starts_with("qwen3");
+  std::optional<int> window = optional_positive(r, doc, "sliding_window");
+  if (!window && model_type == "mistral" && !doc.contains("sliding_window")) window = 4096;
+  if (!unset(doc, "layer_types")) {
+    const json& types = r.array_at(doc, "layer_types", JsonPath{}, kWhat);
+    if (types.size() != static_cast<std::size_t>(layers)) {
+      r.fail(JsonPath{}.at("layer_types"), fmt::format("expected one entry per layer ({}), found {}", layers, types.size()));
+    }
+    std::vector<int> out;
+    for (std::size_t i = 0; i < types.size(); ++i) {
+      const JsonPath p = JsonPath{}.at("layer_types").at(i);
+      const std::string type = types[i].is_string() ? types[i].get<std::string>() : "";
+      if (type == "sliding_attention") {
+        if (!window) r.fail(JsonPath{}.at("sliding_window"), "expected a window for the sliding_attention layers, found none");
+        out.push_back(*window);
+      } else if (type == "full_attention") {
+        out.push_back(0);
+      } else {
+        r.fail(p, fmt::format("expected \"sliding_attention\" or \"full_attention\", found {}", topo::shown(types[i])));
+      }
+    }
+    return out;
+  }
+  const bool use = optional_bool(r, doc, "use_sliding_window", !qwen);
+  if (!use || !window) return {};
+  const long long from =
+      !qwen ? 0 : unset(doc, "max_window_layers") ? 28 : r.integer_at(doc, "max_window_layers", JsonPath{}, kWhat, 0, INT_MAX);
+  std::vector<int> out(static_cast<std::size_t>(layers), 0);
+  for (long long i = std::min<long long>(from, layers); i < layers; ++i) out[static_cast<std::size_t>(i)] = *window;
+  return out;
+}
+
 /// Llama style (transformers LlamaConfig): hidden_size, num_hidden_layers, num_attention_heads,
 /// intermediate_size, vocab_size, max_position_embeddings; num_key_value_heads defaults to the
 /// heads, head_dim to hidden / heads; hidden_act "silu" (the default) gives SwiGLU, anything
 /// else a GELU MLP; rms_norm_eps present gives RMSNorm, else LayerNorm; RoPE; biases per
 /// attention_bias and mlp_bias (default false; Qwen2 always has QKV biases, modeling_qwen2.py);
 /// tie_word_embeddings defaults to false; dropout only on attention probabilities when
-/// attention_dropout > 0.
+/// attention_dropout > 0; sliding windows per read_windows.
 TransformerSpec llama_style(const JsonReader& r, const json& doc, const std::string& model_type) {
   TransformerSpec s;
   const int heads = positive(r, doc, "num_attention_heads");
@@ -138,6 +179,7 @@ TransformerSpec llama_style(const JsonReader& r, const json& doc, const std::str
   s.tied_embeddings = optional_bool(r, doc, "tie_word_embeddings", false);
   s.hidden_dropout = false;
   s.attention_dropout = optional_number(r, doc, "attention_dropout", 0.0) > 0.0;
+  s.windows = read_windows(r, doc, model_type, s.shape.layers);
   read_moe(r, doc, s);
   return s;
 }

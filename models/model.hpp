@@ -89,6 +89,11 @@ struct Layer {
   /// routed to it; params, FLOPs and saved elements count all `experts` at `top_k` per token.
   int experts = 0;
   int top_k = 0;
+  /// Sliding-window attention (an attention core): each query attends to the last
+  /// `attention_window` positions, itself included (Mistral's sliding_window); 0: all before it.
+  /// Unfused cores compute every score and mask the rest, so only the fused kernel
+  /// (with_fused_attention) skips what lies outside the window.
+  std::int64_t attention_window = 0;
   /// The repeated unit the layer belongs to (a ResNet basic/bottleneck block, a transformer
   /// layer), -1 outside any: the boundaries pipeline partitioning may cut at.
   int block = -1;

@@ -356,7 +356,7 @@ Layer attention_layer(std::string name, const AttentionShape& a) {
   const std::int64_t s = a.seq;
   const std::int64_t d = a.head_dim;
   const std::int64_t h = a.heads;
-  if (s <= 0 || d <= 0 || h <= 0 || a.kv_heads <= 0 || h % a.kv_heads != 0) {
+  if (s <= 0 || d <= 0 || h <= 0 || a.kv_heads <= 0 || h % a.kv_heads != 0 || a.window < 0) {
     throw sim::ModelError(
         fmt::format("attention {}: seq {}, heads {}, kv heads {}, head dim {}: sizes must be "
                     "positive and the kv heads divide the heads",
@@ -376,6 +376,7 @@ Layer attention_layer(std::string name, const AttentionShape& a) {
   l.saved_score_elems = probs * (a.dropout ? 2.0 : 1.0);
   l.saved_score_mask_elems = l.saved_mask_elems;
   l.tp = TpRole::sharded;  // heads split across the group
+  l.attention_window = a.window;
   if (a.rope)
     l.fwd.push_back(memory_op("rope_fwd", rope_dims, kRopeFlops * rope_elems, 2.0 * rope_elems));
   l.fwd.push_back(gemm_op("attn_scores", s, s, d, h, 3, qk_io, 0.0));
@@ -400,7 +401,20 @@ Layer attention_layer(std::string name, const AttentionShape& a) {
     l.bwd.push_back(memory_op("rope_bwd", rope_dims, kBackwardFactor * kRopeFlops * rope_elems,
                               2.0 * rope_elems));
   }
-  return sealed(std::move(l));
+  l = sealed(std::move(l));
+  if (a.window > 0 && a.window < s) {
+    // The model FLOPs (what MFU counts) take w keys per query where the unfused kernels compute
+    // all s and mask the rest: the s x s work scaled by w / s, RoPE's whole.
+    const double scale = as_double(a.window) / as_double(s);
+    auto model_flops = [&](const std::vector<OpTemplate>& ops) {
+      double total = 0.0;
+      for (const OpTemplate& t : ops) total += t.kernel.starts_with("rope") ? t.flops : t.flops * scale;
+      return total;
+    };
+    l.fwd_flops = model_flops(l.fwd);
+    l.bwd_flops = model_flops(l.bwd);
+  }
+  return l;
 }
 
 Model with_fused_attention(Model model, std::int64_t kernel) {
@@ -412,13 +426,23 @@ Model with_fused_attention(Model model, std::int64_t kernel) {
     const std::int64_t s = scores->shape[0];
     const std::int64_t d = scores->shape[2];
     const std::int64_t h = scores->shape[3];
-    const double fwd_flops = 4.0 * as_double(s) * as_double(s) * as_double(d) * as_double(h) * (causal ? 0.5 : 1.0);
+    const std::int64_t w = l.attention_window;
+    const bool windowed = w > 0 && w < s;
+    if (windowed && !causal) {
+      throw sim::ModelError(fmt::format("{}: a sliding window of {} needs causal attention", l.name, w));
+    }
+    // Query i attends to min(i + 1, w) keys: s (s + 1) / 2 pairs causal, w s - w (w - 1) / 2
+    // with the window (4 d FLOPs per pair and head: the two products).
+    const double pairs = windowed ? as_double(w) * as_double(s) - as_double(w) * as_double(w - 1) / 2.0
+                                  : as_double(s) * as_double(s) * (causal ? 0.5 : 1.0);
+    const double fwd_flops = 4.0 * pairs * as_double(d) * as_double(h);
     const double qkvo = 4.0 * as_double(s * h * d);
     OpTemplate f;
     f.type = sim::OpType::attention;
     f.math = MathKind::matmul;
     f.kernel = "flash_attn_fwd";
     f.shape = {h, s, s, d, causal ? 1 : 0, kernel};
+    if (windowed) f.shape.push_back(w);
     f.batch_axis = 0;
     f.flops = fwd_flops;
     f.act_elems = qkvo;  // read Q, K, V, write O

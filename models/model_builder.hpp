@@ -121,8 +121,11 @@ struct AttentionShape {
   bool rope = false;     ///< rotary position embedding applied to queries and keys
   bool dropout = false;  ///< dropout on the attention probabilities
   bool alibi = false;    ///< ALiBi: a per-head linear bias added to the scores (Press et al. 2022)
+  std::int64_t window = 0;  ///< sliding window (Layer::attention_window); 0: none
 };
 
+/// With a sliding window w < s the kernels still compute every score (masked), while the layer's
+/// model FLOPs count w keys per query.
 /// Forward: [RoPE,] scores Q K^T (gemm {s, s, d, heads}), [ALiBi bias add,] scaled masked softmax, [dropout,]
 /// context P V (gemm {s, d, s, heads}); the GEMMs have batch axis 3 (count = heads x micro-batch).
 /// Backward: the two input-gradient GEMMs of each product, [dropout and] softmax backward
@@ -131,7 +134,10 @@ Layer attention_layer(std::string name, const AttentionShape& shape);
 
 /// The model with every attention core fused FlashAttention-style (Dao 2023): one forward kernel
 /// (OpType::attention, shape {heads, s, s, head_dim, causal}, batch axis 0) of 4 s^2 d h FLOPs,
-/// halved when causal, and one backward kernel of 2.5x that (it recomputes the scores); RoPE
+/// halved when causal, and one backward kernel of 2.5x that (it recomputes the scores). A core
+/// with a sliding window w < s (causal only) adds w as shape[6] and counts 4 d h FLOPs per
+/// attended pair, w s - w (w - 1) / 2 pairs (FlashAttention-2's window_size skips the blocks
+/// outside it); RoPE
 /// kernels stay. The s x s scores are no longer saved, only the softmax statistics (one fp32 per
 /// query row and head). Layer FLOPs stay the unfused model FLOPs that MFU counts.
 /// `kernel` (kAttention* of models/compute_model.hpp) names the fused kernel: shape[5] of both.
@@ -215,6 +221,8 @@ struct TransformerSpec {
   bool hidden_dropout = true;     ///< dropout after the embedding and on each residual branch
   bool attention_dropout = true;  ///< dropout on the attention probabilities
   bool pooler = false;            ///< BERT's pooler (dense + tanh on the first token)
+  /// Per block, its attention's sliding window in tokens (Layer::attention_window); empty: none.
+  std::vector<int> windows;
 };
 
 /// Embedding, `layers` blocks (pre- or post-norm; attention then MLP, GELU or SwiGLU), [final

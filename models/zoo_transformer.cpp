@@ -87,14 +87,19 @@ Model build_transformer(const TransformerSpec& spec) {
   if (spec.hidden_dropout) b.add(dropout_layer("embed.dropout", tokens));
 
   const bool table = spec.positions > 0;
-  const AttentionShape attention{s,
-                                 t.heads,
-                                 t.kv_heads,
-                                 d,
-                                 !table && spec.rope && !spec.alibi,
-                                 spec.attention_dropout,
-                                 !table && spec.alibi};
+  AttentionShape attention{s,
+                           t.heads,
+                           t.kv_heads,
+                           d,
+                           !table && spec.rope && !spec.alibi,
+                           spec.attention_dropout,
+                           !table && spec.alibi};
+  if (!spec.windows.empty() && spec.windows.size() != static_cast<std::size_t>(t.layers)) {
+    throw sim::ModelError(fmt::format("model {}: {} attention windows for {} layers", spec.name, spec.windows.size(),
+                                      t.layers));
+  }
   for (int i = 0; i < t.layers; ++i) {
+    attention.window = spec.windows.empty() ? 0 : spec.windows[static_cast<std::size_t>(i)];
     b.set_block(i);
     const std::string p = fmt::format("h.{}.", i);
     // Attention sub-layer: [norm,] fused QKV projection, core, output projection, [dropout,]
