@@ -100,6 +100,8 @@ TEST_CASE("Mistral's sliding window: every layer's fused kernel visits w keys pe
   }
   // MistralConfig's default window (4096) applies when the key is absent; null means none.
   REQUIRE(cores(strategy::load_hf_config(mistral_with("null"), 8192)).front()->attention_window == 0);
+  const std::string absent = variant("hf/mistral-7b-v0.1/config.json", "\"sliding_window\": 4096,", "");
+  REQUIRE(cores(strategy::load_hf_config(absent, 8192)).back()->attention_window == 4096);
 }
 
 TEST_CASE("a windowed kernel's time counts the key blocks FlashAttention visits", "[models]") {
@@ -141,14 +143,14 @@ TEST_CASE("layer_types and Qwen's use_sliding_window choose the windowed layers;
   REQUIRE(c[2]->attention_window == 512);
   REQUIRE(c[3]->attention_window == 0);
   // Qwen2 with use_sliding_window false (its public config): no window although one is given.
-  for (const Layer* l : cores(strategy::load_hf_config(data_path("hf/qwen2-0.5b/config.json"), 1024))) {
-    REQUIRE(l->attention_window == 0);
-  }
+  const Model qwen2 = strategy::load_hf_config(data_path("hf/qwen2-0.5b/config.json"), 1024);
+  for (const Layer* l : cores(qwen2)) REQUIRE(l->attention_window == 0);
   // Without layer_types, Qwen windows the layers from max_window_layers on (modeling_qwen2.py).
   auto tiny = [](const std::string& from, const std::string& to) { return variant("hf/tiny-sliding/config.json", from, to); };
   const std::string types =
       R"("layer_types": ["sliding_attention", "full_attention", "sliding_attention", "full_attention"])";
-  const auto qwen = cores(strategy::load_hf_config(tiny(types, R"("attention_dropout": 0.0)"), 2048));
+  const Model from_layer_2 = strategy::load_hf_config(tiny(types, R"("attention_dropout": 0.0)"), 2048);
+  const auto qwen = cores(from_layer_2);
   REQUIRE(qwen[0]->attention_window == 0);
   REQUIRE(qwen[1]->attention_window == 0);
   REQUIRE(qwen[2]->attention_window == 512);
