@@ -466,8 +466,66 @@ Model with_fused_attention(Model model, std::int64_t kernel) {
   return model;
 }
 
+namespace {
+
+/// with_fp8 of a routed-experts layer (experts_layer's per-token kernels: permute, up,
+/// activation, down, unpermute and their backward): each expert's GEMMs in FP8, each preceded by
+/// its input's cast and transpose (per token) and its weight's (once per expert and micro-batch),
+/// the gradient GEMMs by the output gradient's. The permutations stay first and last.
+void experts_fp8(Layer& l) {
+  const OpTemplate* up = find_op(l.fwd, "expert_up_fwd");
+  const OpTemplate* down = find_op(l.fwd, "expert_down_fwd");
+  if (up == nullptr || down == nullptr || up->math == MathKind::matmul_fp8) return;
+  // gemm {1, out, in} per token.
+  const std::int64_t up_out = up->shape[1], hidden = up->shape[2], ffn = down->shape[2];
+  auto input_cast = [](const char* name, std::int64_t width) {
+    return memory_op(name, {1, width}, kElementwiseFlops * as_double(width), 2.0 * as_double(width));
+  };
+  auto weight_cast = [](const char* name, std::int64_t in, std::int64_t out) {
+    const double w = as_double(in * out);
+    OpTemplate t = memory_op(name, {in, out}, kElementwiseFlops * w, 0.0, 2.0 * w);
+    t.batched = false;
+    return t;
+  };
+  std::vector<OpTemplate> fwd;
+  for (OpTemplate t : l.fwd) {
+    if (t.kernel == "expert_up_fwd") {
+      fwd.push_back(input_cast("fp8_cast_transpose_expert_input", hidden));
+      fwd.push_back(weight_cast("fp8_cast_transpose_expert_up_weight", hidden, up_out));
+    } else if (t.kernel == "expert_down_fwd") {
+      fwd.push_back(input_cast("fp8_cast_transpose_expert_hidden", ffn));
+      fwd.push_back(weight_cast("fp8_cast_transpose_expert_down_weight", ffn, hidden));
+    }
+    if (t.kernel == "expert_up_fwd" || t.kernel == "expert_down_fwd") t.math = MathKind::matmul_fp8;
+    fwd.push_back(std::move(t));
+  }
+  std::vector<OpTemplate> bwd;
+  for (OpTemplate t : l.bwd) {
+    if (t.kernel == "expert_down_dgrad") bwd.push_back(input_cast("fp8_cast_transpose_expert_down_grad", hidden));
+    if (t.kernel == "expert_up_dgrad") bwd.push_back(input_cast("fp8_cast_transpose_expert_up_grad", up_out));
+    if (t.kernel.starts_with("expert_") && (t.kernel.ends_with("_dgrad") || t.kernel.ends_with("_wgrad"))) {
+      t.math = MathKind::matmul_fp8;
+    }
+    bwd.push_back(std::move(t));
+  }
+  const double fwd_flops = l.fwd_flops;
+  const double bwd_flops = l.bwd_flops;
+  l.fwd = std::move(fwd);
+  l.bwd = std::move(bwd);
+  l.fwd_flops = fwd_flops;  // model FLOPs: the casts are not model work
+  l.bwd_flops = bwd_flops;
+}
+
+}  // namespace
+
+bool is_fp8_weight_cast(std::string_view kernel) {
+  return kernel == "fp8_cast_transpose_weight" ||
+         (kernel.starts_with("fp8_cast_transpose_expert_") && kernel.ends_with("_weight"));
+}
+
 Model with_fp8(Model model) {
   for (Layer& l : model.layers) {
+    if (l.kind == "experts" && l.block >= 0) experts_fp8(l);
     if (l.kind != "linear" || l.block < 0) continue;
     const OpTemplate* fwd = find_op(l.fwd, "linear_fwd");
     if (fwd == nullptr || fwd->math == MathKind::matmul_fp8) continue;

@@ -150,8 +150,14 @@ Model with_fused_attention(Model model, std::int64_t kernel = 0);
 /// per element, taking the amax), and one casts the weight likewise; before the gradient GEMMs
 /// one kernel casts the output gradient with its transpose. The embedding, the LM head, attention
 /// products, norms and everything else keep the precision's dtype, as Megatron-Core with
-/// --fp8-format does. Layer FLOPs (what MFU counts) are unchanged.
+/// --fp8-format does. Routed experts run their GEMMs in FP8 too (Transformer Engine's
+/// GroupedLinear, Megatron-Core's TEGroupedMLP), each expert's with the same casts at its tokens
+/// and one weight cast per expert and micro-batch. Layer FLOPs (what MFU counts) are unchanged.
 Model with_fp8(Model model);
+/// Whether `kernel` is one of with_fp8's weight casts (a linear layer's or an expert's), which
+/// Transformer Engine runs in a step's first micro-batch only and reuses after
+/// (is_first_microbatch).
+bool is_fp8_weight_cast(std::string_view kernel);
 
 /// Softmax cross-entropy over {rows, classes} logits (the loss: the model's last layer). Saves
 /// the log-probabilities.

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "models/context_parallel.hpp"
+#include "models/model_builder.hpp"
 
 namespace foresight::strategy {
 
@@ -247,6 +248,8 @@ void LayerPass::experts(std::size_t i, bool forward) {
   for (int x = m.ep_rank * local; x < (m.ep_rank + 1) * local; ++x) {
     const double tokens = t.expert_tokens(x);
     for (std::size_t k = 1; k + 1 < kernels.size(); ++k) {
+      // FP8's expert weight casts: the step's first micro-batch only, as for linear layers.
+      if ((micro_ > 0 || recomputing_) && is_fp8_weight_cast(kernels[k].kernel)) continue;
       run_tokens(kernels[k], i, x, tokens, !forward && is_wgrad(kernels[k]) ? sim::Phase::wgrad : phase, d);
     }
   }

@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include "common/error.hpp"
+#include "models/model_builder.hpp"
 
 namespace foresight::strategy {
 namespace {
@@ -167,7 +168,7 @@ const RankEmitter::KernelInfo& RankEmitter::kernel_info(const OpTemplate& t, std
                            comm_waits_by_type(compute_constants(gpu_))[type]);
     info.coalesces = layer.experts == 0 && plan_.comm_compute_slowdown <= 0.0 && !contends;
     info.wgrad = is_wgrad(t);
-    info.weight_cast = t.kernel == "fp8_cast_transpose_weight";
+    info.weight_cast = is_fp8_weight_cast(t.kernel);
     return info;
   });
 }

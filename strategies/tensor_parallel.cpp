@@ -48,6 +48,12 @@ int split_axis(const OpTemplate& t, TpRole role, bool sp) {
       if (k == "expert_down_fwd") return 2;
       if (k == "expert_down_dgrad" || k == "expert_down_wgrad") return 1;
       if (k.rfind("expert_", 0) == 0) return static_cast<int>(t.shape.size()) - 1;  // the activation {1, 1, ffn}
+      // FP8 casts (with_fp8), {1, dims...}: the up weight {h, 2f / t} and the down weight {f / t, h}
+      // are sharded, as are the down projection's input {1, f / t} and the up projection's output
+      // gradient {1, 2f / t}; the expert's input and the down projection's output gradient are whole.
+      if (k == "fp8_cast_transpose_expert_up_weight") return 2;
+      if (k == "fp8_cast_transpose_expert_down_weight") return 1;
+      if (k == "fp8_cast_transpose_expert_hidden" || k == "fp8_cast_transpose_expert_up_grad") return 2;
       return -1;                                 // permutation: whole tokens
     case TpRole::replicated:
       // Sequence parallelism splits the tokens: a memory kernel's first axis after the batch.

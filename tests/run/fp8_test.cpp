@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -15,6 +16,7 @@
 #include "run/simulation.hpp"
 #include "strategies/memory_model.hpp"
 #include "strategies/rank_emitter.hpp"
+#include "tests/test_paths.hpp"
 #include "topologies/gpu_spec.hpp"
 
 using namespace foresight;
@@ -196,4 +198,96 @@ TEST_CASE("FP8 linear layers keep their inputs in FP8 for the backward pass: one
   const Layer& head = base.layers[n - 2];
   REQUIRE(head.name == "lm_head");
   REQUIRE(saved_activation_bytes(fp8, p, n - 2, n - 1, false) == saved_activation_bytes(base, p, n - 2, n - 1, false));
+}
+
+TEST_CASE("with_fp8 on routed experts: each expert's GEMMs in FP8 behind their casts, permutations outside",
+          "[fp8][moe]") {
+  // Transformer Engine's GroupedLinear (Megatron-Core's TEGroupedMLP) under fp8_autocast.
+  const Model base = build_model("mixtral-8x7b");
+  const Model fp8 = with_fp8(base);
+  REQUIRE(fp8.fwd_flops() == base.fwd_flops());
+  REQUIRE(fp8.bwd_flops() == base.bwd_flops());
+  int converted = 0;
+  for (const Layer& l : fp8.layers) {
+    if (l.kind != "experts") continue;
+    ++converted;
+    // Per token: h = 4096 in, 2 f = 28672 up, f = 14336 down.
+    const double h = 4096, up = 2 * 14336, f = 14336;
+    std::vector<std::string> fwd;
+    for (const OpTemplate& t : l.fwd) fwd.push_back(t.kernel);
+    REQUIRE(fwd == std::vector<std::string>{"moe_permute", "fp8_cast_transpose_expert_input",
+                                            "fp8_cast_transpose_expert_up_weight", "expert_up_fwd", "expert_swiglu_fwd",
+                                            "fp8_cast_transpose_expert_hidden", "fp8_cast_transpose_expert_down_weight",
+                                            "expert_down_fwd", "moe_unpermute"});
+    REQUIRE(find_op(l.fwd, "expert_up_fwd")->math == MathKind::matmul_fp8);
+    REQUIRE(find_op(l.fwd, "expert_down_fwd")->math == MathKind::matmul_fp8);
+    REQUIRE(find_op(l.fwd, "expert_swiglu_fwd")->math != MathKind::matmul_fp8);
+    // A token's input read in 2 bytes and written as FP8 and its transpose: 2 elements of 2 bytes.
+    REQUIRE(find_op(l.fwd, "fp8_cast_transpose_expert_input")->act_elems == 2 * h);
+    REQUIRE(find_op(l.fwd, "fp8_cast_transpose_expert_hidden")->act_elems == 2 * f);
+    const OpTemplate* w = find_op(l.fwd, "fp8_cast_transpose_expert_up_weight");
+    REQUIRE_FALSE(w->batched);  // once per expert and micro-batch, whatever its tokens
+    REQUIRE(w->param_elems == 2 * h * up);
+    REQUIRE(find_op(l.fwd, "fp8_cast_transpose_expert_down_weight")->param_elems == 2 * f * h);
+    REQUIRE(l.bwd.front().kernel == "moe_unpermute_bwd");
+    REQUIRE(l.bwd.back().kernel == "moe_permute_bwd");
+    REQUIRE(find_op(l.bwd, "fp8_cast_transpose_expert_down_grad")->act_elems == 2 * h);
+    REQUIRE(find_op(l.bwd, "fp8_cast_transpose_expert_up_grad")->act_elems == 2 * up);
+    for (const char* k : {"expert_down_dgrad", "expert_down_wgrad", "expert_up_dgrad", "expert_up_wgrad"}) {
+      REQUIRE(find_op(l.bwd, k)->math == MathKind::matmul_fp8);
+    }
+  }
+  REQUIRE(converted == 32);
+  // On an H100 each expert's up projection at 4096 tokens runs as an FP8 GEMM: at the FP8 peak,
+  // at most 0.6 of its BF16 time (half, plus the launch gap and the bytes at the same HBM rate).
+  const auto& h100 = topo::find_gpu_spec("H100-SXM5-80GB");
+  const ComputeModel compute(h100);
+  Plan plan;
+  plan.precision = Precision::bf16;
+  const auto& experts = *std::find_if(fp8.layers.begin(), fp8.layers.end(), [](const Layer& l) { return l.kind == "experts"; });
+  const auto& bf16_experts = *std::find_if(base.layers.begin(), base.layers.end(), [](const Layer& l) { return l.kind == "experts"; });
+  const auto s8 = instantiate(*find_op(experts.fwd, "expert_up_fwd"), 4096, plan, h100.compute_capability);
+  const auto s16 = instantiate(*find_op(bf16_experts.fwd, "expert_up_fwd"), 4096, plan, h100.compute_capability);
+  REQUIRE(s8.dtype == sim::DType::fp8);
+  REQUIRE(s16.dtype == sim::DType::bf16);
+  REQUIRE(s8.flops == s16.flops);
+  REQUIRE(compute.duration(s8).seconds() < 0.6 * compute.duration(s16).seconds());
+}
+
+TEST_CASE("FP8 experts in a run: weight casts in the first micro-batch only, casts sharded with expert TP",
+          "[fp8][moe]") {
+  // The 4-layer Mixtral-like test model (h 512, 8 experts of 1024, top-2), TP 2 x EP 2 x DP 2,
+  // two micro-batches per step.
+  json doc{{"model", {{"hf_config", test::data_path("hf/tiny-mixtral/config.json")}}},
+           {"cluster", {{"preset", "dgx-h100"}, {"gpus", 8}}},
+           {"plan", {{"tp", 2}, {"ep", 2}, {"dp", 2}, {"micro_batch", 2}, {"global_batch", 16}, {"precision", "bf16"},
+                     {"optimizer", "adam"}, {"fused_attention", true}, {"fp8", true}, {"steps", 1}, {"fold", false},
+                     {"network", "analytical"}}},
+           {"workload", {{"steps", 1}}}};
+  SimulationInputs inputs;
+  inputs.collectives = run::default_collective_config();
+  const auto out = simulate_scenario(parse_scenario(doc, "fp8-moe.json"), inputs);
+  const auto& g = out.compiled.graph;
+  std::map<std::string, int> casts_by_micro;
+  bool up_weight_seen = false;
+  for (const auto& n : g.nodes) {
+    if (n.rank != 0 || n.kind != sim::OpKind::compute) continue;
+    const std::string& name = g.names[n.name];
+    if (name.find("fp8_cast_transpose_expert") == std::string::npos) continue;
+    const auto& sig = g.signatures[n.signature];
+    const bool weight = name.ends_with("_weight");
+    if (weight) ++casts_by_micro[std::to_string(n.micro_batch)];
+    if (name.ends_with("expert_up_weight")) {
+      // {1, h, 2f / t}: the up projection's weight split by its outputs over TP 2.
+      REQUIRE(sig.shape == std::vector<std::int64_t>{1, 512, 2 * 1024 / 2});
+      up_weight_seen = true;
+    }
+    if (name.ends_with("expert_down_weight")) REQUIRE(sig.shape == std::vector<std::int64_t>{1, 1024 / 2, 512});
+    if (name.ends_with("expert_hidden")) REQUIRE(sig.shape.back() == 1024 / 2);
+    if (name.ends_with("expert_input")) REQUIRE(sig.shape.back() == 512);
+  }
+  REQUIRE(up_weight_seen);
+  // Micro-batch 0: 4 layers x 4 local experts x 2 weights; micro-batch 1 reuses them.
+  REQUIRE(casts_by_micro["0"] == 4 * 4 * 2);
+  REQUIRE(casts_by_micro.count("1") == 0);
 }
