@@ -103,6 +103,18 @@ void read_moe(const JsonReader& r, const json& doc, TransformerSpec& s) {
     m.shared_experts = std::max(1, *shared / m.expert_ffn);
   }
   m.dense_layers = optional_positive(r, doc, "first_k_dense_replace").value_or(0);
+  // Qwen2-MoE/Qwen3-MoE may interleave dense MLP layers: only their all-MoE default is modelled.
+  if (!unset(doc, "decoder_sparse_step")) {
+    const long long step = r.integer_at(doc, "decoder_sparse_step", JsonPath{}, kWhat, 1, INT_MAX);
+    if (step != 1) {
+      r.fail(JsonPath{}.at("decoder_sparse_step"),
+             fmt::format("expected 1 (every layer MoE; interleaved dense layers are not modelled), found {}", step));
+    }
+  }
+  if (!unset(doc, "mlp_only_layers") && !r.array_at(doc, "mlp_only_layers", JsonPath{}, kWhat).empty()) {
+    r.fail(JsonPath{}.at("mlp_only_layers"), "expected [] (every layer MoE; dense layers among MoE ones are not "
+                                             "modelled), found a list of layers");
+  }
   if (m.top_k > m.experts) {
     r.fail(JsonPath{}.at("num_experts_per_tok"),
            fmt::format("expected at most the {} experts, found {}", m.experts, m.top_k));
@@ -180,6 +192,8 @@ TransformerSpec llama_style(const JsonReader& r, const json& doc, const std::str
   s.hidden_dropout = false;
   s.attention_dropout = optional_number(r, doc, "attention_dropout", 0.0) > 0.0;
   s.windows = read_windows(r, doc, model_type, s.shape.layers);
+  // Qwen3 normalizes each head's query and key (modeling_qwen3.py: q_norm, k_norm).
+  s.qk_norm = model_type == "qwen3" || model_type == "qwen3_moe";
   read_moe(r, doc, s);
   return s;
 }

@@ -370,13 +370,14 @@ Layer attention_layer(std::string name, const AttentionShape& a) {
   const Dims rope_dims{s, (h + a.kv_heads) * d};
   // Saved: Q, K and V; the softmax output; with dropout also its output, and its 1-byte mask
   // (K22 §4.1).
-  const double saved = qkv + probs * (a.dropout ? 2.0 : 1.0);
+  const double saved = qkv + probs * (a.dropout ? 2.0 : 1.0) + (a.qk_norm ? rope_elems : 0.0);
   Layer l = make_layer(std::move(name), "attention", 0, saved, as_double(s * h * d));
   l.saved_mask_elems = a.dropout ? probs : 0.0;
   l.saved_score_elems = probs * (a.dropout ? 2.0 : 1.0);
   l.saved_score_mask_elems = l.saved_mask_elems;
   l.tp = TpRole::sharded;  // heads split across the group
   l.attention_window = a.window;
+  if (a.qk_norm) l.fwd.push_back(memory_op("qk_norm_fwd", rope_dims, kRmsNormFlops * rope_elems, 2.0 * rope_elems));
   if (a.rope)
     l.fwd.push_back(memory_op("rope_fwd", rope_dims, kRopeFlops * rope_elems, 2.0 * rope_elems));
   l.fwd.push_back(gemm_op("attn_scores", s, s, d, h, 3, qk_io, 0.0));
@@ -401,6 +402,10 @@ Layer attention_layer(std::string name, const AttentionShape& a) {
     l.bwd.push_back(memory_op("rope_bwd", rope_dims, kBackwardFactor * kRopeFlops * rope_elems,
                               2.0 * rope_elems));
   }
+  if (a.qk_norm) {
+    l.bwd.push_back(
+        memory_op("qk_norm_bwd", rope_dims, kBackwardFactor * kRmsNormFlops * rope_elems, 3.0 * rope_elems));
+  }
   l = sealed(std::move(l));
   if (a.window > 0 && a.window < s) {
     // The model FLOPs (what MFU counts) take w keys per query where the unfused kernels compute
@@ -408,7 +413,9 @@ Layer attention_layer(std::string name, const AttentionShape& a) {
     const double scale = as_double(a.window) / as_double(s);
     auto model_flops = [&](const std::vector<OpTemplate>& ops) {
       double total = 0.0;
-      for (const OpTemplate& t : ops) total += t.kernel.starts_with("rope") ? t.flops : t.flops * scale;
+      for (const OpTemplate& t : ops) {
+        total += t.kernel.starts_with("rope") || t.kernel.starts_with("qk_norm") ? t.flops : t.flops * scale;
+      }
       return total;
     };
     l.fwd_flops = model_flops(l.fwd);
@@ -450,8 +457,8 @@ Model with_fused_attention(Model model, std::int64_t kernel) {
     b.kernel = "flash_attn_bwd";
     b.flops = 2.5 * fwd_flops;  // FlashAttention-2's count: 5 products against the forward's 2
     b.act_elems = 2.0 * qkvo;   // read Q, K, V, O, dO, write dQ, dK, dV
-    auto keep_rope = [](std::vector<OpTemplate>& list) {
-      std::erase_if(list, [](const OpTemplate& t) { return t.kernel.rfind("rope", 0) != 0; });
+    auto keep_rope = [](std::vector<OpTemplate>& list) {  // and the QK norm
+      std::erase_if(list, [](const OpTemplate& t) { return !t.kernel.starts_with("rope") && !t.kernel.starts_with("qk_norm"); });
     };
     keep_rope(l.fwd);
     keep_rope(l.bwd);

@@ -122,6 +122,7 @@ struct AttentionShape {
   bool dropout = false;  ///< dropout on the attention probabilities
   bool alibi = false;    ///< ALiBi: a per-head linear bias added to the scores (Press et al. 2022)
   std::int64_t window = 0;  ///< sliding window (Layer::attention_window); 0: none
+  bool qk_norm = false;     ///< RMSNorm over each head's query and key before RoPE (Qwen3)
 };
 
 /// With a sliding window w < s the kernels still compute every score (masked), while the layer's
@@ -130,6 +131,9 @@ struct AttentionShape {
 /// context P V (gemm {s, d, s, heads}); the GEMMs have batch axis 3 (count = heads x micro-batch).
 /// Backward: the two input-gradient GEMMs of each product, [dropout and] softmax backward
 /// [, RoPE backward]. Saves Q, K, V, the softmax output [, dropout mask and dropout output].
+/// With qk_norm, one fused RMSNorm kernel over the queries and keys comes first (read and write)
+/// and its backward last (read the input and the gradient, write the gradient); it saves its
+/// input.
 Layer attention_layer(std::string name, const AttentionShape& shape);
 
 /// The model with every attention core fused FlashAttention-style (Dao 2023): one forward kernel
@@ -229,6 +233,7 @@ struct TransformerSpec {
   bool pooler = false;            ///< BERT's pooler (dense + tanh on the first token)
   /// Per block, its attention's sliding window in tokens (Layer::attention_window); empty: none.
   std::vector<int> windows;
+  bool qk_norm = false;  ///< RMSNorm of each head's query and key (Qwen3's q_norm and k_norm)
 };
 
 /// Embedding, `layers` blocks (pre- or post-norm; attention then MLP, GELU or SwiGLU), [final

@@ -94,6 +94,7 @@ Model build_transformer(const TransformerSpec& spec) {
                            !table && spec.rope && !spec.alibi,
                            spec.attention_dropout,
                            !table && spec.alibi};
+  attention.qk_norm = spec.qk_norm;
   if (!spec.windows.empty() && spec.windows.size() != static_cast<std::size_t>(t.layers)) {
     throw sim::ModelError(fmt::format("model {}: {} attention windows for {} layers", spec.name, spec.windows.size(),
                                       t.layers));

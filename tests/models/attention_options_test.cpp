@@ -1,6 +1,7 @@
-// Sliding-window attention (Mistral's sliding_window, transformers' layer_types): which layers
-// Hugging Face configs window, the fused kernel's FLOPs and shape, its time from the key blocks
-// FlashAttention skips, and the refusals.
+// Attention options of newer Hugging Face configs. Sliding windows (Mistral's sliding_window,
+// transformers' layer_types): which layers are windowed, the fused kernel's FLOPs and shape, its
+// time from the key blocks FlashAttention skips, and the refusals. Qwen3's QK norm. MoE layouts
+// the import refuses.
 #include <catch2/catch.hpp>
 
 #include <fstream>
@@ -45,7 +46,7 @@ std::string variant(const std::string& relative, const std::string& from, const 
   const auto at = text.find(from);
   REQUIRE(at != std::string::npos);
   text.replace(at, from.size(), to);
-  static const auto dir = test::fresh_dir("sliding-window");
+  static const auto dir = test::fresh_dir("attention-options");
   const auto out = dir / (std::to_string(std::hash<std::string>{}(relative + to)) + ".json");
   std::ofstream(out) << text;
   return out.string();
@@ -180,4 +181,52 @@ TEST_CASE("context parallelism refuses sliding-window attention", "[models]") {
   REQUIRE_THROWS_WITH(strategy::with_context_parallel(whole, part, 2),
                       Catch::Matchers::Contains("cp = 2") && Catch::Matchers::Contains("sliding-window attention") &&
                           Catch::Matchers::Contains("window 4096"));
+}
+
+TEST_CASE("Qwen3's QK norm: one RMSNorm pass over the queries and keys each way; interleaved dense layers refused",
+          "[models]") {
+  // tiny-sliding is a Qwen3 config: 4 query heads and 2 KV heads of 64, sequence 2048.
+  const Model m = strategy::load_hf_config(data_path("hf/tiny-sliding/config.json"), 2048);
+  const double qk = 2048.0 * (4 + 2) * 64;  // elements of the queries and keys
+  for (const Layer* l : cores(m)) {
+    const auto& f = op(*l, "qk_norm_fwd");
+    const auto& b = op(*l, "qk_norm_bwd", false);
+    REQUIRE(l->fwd.front().kernel == "qk_norm_fwd");  // before RoPE
+    REQUIRE(l->bwd.back().kernel == "qk_norm_bwd");
+    REQUIRE(f.act_elems == 2 * qk);  // read and write, in the activation dtype
+    REQUIRE(b.act_elems == 3 * qk);  // read the input and the gradient, write the gradient
+  }
+  // It saves its input: the queries and keys once more than a Llama-style core of the same shape.
+  const Model no_norm = strategy::load_hf_config(variant("hf/tiny-sliding/config.json", "\"model_type\": \"qwen3\"",
+                                                         "\"model_type\": \"llama\""),
+                                                 2048);
+  REQUIRE(cores(m).front()->saved_elems - cores(no_norm).front()->saved_elems == Approx(qk));
+  for (const Layer* l : cores(no_norm)) REQUIRE(l->fwd.front().kernel != "qk_norm_fwd");
+  // Fused attention keeps it (and RoPE) beside the fused kernel.
+  const Model fused = strategy::with_fused_attention(m);
+  REQUIRE(cores(fused).front()->fwd.front().kernel == "qk_norm_fwd");
+  // Qwen-MoE configs that interleave dense MLP layers are refused, naming the key.
+  const std::string moe = variant("hf/tiny-sliding/config.json", "\"intermediate_size\": 512,",
+                                  "\"intermediate_size\": 512, \"num_experts\": 8, \"num_experts_per_tok\": 2, "
+                                  "\"moe_intermediate_size\": 128, \"decoder_sparse_step\": 2,");
+  try {
+    strategy::load_hf_config(moe, 2048);
+    FAIL("decoder_sparse_step 2 was accepted");
+  } catch (const sim::ModelError& e) {
+    REQUIRE_THAT(e.what(), Catch::Matchers::Contains("/decoder_sparse_step") && Catch::Matchers::Contains("found 2"));
+  }
+  const std::string dense_list = variant("hf/tiny-sliding/config.json", "\"intermediate_size\": 512,",
+                                         "\"intermediate_size\": 512, \"num_experts\": 8, \"num_experts_per_tok\": 2, "
+                                         "\"mlp_only_layers\": [0],");
+  try {
+    strategy::load_hf_config(dense_list, 2048);
+    FAIL("mlp_only_layers [0] was accepted");
+  } catch (const sim::ModelError& e) {
+    REQUIRE_THAT(e.what(), Catch::Matchers::Contains("/mlp_only_layers"));
+  }
+  // The all-MoE defaults load.
+  const std::string all_moe = variant("hf/tiny-sliding/config.json", "\"intermediate_size\": 512,",
+                                      "\"intermediate_size\": 512, \"num_experts\": 8, \"num_experts_per_tok\": 2, "
+                                      "\"decoder_sparse_step\": 1, \"mlp_only_layers\": [],");
+  REQUIRE(strategy::load_hf_config(all_moe, 2048).params() > m.params());
 }
