@@ -25,7 +25,7 @@ namespace {
 struct PlanCommandOptions {
   std::string scenario;
   ScenarioFlags flags;
-  std::string tp, pp, virtual_stages, micro_batch, recompute, zero, sequence_parallel;
+  std::string tp, pp, virtual_stages, micro_batch, recompute, zero, sequence_parallel, ep;
   strategy::PlanOptions search;
   bool json = false;
   std::string csv;
@@ -108,15 +108,16 @@ std::string table(const strategy::PlanSearch& s, int top, const std::string& sce
 }
 
 std::string csv(const strategy::PlanSearch& s) {
-  std::string out = "status,tp,pp,dp,virtual_stages,micro_batch,recompute,zero,sequence_parallel,bound_s,iteration_s,"
-                    "tokens_per_s,samples_per_s,mfu,peak_bytes,usd_run,kwh_run,reason\n";
+  std::string out = "status,tp,pp,dp,virtual_stages,micro_batch,recompute,zero,sequence_parallel,ep,bound_s,"
+                    "iteration_s,tokens_per_s,samples_per_s,mfu,peak_bytes,usd_run,kwh_run,reason\n";
   for (const auto& r : s.rows) {
     auto field = [&](const char* k) { return r.plan.contains(k) ? (r.plan[k].is_string() ? r.plan[k].get<std::string>() : r.plan[k].dump()) : ""; };
     std::string reason = r.reason;
     for (char& c : reason) c = c == '"' ? '\'' : c;
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{:.6g},{:.9g},{:.9g},{:.9g},{:.6g},{:.6g},{},{},\"{}\"\n",
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{:.6g},{:.9g},{:.9g},{:.9g},{:.6g},{:.6g},{},{},\"{}\"\n",
                        to_string(r.status), field("tp"), field("pp"), field("dp"), field("virtual_stages"),
-                       field("micro_batch"), field("recompute"), field("zero"), field("sequence_parallel"), r.bound_s,
+                       field("micro_batch"), field("recompute"), field("zero"), field("sequence_parallel"), field("ep"),
+                       r.bound_s,
                        r.iteration_s, r.tokens_per_s, r.samples_per_s, r.mfu, r.peak_bytes,
                        r.usd_run >= 0 ? fmt::format("{:.9g}", r.usd_run) : "",
                        r.kwh_run >= 0 ? fmt::format("{:.9g}", r.kwh_run) : "", reason);
@@ -195,8 +196,8 @@ std::string compare_table(const std::vector<strategy::HardwareRow>& rows, double
 }
 
 std::string compare_csv(const std::vector<strategy::HardwareRow>& rows) {
-  std::string out = "cluster,gpu,gpus,tp,pp,dp,virtual_stages,micro_batch,recompute,zero,sequence_parallel,iteration_s,"
-                    "run_s,tokens_per_s,samples_per_s,mfu,peak_bytes,usd_run,kwh_run,price_basis,pareto,within_budget,reason\n";
+  std::string out = "cluster,gpu,gpus,tp,pp,dp,virtual_stages,micro_batch,recompute,zero,sequence_parallel,ep,"
+                    "iteration_s,run_s,tokens_per_s,samples_per_s,mfu,peak_bytes,usd_run,kwh_run,price_basis,pareto,within_budget,reason\n";
   for (const auto& r : rows) {
     const auto field = [&](const char* k) {
       if (!r.best || !r.best->plan.contains(k)) return std::string();
@@ -207,9 +208,10 @@ std::string compare_csv(const std::vector<strategy::HardwareRow>& rows) {
     for (char& c : reason) c = c == '"' ? '\'' : c;
     const strategy::PlanRow none;
     const strategy::PlanRow& b = r.best ? *r.best : none;
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.6g},{:.6g},{},{},\"{}\",{},{},\"{}\"\n",
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.6g},{:.6g},{},{},\"{}\",{},{},\"{}\"\n",
                        r.option.cluster, r.gpu, r.option.gpus, field("tp"), field("pp"), field("dp"), field("virtual_stages"),
-                       field("micro_batch"), field("recompute"), field("zero"), field("sequence_parallel"), b.iteration_s,
+                       field("micro_batch"), field("recompute"), field("zero"), field("sequence_parallel"), field("ep"),
+                       b.iteration_s,
                        b.run_s, b.tokens_per_s, b.samples_per_s, b.mfu, b.peak_bytes,
                        b.usd_run >= 0 ? fmt::format("{:.9g}", b.usd_run) : "",
                        b.kwh_run >= 0 ? fmt::format("{:.9g}", b.kwh_run) : "", r.price_basis, r.pareto ? 1 : 0,
@@ -278,6 +280,7 @@ int run_plan(const PlanCommandOptions& o) {
   if (!o.virtual_stages.empty()) space.virtual_stages = integers("--virtual-stages", o.virtual_stages, 1);
   if (!o.micro_batch.empty()) space.micro_batch = integers("--micro-batches", o.micro_batch, 1);
   if (!o.zero.empty()) space.zero = integers("--zero", o.zero, 0);
+  if (!o.ep.empty()) space.ep = integers("--ep", o.ep, 1);
   if (!o.recompute.empty()) space.recompute = comma_list("--recompute", o.recompute);
   if (!o.sequence_parallel.empty()) {
     space.sequence_parallel.clear();
@@ -308,7 +311,7 @@ int run_plan(const PlanCommandOptions& o) {
 void add_plan_command(CLI::App& app, Runner& run) {
   auto o = std::make_shared<PlanCommandOptions>();
   CLI::App* cmd = app.add_subcommand(
-      "plan", "Search the parallel plans (TP x PP x DP, virtual stages, micro-batch, recompute, ZeRO, sequence "
+      "plan", "Search the parallel plans (TP x PP x EP x DP, virtual stages, micro-batch, recompute, ZeRO, sequence "
               "parallelism) of a scenario's model, cluster and global batch; print the fastest that fit");
   cmd->add_option("scenario", o->scenario, "Scenario JSON file: its model, cluster, global batch and fixed plan fields")
       ->required();
@@ -319,6 +322,9 @@ void add_plan_command(CLI::App& app, Runner& run) {
   cmd->add_option("--micro-batches", o->micro_batch, "Micro-batch sizes to try (default: 1,2,4,8)");
   cmd->add_option("--recompute", o->recompute, "Recompute modes to try (default: none,selective,full)");
   cmd->add_option("--zero", o->zero, "ZeRO stages to try (default: 0,1)");
+  cmd->add_option("--ep", o->ep,
+                  "Expert-parallel sizes to try, for models with routed experts (default: powers of two up to 64 that "
+                  "divide the experts)");
   cmd->add_option("--sequence-parallel", o->sequence_parallel, "on, off or on,off (default: both, with tp > 1)");
   cmd->add_option("--memory-margin", o->search.memory_margin,
                   "Fraction of each GPU's memory a plan must leave free (default: 0.1)");

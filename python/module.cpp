@@ -240,7 +240,7 @@ py::list py_sweep(py::handle scenario, py::handle vary, py::handle gpus, py::han
 
 py::object py_plan(py::handle scenario, py::handle base_dir, py::handle overrides, py::handle tp, py::handle pp,
                 py::handle virtual_stages, py::handle micro_batches, py::handle recompute, py::handle zero,
-                py::handle sequence_parallel, double memory_margin, py::handle top, py::handle jobs, py::handle clusters,
+                py::handle sequence_parallel, py::handle ep, double memory_margin, py::handle top, py::handle jobs, py::handle clusters,
                 py::handle gpus, double budget, py::handle calibration, py::handle profile, py::handle prices) {
   const strategy::ScenarioSource source = scenario_source(scenario, base_dir);
   strategy::PlanSpace space;  // a dimension left empty: the planner's default for each cluster
@@ -249,6 +249,7 @@ py::object py_plan(py::handle scenario, py::handle base_dir, py::handle override
   if (!virtual_stages.is_none()) space.virtual_stages = integers(virtual_stages, "virtual_stages", 1);
   if (!micro_batches.is_none()) space.micro_batch = integers(micro_batches, "micro_batches", 1);
   if (!zero.is_none()) space.zero = integers(zero, "zero", 0);
+  if (!ep.is_none()) space.ep = integers(ep, "ep", 1);
   if (!recompute.is_none()) space.recompute = strings(recompute, "recompute");
   if (!sequence_parallel.is_none()) {
     if (py::isinstance<py::str>(sequence_parallel) || !py::hasattr(sequence_parallel, "__iter__")) {
@@ -480,15 +481,17 @@ PYBIND11_MODULE(foresight, m) {
         "then starts with \"config\", i, so that the shards' rows sorted by it are the whole sweep's.");
   m.def("plan", &fp::py_plan, arg("scenario"), py::kw_only(), arg("base_dir") = none, arg("overrides") = none,
         arg("tp") = none, arg("pp") = none, arg("virtual_stages") = none, arg("micro_batches") = none,
-        arg("recompute") = none, arg("zero") = none, arg("sequence_parallel") = none, arg("memory_margin") = 0.1,
+        arg("recompute") = none, arg("zero") = none, arg("sequence_parallel") = none, arg("ep") = none,
+        arg("memory_margin") = 0.1,
         arg("top") = 10, arg("jobs") = 0, arg("clusters") = none, arg("gpus") = none, arg("budget") = 0.0,
         arg("calibration") = none, arg("profile") = none, arg("prices") = none,
         "plan(scenario, *, base_dir=None, overrides=None, tp=None, pp=None, virtual_stages=None,\n"
-        "     micro_batches=None, recompute=None, zero=None, sequence_parallel=None, memory_margin=0.1, top=10,\n"
-        "     jobs=0, clusters=None, gpus=None, budget=0.0, calibration=None, profile=None, prices=None) -> dict\n\n"
+        "     micro_batches=None, recompute=None, zero=None, sequence_parallel=None, ep=None, memory_margin=0.1,\n"
+        "     top=10, jobs=0, clusters=None, gpus=None, budget=0.0, calibration=None, profile=None, prices=None)\n"
+        "    -> dict\n\n"
         "Searches the parallel plans of a scenario's model, cluster and global batch: the dict\n"
         "`foresight plan --json` prints, {\"plans\": [...], \"simulated\": n, \"compiled\": n}, the best first.\n"
-        "tp, pp, virtual_stages, micro_batches, zero: lists of integers; recompute: list of modes;\n"
+        "tp, pp, virtual_stages, micro_batches, zero, ep: lists of integers; recompute: list of modes;\n"
         "sequence_parallel: list of bools; None takes the planner's default. With clusters (presets or\n"
         "topology files) and/or gpus (counts), compares hardware instead: {\"options\": [...]}, priced, with\n"
         "the Pareto front and budget (USD) marked.");

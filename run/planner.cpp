@@ -132,6 +132,11 @@ PlanSpace default_plan_space(const Model& model, const topo::Cluster& cluster) {
   s.recompute = model.transformer ? std::vector<std::string>{"none", "selective", "full"}
                                   : std::vector<std::string>{"none", "full"};
   s.zero = {0, 1};  // ZeRO-1 shards expert states too (over the expert-data-parallel group)
+  s.ep = {1};
+  const int experts = model.transformer ? model.transformer->moe.experts : 0;
+  for (int e = 2; e <= std::min(64, experts); e *= 2) {
+    if (experts % e == 0) s.ep.push_back(e);
+  }
   s.sequence_parallel = model.transformer ? std::vector<bool>{false, true} : std::vector<bool>{false};
   return s;
 }
@@ -202,7 +207,9 @@ PlanSearch search_document(const std::string& path, const json& doc, const PlanS
     if (space.recompute.empty()) space.recompute = d.recompute;
     if (space.zero.empty()) space.zero = d.zero;
     if (space.sequence_parallel.empty()) space.sequence_parallel = d.sequence_parallel;
+    if (space.ep.empty()) space.ep = d.ep;
   }
+  const bool moe = base_model.transformer && base_model.transformer->moe.experts > 0;
 
   // 1. Every combination, checked by the scenario reader.
   struct Candidate {
@@ -211,7 +218,11 @@ PlanSearch search_document(const std::string& path, const json& doc, const PlanS
   };
   std::vector<Candidate> candidates;
   PlanSearch search;
+  std::vector<std::pair<int, int>> tp_ep;
   for (const int tp : space.tp) {
+    for (const int ep : space.ep) tp_ep.emplace_back(tp, ep);
+  }
+  for (const auto& [tp, ep] : tp_ep) {
     for (const int pp : space.pp) {
       for (const int vs : space.virtual_stages) {
         if (vs > 1 && pp == 1) continue;  // the same plan as vs = 1
@@ -220,10 +231,11 @@ PlanSearch search_document(const std::string& path, const json& doc, const PlanS
             for (const int zero : space.zero) {
               for (const bool sp : space.sequence_parallel) {
                 if (sp && tp == 1) continue;  // sequence parallelism splits a TP group
-                const int ranks = tp * pp * base.plan.ep * base.plan.cp;
+                const int ranks = tp * pp * ep * base.plan.cp;
                 if (ranks > gpus) continue;  // not a plan for this many GPUs
                 PlanRow row;
-                row.label = fmt::format("tp {} pp {} dp {}{} vs {} mb {} recompute {} zero {}{}", tp, pp,
+                row.label = fmt::format("tp {} pp {}{} dp {}{} vs {} mb {} recompute {} zero {}{}", tp, pp,
+                                        moe || ep > 1 ? fmt::format(" ep {}", ep) : "",
                                         ranks > 0 && gpus % ranks == 0 ? std::to_string(gpus / ranks) : "-",
                                         base.plan.cp > 1 ? fmt::format(" cp {}", base.plan.cp) : "", vs, mb, rc, zero,
                                         sp ? " sp" : "");
@@ -237,6 +249,7 @@ PlanSearch search_document(const std::string& path, const json& doc, const PlanS
                                 {"micro_batch", mb}, {"recompute", rc},  {"zero", zero},
                                 {"global_batch", global_batch}};
                 if (tp > 1) row.plan["sequence_parallel"] = sp;
+                if (moe || ep > 1) row.plan["ep"] = ep;
                 if (pp > 1) {
                   row.plan["schedule"] = vs > 1 ? "interleaved" : "1f1b";
                   row.plan["virtual_stages"] = vs;

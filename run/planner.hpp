@@ -1,7 +1,7 @@
 #pragma once
 /// The planner behind `foresight plan`: for a scenario's model, cluster and global batch, every
-/// combination of tensor, pipeline and data parallelism, virtual stages, micro-batch, recompute,
-/// ZeRO stage and sequence parallelism in a search space; each checked by the scenario reader
+/// combination of tensor, pipeline, expert and data parallelism, virtual stages, micro-batch,
+/// recompute, ZeRO stage and sequence parallelism in a search space; each checked by the scenario reader
 /// (the frameworks' divisibility rules), then taken in order of its FLOPs lower bound: compiled,
 /// checked against the GPUs' memory less a margin, bounded again by its busiest stream, and
 /// simulated, until no plan left can enter the best `top` (its lower bound is no faster than the
@@ -25,12 +25,15 @@ struct PlanSpace {
   std::vector<std::string> recompute;
   std::vector<int> zero;
   std::vector<bool> sequence_parallel;
+  std::vector<int> ep;  ///< expert-parallel sizes (models with routed experts)
 };
 
 /// The default space for a scenario's `model` on `cluster`: tp over the powers of two up to a node's GPUs (1 for models
 /// without transformer layers), pp over the powers of two up to 64 that leave at least one layer
 /// per stage, virtual stages 1 and 2, micro-batches 1 to 8, recompute none, selective (for
-/// transformers) and full, ZeRO 0 and 1, sequence parallelism off and on (with tp > 1).
+/// transformers) and full, ZeRO 0 and 1, sequence parallelism off and on (with tp > 1), and for
+/// models with routed experts ep over the powers of two up to 64 that divide the experts (1 for
+/// dense models).
 PlanSpace default_plan_space(const Model& model, const topo::Cluster& cluster);
 
 /// A lower bound on the largest rank's peak memory, without compiling: a data-parallel rank's

@@ -3,11 +3,16 @@
 // reasons for leaving plans out hold.
 #include <catch2/catch.hpp>
 
+#include <fmt/core.h>
+
 #include <limits>
+#include <map>
 
 #include "run/calibration.hpp"
+#include "models/model_zoo.hpp"
 #include "run/planner.hpp"
 #include "tests/test_paths.hpp"
+#include "topologies/cluster_builders.hpp"
 
 using namespace foresight;
 using Status = strategy::PlanRow::Status;
@@ -104,4 +109,41 @@ TEST_CASE("a memory margin leaves out plans whose peak passes it", "[planner]") 
     }
   }
   REQUIRE(memory > 0);
+}
+
+TEST_CASE("for a model with experts the planner searches ep too, with ZeRO-1 sharding expert states", "[planner]") {
+  const std::string path = test::data_path("scenarios/plan_tiny_moe.json");
+  strategy::PlanSpace space;
+  space.tp = {1};
+  space.pp = {1};
+  space.virtual_stages = {1};
+  space.micro_batch = {1, 2};
+  space.recompute = {"none"};
+  space.zero = {0, 1};
+  space.sequence_parallel = {false};
+  // space.ep left empty: the default, the powers of two up to 64 that divide the 8 experts.
+  strategy::PlanOptions options;
+  options.top = 100;
+  const auto search = strategy::search_plans(path, {}, space, options, inputs());
+  REQUIRE(search.rows.size() == 4 * 2 * 2);  // ep 1, 2, 4, 8 x micro-batch x ZeRO
+  std::map<int, int> by_ep;
+  double fastest = std::numeric_limits<double>::infinity();
+  for (const auto& row : search.rows) {
+    INFO(row.label << ": " << row.reason);
+    REQUIRE((row.status == Status::best || row.status == Status::fits));  // every one is valid and fits
+    const int ep = row.plan.at("ep").get<int>();
+    ++by_ep[ep];
+    REQUIRE(row.plan.at("dp").get<int>() == 8 / ep);
+    REQUIRE(row.label.find(fmt::format(" ep {} ", ep)) != std::string::npos);
+    std::vector<strategy::Override> sets;
+    for (const auto& s : row.sets()) sets.push_back(strategy::parse_override(s));
+    const auto direct = strategy::simulate_scenario(strategy::load_scenario(path, sets), inputs());
+    REQUIRE(direct.report.iteration_time_s == row.iteration_s);
+    fastest = std::min(fastest, direct.report.iteration_time_s);
+  }
+  REQUIRE(by_ep == std::map<int, int>{{1, 4}, {2, 4}, {4, 4}, {8, 4}});
+  REQUIRE(search.rows.front().iteration_s == fastest);
+  // A dense model's space has ep 1 only, and its labels do not name it.
+  const auto dense = strategy::default_plan_space(strategy::build_model("gpt2"), topo::resolve_cluster("dgx-a100", 8));
+  REQUIRE(dense.ep == std::vector<int>{1});
 }
