@@ -92,7 +92,7 @@ CommJobs::Job& CommJobs::build(std::uint32_t job, const PlanSource& plans) {
   if (kind_ == NetworkKind::flow) {
     std::vector<const CollectivePlan*> raw;
     for (const auto& p : j.plans) raw.push_back(p.get());
-    j.load = standalone_load(raw, pools_.capacity);
+    j.load = standalone_load(raw, pools_.capacity, &load_scratch_);
   }
   const auto [it, added] = footprint_ids_.emplace(footprint, static_cast<std::uint32_t>(footprints_.size()));
   if (added) footprints_.push_back(std::move(footprint));
@@ -116,7 +116,7 @@ Time CommJobs::alone(std::uint32_t job) {
     bool classified = false;
     Time longest;
     for (std::size_t i = 0; i < plans.size(); ++i) {
-      if (keeps_standalone_rates(std::vector<const CollectivePlan*>{plans[i]}, pools_.capacity)) {
+      if (keeps_standalone_rates(std::vector<const CollectivePlan*>{plans[i]}, pools_.capacity, &load_scratch_)) {
         longest = std::max(longest, standalone_duration(*plans[i], pools_.capacity, false));
         continue;
       }

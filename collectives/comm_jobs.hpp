@@ -172,6 +172,7 @@ class CommJobs final : private EventHandler {
   NetworkKind kind_;
   bool closed_form_;
   LinkPools pools_;
+  StandaloneLoadScratch load_scratch_;  ///< standalone_load's accumulators, reused
   /// Analytical, links sampled: bytes of the jobs started so far, per pool (credited at the
   /// start, as the analytical network credits a flow's).
   std::vector<double> credited_;

@@ -164,34 +164,40 @@ std::optional<Time> ring_end_from(const PlannedPhase& ph, const PlannedRing& rin
 }
 
 std::vector<LinkLoad> standalone_load(const std::vector<const CollectivePlan*>& plans,
-                                      const std::vector<double>& capacity) {
-  std::unordered_map<LinkId, LinkLoad> total;  // over the plans: each plan's busiest phase per link
-  std::unordered_map<LinkId, LinkLoad> plan_load;
-  std::unordered_map<LinkId, LinkLoad> phase_load;
-  // A phase's flows by the first link of their paths: the links all of them cross, and per link
-  // the sum of their rates there.
-  struct Group {
-    std::vector<LinkId> common;  ///< sorted
-    std::vector<std::pair<LinkId, double>> rate;
-  };
-  std::unordered_map<LinkId, Group> groups;
-  std::vector<LinkId> sorted;
+                                      const std::vector<double>& capacity, StandaloneLoadScratch* scratch) {
+  StandaloneLoadScratch own;
+  StandaloneLoadScratch& s = scratch != nullptr ? *scratch : own;
+  const std::size_t links = capacity.size();
+  s.total_.size(links);
+  s.plan_.size(links);
+  s.phase_.size(links);
+  if (s.group_of_.size() < links) s.group_of_.resize(links, 0);
+  std::vector<LinkId> group_keys;  // this phase's groups' first links, to clear group_of_
   auto add = [&](const std::vector<LinkId>& path, double rate, std::uint32_t weight) {
     if (path.empty()) return;
     rate *= weight;
-    sorted.assign(path.begin(), path.end());
-    std::sort(sorted.begin(), sorted.end());
-    auto [it, added] = groups.try_emplace(path.front());
-    Group& g = it->second;
-    if (added) {
-      g.common = sorted;
-    } else if (g.common != sorted) {
-      std::vector<LinkId> both;
-      std::set_intersection(g.common.begin(), g.common.end(), sorted.begin(), sorted.end(), std::back_inserter(both));
-      g.common.swap(both);
+    s.sorted_.assign(path.begin(), path.end());
+    std::sort(s.sorted_.begin(), s.sorted_.end());
+    std::uint32_t& index = s.group_of_[path.front()];
+    if (index == 0) {
+      if (s.live_groups_ == s.groups_.size()) s.groups_.emplace_back();
+      StandaloneLoadScratch::Group& fresh = s.groups_[s.live_groups_++];
+      fresh.common = s.sorted_;
+      fresh.rate.clear();
+      index = static_cast<std::uint32_t>(s.live_groups_);
+      group_keys.push_back(path.front());
+    } else {
+      StandaloneLoadScratch::Group& g = s.groups_[index - 1];
+      if (g.common != s.sorted_) {
+        std::vector<LinkId> both;
+        std::set_intersection(g.common.begin(), g.common.end(), s.sorted_.begin(), s.sorted_.end(),
+                              std::back_inserter(both));
+        g.common.swap(both);
+      }
     }
+    StandaloneLoadScratch::Group& g = s.groups_[index - 1];
     for (const LinkId l : path) {
-      LinkLoad& p = phase_load[l];
+      LinkLoad& p = s.phase_.at(l);
       p.flows += 1;
       p.rate += rate;
       const auto at = std::find_if(g.rate.begin(), g.rate.end(), [l](const auto& x) { return x.first == l; });
@@ -203,10 +209,9 @@ std::vector<LinkLoad> standalone_load(const std::vector<const CollectivePlan*>& 
     }
   };
   for (const CollectivePlan* plan : plans) {
-    plan_load.clear();
+    s.plan_.reset();
     for (const PlannedPhase& ph : plan->phases) {
-      phase_load.clear();
-      groups.clear();
+      s.phase_.reset();
       if (ph.kind == PlannedPhase::Kind::flows) {
         for (const PlannedFlow& f : ph.flows) add(f.path, standalone_rate(f.path, f.cap, capacity, f.weight), f.weight);
       } else if (ph.steps > 0) {
@@ -214,32 +219,42 @@ std::vector<LinkLoad> standalone_load(const std::vector<const CollectivePlan*>& 
           for (const auto& hop : ring.hops) add(hop, standalone_rate(hop, ph.step_cap, capacity, ring.weight), ring.weight);
         }
       }
-      for (const auto& [first, g] : groups) {
+      for (std::size_t gi = 0; gi < s.live_groups_; ++gi) {
+        const StandaloneLoadScratch::Group& g = s.groups_[gi];
         double cap = std::numeric_limits<double>::infinity();
         for (const LinkId l : g.common) cap = std::min(cap, capacity[l]);
-        for (const auto& [l, rate] : g.rate) phase_load[l].peak += std::min(rate, cap);
+        for (const auto& [l, rate] : g.rate) s.phase_.at(l).peak += std::min(rate, cap);
       }
-      for (const auto& [l, load] : phase_load) {
-        LinkLoad& p = plan_load[l];
+      for (const LinkId k : group_keys) s.group_of_[k] = 0;
+      group_keys.clear();
+      s.live_groups_ = 0;
+      for (const LinkId l : s.phase_.links) {
+        const LinkLoad& load = s.phase_.load[l];
+        LinkLoad& p = s.plan_.at(l);
         p.flows = std::max(p.flows, load.flows);
         p.rate = std::max(p.rate, load.rate);
         p.peak = std::max(p.peak, load.peak);
       }
     }
-    for (const auto& [l, load] : plan_load) {
-      LinkLoad& t = total[l];
+    for (const LinkId l : s.plan_.links) {
+      const LinkLoad& load = s.plan_.load[l];
+      LinkLoad& t = s.total_.at(l);
       t.flows += load.flows;
       t.rate += load.rate;
       t.peak += load.peak;
     }
   }
   std::vector<LinkLoad> out;
-  out.reserve(total.size());
-  for (auto& [l, load] : total) {
+  out.reserve(s.total_.links.size());
+  for (const LinkId l : s.total_.links) {
+    LinkLoad load = s.total_.load[l];
     load.link = l;
     out.push_back(load);
   }
   std::sort(out.begin(), out.end(), [](const LinkLoad& a, const LinkLoad& b) { return a.link < b.link; });
+  s.total_.reset();
+  s.plan_.reset();
+  s.phase_.reset();
   return out;
 }
 
@@ -255,8 +270,9 @@ bool keeps_standalone_rates(const std::vector<LinkLoad>& load, const std::vector
                      [&](const LinkLoad& l) { return leaves_room(l.flows, l.rate, capacity[l.link]); });
 }
 
-bool keeps_standalone_rates(const std::vector<const CollectivePlan*>& plans, const std::vector<double>& capacity) {
-  return keeps_standalone_rates(standalone_load(plans, capacity), capacity);
+bool keeps_standalone_rates(const std::vector<const CollectivePlan*>& plans, const std::vector<double>& capacity,
+                            StandaloneLoadScratch* scratch) {
+  return keeps_standalone_rates(standalone_load(plans, capacity, scratch), capacity);
 }
 
 }  // namespace foresight::sim

@@ -68,9 +68,61 @@ struct LinkLoad {
   double rate = 0.0;
   double peak = 0.0;
 };
-/// The load of `plans` on each link they cross, by link.
+/// Per-link accumulators standalone_load keeps between calls, so that a call costs what its
+/// plans touch rather than the fabric's size (a 16,384-GPU fabric has some 300,000 links). Owned
+/// by one caller at a time; its contents mean nothing between calls.
+class StandaloneLoadScratch {
+ public:
+  StandaloneLoadScratch() = default;
+  StandaloneLoadScratch(const StandaloneLoadScratch&) = delete;
+  StandaloneLoadScratch& operator=(const StandaloneLoadScratch&) = delete;
+
+ private:
+  friend std::vector<LinkLoad> standalone_load(const std::vector<const CollectivePlan*>&, const std::vector<double>&,
+                                               StandaloneLoadScratch*);
+  /// Accumulators by link, and the links set since the last reset (each listed once).
+  struct Layer {
+    std::vector<LinkLoad> load;
+    std::vector<char> set;
+    std::vector<LinkId> links;
+    LinkLoad& at(LinkId l) {
+      if (!set[l]) {
+        set[l] = 1;
+        links.push_back(l);
+      }
+      return load[l];
+    }
+    void reset() {
+      for (const LinkId l : links) {
+        load[l] = LinkLoad{};
+        set[l] = 0;
+      }
+      links.clear();
+    }
+    void size(std::size_t n) {
+      if (load.size() < n) {
+        load.resize(n);
+        set.resize(n, 0);
+      }
+    }
+  };
+  /// A phase's flows by the first link of their paths: the links all of them cross (sorted),
+  /// and per link the sum of their rates there, in the order first met.
+  struct Group {
+    std::vector<LinkId> common;
+    std::vector<std::pair<LinkId, double>> rate;
+  };
+  Layer total_, plan_, phase_;
+  std::vector<std::uint32_t> group_of_;  ///< by first link: index + 1 into groups_ (0: none)
+  std::vector<Group> groups_;            ///< this phase's, in the order first met
+  std::size_t live_groups_ = 0;
+  std::vector<LinkId> sorted_;
+};
+
+/// The load of `plans` on each link they cross, by link. With `scratch`, its accumulators are
+/// reused (the answer is the same).
 std::vector<LinkLoad> standalone_load(const std::vector<const CollectivePlan*>& plans,
-                                      const std::vector<double>& capacity);
+                                      const std::vector<double>& capacity, StandaloneLoadScratch* scratch = nullptr);
 /// Whether a link of `capacity` carrying `flows` flows whose standalone rates add up to `rate`
 /// lets every one of them keep its standalone rate on the flow-level network: one flow (which
 /// may stand for several), or a total below the capacity with a relative margin of 1e-9, so that no fair share computed in
@@ -80,8 +132,9 @@ bool leaves_room(int flows, double rate, double capacity);
 
 /// Whether the flow-level network runs every flow of `plans`, started together and alone on the
 /// network, at its standalone rate, so that standalone_duration is exactly its time there too:
-/// every link of theirs leaves room.
-bool keeps_standalone_rates(const std::vector<const CollectivePlan*>& plans, const std::vector<double>& capacity);
+/// every link of theirs leaves room. `scratch` as for standalone_load.
+bool keeps_standalone_rates(const std::vector<const CollectivePlan*>& plans, const std::vector<double>& capacity,
+                            StandaloneLoadScratch* scratch = nullptr);
 /// The same from their standalone_load.
 bool keeps_standalone_rates(const std::vector<LinkLoad>& load, const std::vector<double>& capacity);
 

@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 
 #include "collectives/plan_classes.hpp"
+#include "collectives/plan_timing.hpp"
+#include "net/network_model.hpp"
 
 using namespace foresight;
 using namespace foresight::sim::literals;
@@ -67,4 +69,42 @@ TEST_CASE("plans are not replayed for each other where they could crowd or tie d
     const auto c = ring_on(3, 19, 3_us);
     REQUIRE_FALSE(sim::plan_classes({&a, &c}, capacity, std::vector<sim::LinkId>{19}));
   }
+}
+
+TEST_CASE("standalone_load: each link's flows, rates and bound; a reused scratch gives the same answer",
+          "[collectives]") {
+  const std::vector<double> capacity(20, 50e9);
+  const auto a = ring_on(0, 19), b = ring_on(3, 19), c = ring_on(6, std::nullopt);
+  // Each hop runs at its standalone rate r; a ring's three hops all cross link 19.
+  const double r = sim::standalone_rate({0, 19}, 20e9, capacity, 1);
+  REQUIRE(r == 20e9);
+  const auto ab = sim::standalone_load({&a, &b}, capacity);
+  REQUIRE(ab.size() == 7);  // links 0-5 and 19, by link
+  for (std::size_t i = 0; i < 6; ++i) {
+    REQUIRE(ab[i].link == i);
+    REQUIRE(ab[i].flows == 1);
+    REQUIRE(ab[i].rate == r);
+    REQUIRE(ab[i].peak == r);
+  }
+  // Link 19: three flows of each plan, at r each; their first links differ, so each bounds its
+  // own flow at the 50 GB/s of its path's slowest link: 6 r in all.
+  REQUIRE(ab[6].link == 19);
+  REQUIRE(ab[6].flows == 6);
+  REQUIRE(ab[6].rate == Approx(6 * r));
+  REQUIRE(ab[6].peak == Approx(6 * r));
+  REQUIRE_FALSE(sim::keeps_standalone_rates(ab, capacity));  // 120 GB/s through a 50 GB/s link
+  // A scratch reused across calls of other plans answers as a fresh call does, field for field.
+  sim::StandaloneLoadScratch scratch;
+  for (const auto& plans : std::vector<std::vector<const sim::CollectivePlan*>>{{&a, &b}, {&a}, {&b, &c}, {&c}, {&a, &b}}) {
+    const auto fresh = sim::standalone_load(plans, capacity);
+    const auto reused = sim::standalone_load(plans, capacity, &scratch);
+    REQUIRE(reused.size() == fresh.size());
+    for (std::size_t i = 0; i < fresh.size(); ++i) {
+      REQUIRE(reused[i].link == fresh[i].link);
+      REQUIRE(reused[i].flows == fresh[i].flows);
+      REQUIRE(reused[i].rate == fresh[i].rate);
+      REQUIRE(reused[i].peak == fresh[i].peak);
+    }
+  }
+  REQUIRE(sim::keeps_standalone_rates({&c}, capacity, &scratch));  // links of its own, one flow each
 }
