@@ -44,6 +44,19 @@ def test_plan_compares_hardware_as_the_cli(cli, test_data):
     assert h100 < a100
 
 
+def test_plan_searches_expert_parallelism_as_the_cli(cli, test_data):
+    scenario = test_data / "scenarios" / "plan_tiny_moe.json"
+    space = dict(tp=[1], pp=[1], virtual_stages=[1], micro_batches=[1], recompute=["none"], zero=[0, 1],
+                 sequence_parallel=[False], ep=[2, 8])
+    flags = ["--tp", "1", "--pp", "1", "--virtual-stages", "1", "--micro-batches", "1", "--recompute", "none",
+             "--zero", "0,1", "--sequence-parallel", "off", "--ep", "2,8"]
+    search = foresight.plan(scenario, jobs=1, **space)
+    assert search == cli.json("plan", scenario, *flags, "--jobs", "1", "--json")
+    assert sorted(p["plan"]["ep"] for p in search["plans"]) == [2, 2, 8, 8]
+    with pytest.raises(foresight.ConfigError, match=r"ep: expected an integer >= 1, found 0"):
+        foresight.plan(scenario, ep=[0])
+
+
 def test_plan_argument_errors(test_data):
     scenario = test_data / "scenarios" / "plan_gpt2.json"
     with pytest.raises(foresight.ConfigError, match=r"tp: expected an integer >= 1, found 0"):
