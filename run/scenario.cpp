@@ -507,8 +507,15 @@ Scenario parse_scenario(const json& doc, const std::string& origin) {
     }
   }
   if (s.cluster.gpus > 0 && ranks != s.cluster.gpus) {
-    r.fail(root.at("plan"), fmt::format("dp x tp x pp x ep x cp = {} x {} x {} x {} x {} = {}, but cluster.gpus is {}",
-                                        s.plan.dp, s.plan.tp, s.plan.pp, s.plan.ep, s.plan.cp, ranks, s.cluster.gpus));
+    // Megatron folds EP into the data-parallel ranks (and, with expert_tensor_parallel_size 1,
+    // the TP ranks too); here the EP group multiplies them, with expert TP = TP.
+    const bool ep_hint = s.plan.ep > 1 && ranks > s.cluster.gpus;
+    r.fail(root.at("plan"), fmt::format("dp x tp x pp x ep x cp = {} x {} x {} x {} x {} = {}, but cluster.gpus is {}{}",
+                                        s.plan.dp, s.plan.tp, s.plan.pp, s.plan.ep, s.plan.cp, ranks, s.cluster.gpus,
+                                        ep_hint ? " (dp counts the replicas of each EP group: Megatron's data-parallel "
+                                                  "size is dp x ep; an expert TP other than TP, Megatron's "
+                                                  "expert_tensor_parallel_size, is not modelled)"
+                                                : ""));
   }
 
   const JsonPath pw = root.at("workload");

@@ -192,7 +192,8 @@ TEST_CASE("expert parallelism shards the experts' states; EP x DP x TP x PP must
   REQUIRE(mem.buffers - mem.gradients == Approx(2.0 * 2 * 256 * 2 * 512 * 2));
   // Errors, each naming the field. (ep with tp: see expert TP below.)
   REQUIRE_THROWS_WITH(run(tiny({{"ep", 3}, {"global_batch", 12}}, 6)), Contains("/plan/ep: expected a divisor of the 8 experts"));
-  REQUIRE_THROWS_WITH(run(tiny({{"ep", 4}, {"dp", 4}}, 8)), Contains("dp x tp x pp x ep x cp = 4 x 1 x 1 x 4 x 1 = 16"));
+  REQUIRE_THROWS_WITH(run(tiny({{"ep", 4}, {"dp", 4}}, 8)), Contains("dp x tp x pp x ep x cp = 4 x 1 x 1 x 4 x 1 = 16") &&
+                                                               Contains("Megatron's data-parallel size is dp x ep"));
   json dense = tiny({{"ep", 2}, {"global_batch", 16}}, 8);
   dense["model"] = {{"name", "gpt2"}};
   REQUIRE_THROWS_WITH(run(dense), Contains("/plan/ep") && Contains("no routed experts"));
