@@ -314,6 +314,8 @@ void attention(Layer& l, const Context& c) {
   std::vector<OpTemplate> bwd;
   KernelList f(fwd);
   KernelList b(bwd);
+  // Qwen3's QK norm (one fused kernel each way, model_builder.cpp) normalizes before RoPE.
+  if (const OpTemplate* norm = find_op(l.fwd, "qk_norm_fwd")) fwd.push_back(*norm);
   if (rope != nullptr) {
     const auto one = c.d.rope == RopeStyle::complex ? rope_complex : rope_one;
     one(f, b, s, q, c);
@@ -325,7 +327,7 @@ void attention(Layer& l, const Context& c) {
   }
   auto keep = [](const std::vector<OpTemplate>& list, std::vector<OpTemplate>& out) {
     for (const OpTemplate& op : list) {
-      if (op.kernel.rfind("rope", 0) != 0) out.push_back(op);
+      if (!op.kernel.starts_with("rope") && !op.kernel.starts_with("qk_norm")) out.push_back(op);
     }
   };
   keep(l.fwd, fwd);
@@ -337,6 +339,7 @@ void attention(Layer& l, const Context& c) {
   copies.add("grad_layout_key", s, kv, 2.0 * c.a, MemoryPath::strided);
   copies.add("grad_layout_value", s, kv, 2.0 * c.a, MemoryPath::strided);
   core_bwd.insert(core_bwd.end(), bwd.begin(), bwd.end());  // RoPE's backward after the core's
+  if (const OpTemplate* norm = find_op(l.bwd, "qk_norm_bwd")) core_bwd.push_back(*norm);  // and the norm's last
   l.fwd = std::move(fwd);
   l.bwd = std::move(core_bwd);
 }

@@ -4,6 +4,7 @@
 // the import refuses.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <fstream>
 #include <functional>
 #include <string>
@@ -11,6 +12,7 @@
 #include "common/error.hpp"
 #include "models/compute_model.hpp"
 #include "models/context_parallel.hpp"
+#include "models/eager_kernels.hpp"
 #include "models/model_builder.hpp"
 #include "models/model_zoo.hpp"
 #include "tests/test_files.hpp"
@@ -205,6 +207,15 @@ TEST_CASE("Qwen3's QK norm: one RMSNorm pass over the queries and keys each way;
   // Fused attention keeps it (and RoPE) beside the fused kernel.
   const Model fused = strategy::with_fused_attention(m);
   REQUIRE(cores(fused).front()->fwd.front().kernel == "qk_norm_fwd");
+  // PyTorch eager's kernels: the norm still first forward and last backward, around eager RoPE.
+  strategy::EagerOptions eager;
+  const Model eager_model = strategy::with_eager_kernels(fused, eager);
+  const Layer& e = *cores(eager_model).front();
+  REQUIRE(e.fwd.front().kernel == "qk_norm_fwd");
+  REQUIRE(e.fwd[1].kernel.starts_with("eager_rope"));
+  REQUIRE(e.bwd.back().kernel == "qk_norm_bwd");
+  REQUIRE(std::count_if(e.fwd.begin(), e.fwd.end(), [](const auto& t) { return t.kernel == "qk_norm_fwd"; }) == 1);
+  REQUIRE(std::count_if(e.bwd.begin(), e.bwd.end(), [](const auto& t) { return t.kernel == "qk_norm_bwd"; }) == 1);
   // Qwen-MoE configs that interleave dense MLP layers are refused, naming the key.
   const std::string moe = variant("hf/tiny-sliding/config.json", "\"intermediate_size\": 512,",
                                   "\"intermediate_size\": 512, \"num_experts\": 8, \"num_experts_per_tok\": 2, "
