@@ -236,6 +236,12 @@ TEST_CASE("with_fp8 on routed experts: each expert's GEMMs in FP8 behind their c
     for (const char* k : {"expert_down_dgrad", "expert_down_wgrad", "expert_up_dgrad", "expert_up_wgrad"}) {
       REQUIRE(find_op(l.bwd, k)->math == MathKind::matmul_fp8);
     }
+    // Saved per assignment (a sample's 4096 tokens x top-2): the GEMM inputs h and f as FP8
+    // transposes (1 byte), the activation's input 2f in BF16.
+    const double assignments = 4096.0 * 2;
+    REQUIRE(l.saved_elems == Approx(assignments * (h + up + f)));
+    REQUIRE(l.saved_bytes.has_value());
+    REQUIRE(*l.saved_bytes == Approx(assignments * (h + 2 * up + f)));
   }
   REQUIRE(converted == 32);
   // On an H100 each expert's up projection at 4096 tokens runs as an FP8 GEMM: at the FP8 peak,
