@@ -298,15 +298,26 @@ PlanSearch search_document(const std::string& path, const json& doc, const PlanS
       search.rows.push_back(std::move(c.row));
       continue;
     }
-    // Over the memory limit on its model states alone: no compile needed to leave it out.
-    const double floor = plan_memory_floor(base_model, c.scenario.plan);
+    // Over the memory limit before compiling: no compile needed to leave it out. The floor takes
+    // the model as the plan runs it (fused attention saves no scores, FP8 1-byte inputs, eager
+    // kernels their own dtypes), or it would not be a floor.
+    double floor = 0.0;
+    try {
+      floor = plan_memory_floor(plan_model(c.scenario, c.scenario.plan), c.scenario.plan);
+    } catch (const sim::ConfigError& e) {
+      c.row.status = PlanRow::Status::invalid;
+      c.row.reason = reason_of(e.what(), path);
+      search.rows.push_back(std::move(c.row));
+      continue;
+    }
     const double limit = largest_memory * (1.0 - options.memory_margin);
     if (floor > limit) {
       c.row.status = PlanRow::Status::memory;
       c.row.peak_bytes = floor;
       c.row.capacity = largest_memory;
-      c.row.reason = fmt::format("at least {:.1f} GiB (model states and buffers) above {:.1f} GiB ({:.0f}% of {:.0f} GiB)",
-                                 floor / (1 << 30), limit / (1 << 30), 100.0 * (1.0 - options.memory_margin),
+      c.row.reason = fmt::format("at least {:.1f} GiB ({}) above {:.1f} GiB ({:.0f}% of {:.0f} GiB)",
+                                 floor / (1 << 30),
+                                 c.scenario.plan.pp > 1 ? "model states and buffers" : "the data-parallel rank's peak", limit / (1 << 30), 100.0 * (1.0 - options.memory_margin),
                                  largest_memory / (1 << 30));
       search.rows.push_back(std::move(c.row));
       continue;

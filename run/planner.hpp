@@ -36,10 +36,11 @@ struct PlanSpace {
 /// dense models).
 PlanSpace default_plan_space(const Model& model, const topo::Cluster& cluster);
 
-/// A lower bound on the largest rank's peak memory, without compiling: a data-parallel rank's
-/// whole peak (the memory model's); a pipeline rank's model states and buffers at the mean
-/// parameters per stage (the largest stage holds at least as many), with no activations (they
-/// only add). The planner leaves out plans whose floor passes the memory limit uncompiled.
+/// A lower bound on the largest rank's peak memory, without compiling, for `model` as `plan` runs
+/// it (plan_model: its activations depend on the plan's kernels): a data-parallel rank's whole
+/// peak (the memory model's); a pipeline rank's model states and buffers at the mean parameters
+/// per stage (the largest stage holds at least as many), with no activations (they only add).
+/// The planner leaves out plans whose floor passes the memory limit uncompiled.
 double plan_memory_floor(const Model& model, const Plan& plan);
 
 struct PlanOptions {
