@@ -7,6 +7,7 @@
 
 #include <limits>
 #include <map>
+#include <utility>
 
 #include "run/calibration.hpp"
 #include "models/model_zoo.hpp"
@@ -37,6 +38,21 @@ strategy::SimulationInputs inputs() {
   return in;
 }
 
+/// Runs `row`'s plan through `simulate` with its --set flags on `path`, requires the planner's
+/// time, and that the memory floor the planner prunes with is below the compiled peak. Returns the
+/// scenario and the run.
+std::pair<strategy::Scenario, strategy::SimulationOutput> simulate_row(const std::string& path,
+                                                                       const strategy::PlanRow& row) {
+  std::vector<strategy::Override> sets;
+  for (const auto& s : row.sets()) sets.push_back(strategy::parse_override(s));
+  auto scenario = strategy::load_scenario(path, sets);
+  auto direct = strategy::simulate_scenario(scenario, inputs());
+  REQUIRE(direct.report.iteration_time_s == row.iteration_s);
+  REQUIRE(strategy::plan_memory_floor(strategy::plan_model(scenario, scenario.plan), scenario.plan) <=
+          direct.report.peak_bytes_max());
+  return {std::move(scenario), std::move(direct)};
+}
+
 }  // namespace
 
 TEST_CASE("the planner's best plan is the fastest that fits, as direct simulation finds", "[planner]") {
@@ -57,16 +73,10 @@ TEST_CASE("the planner's best plan is the fastest that fits, as direct simulatio
       continue;
     }
     REQUIRE((row.status == Status::best || row.status == Status::fits));
-    // The bound is a lower bound, and the plan's --set flags reproduce its time.
+    // The bound is a lower bound, the plan's --set flags reproduce its time, and the memory floor
+    // is below the compiled peak.
     REQUIRE(row.bound_s <= row.iteration_s);
-    std::vector<strategy::Override> sets;
-    for (const auto& s : row.sets()) sets.push_back(strategy::parse_override(s));
-    const auto scenario = strategy::load_scenario(path, sets);
-    const auto direct = strategy::simulate_scenario(scenario, inputs());
-    REQUIRE(direct.report.iteration_time_s == row.iteration_s);
-    // The memory floor the planner prunes with is a lower bound on the compiled peak.
-    REQUIRE(strategy::plan_memory_floor(strategy::plan_model(scenario, scenario.plan), scenario.plan) <=
-            direct.report.peak_bytes_max());
+    const auto [scenario, direct] = simulate_row(path, row);
     fastest = std::min(fastest, direct.report.iteration_time_s);
   }
   REQUIRE(search.rows.front().iteration_s == fastest);
@@ -135,15 +145,9 @@ TEST_CASE("for a model with experts the planner searches ep too, with ZeRO-1 sha
     ++by_ep[ep];
     REQUIRE(row.plan.at("dp").get<int>() == 8 / ep);
     REQUIRE(row.label.find(fmt::format(" ep {} ", ep)) != std::string::npos);
-    std::vector<strategy::Override> sets;
-    for (const auto& s : row.sets()) sets.push_back(strategy::parse_override(s));
-    const auto scenario = strategy::load_scenario(path, sets);
-    const auto direct = strategy::simulate_scenario(scenario, inputs());
-    REQUIRE(direct.report.iteration_time_s == row.iteration_s);
-    // The memory floor the planner prunes with (experts' states over dp under ZeRO-1) stays a
-    // lower bound on the compiled peak.
-    REQUIRE(strategy::plan_memory_floor(strategy::plan_model(scenario, scenario.plan), scenario.plan) <=
-            direct.report.peak_bytes_max());
+    // Its time reproduced, and the memory floor (experts' states over dp under ZeRO-1) below its
+    // compiled peak.
+    const auto [scenario, direct] = simulate_row(path, row);
     // Taken on the model before the plan's kernels (unfused attention keeps its scores) it was
     // not one: this scenario runs fused attention.
     if (row.plan.at("ep").get<int>() == 8 && row.plan.at("micro_batch").get<int>() == 2 &&
