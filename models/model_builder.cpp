@@ -475,6 +475,21 @@ Model with_fused_attention(Model model, std::int64_t kernel) {
 
 namespace {
 
+/// with_fp8's cast of a 2-byte tensor {rows, width} to FP8 with its transpose: read 2 bytes and
+/// write 1 + 1 per element, 2 elements of the activation dtype.
+OpTemplate fp8_cast(const char* name, std::int64_t rows, std::int64_t width) {
+  const double x = as_double(rows * width);
+  return memory_op(name, {rows, width}, kElementwiseFlops * x, 2.0 * x);
+}
+
+/// The same of a weight {in, out}: once per micro-batch whatever its tokens.
+OpTemplate fp8_weight_cast(const char* name, std::int64_t in, std::int64_t out) {
+  const double w = as_double(in * out);
+  OpTemplate t = memory_op(name, {in, out}, kElementwiseFlops * w, 0.0, 2.0 * w);
+  t.batched = false;
+  return t;
+}
+
 /// with_fp8 of a routed-experts layer (experts_layer's per-token kernels: permute, up,
 /// activation, down, unpermute and their backward): each expert's GEMMs in FP8, each preceded by
 /// its input's cast and transpose (per token) and its weight's (once per expert and micro-batch),
@@ -485,23 +500,15 @@ void experts_fp8(Layer& l) {
   if (up == nullptr || down == nullptr || up->math == MathKind::matmul_fp8) return;
   // gemm {1, out, in} per token.
   const std::int64_t up_out = up->shape[1], hidden = up->shape[2], ffn = down->shape[2];
-  auto input_cast = [](const char* name, std::int64_t width) {
-    return memory_op(name, {1, width}, kElementwiseFlops * as_double(width), 2.0 * as_double(width));
-  };
-  auto weight_cast = [](const char* name, std::int64_t in, std::int64_t out) {
-    const double w = as_double(in * out);
-    OpTemplate t = memory_op(name, {in, out}, kElementwiseFlops * w, 0.0, 2.0 * w);
-    t.batched = false;
-    return t;
-  };
+  auto input_cast = [](const char* name, std::int64_t width) { return fp8_cast(name, 1, width); };
   std::vector<OpTemplate> fwd;
   for (OpTemplate t : l.fwd) {
     if (t.kernel == "expert_up_fwd") {
       fwd.push_back(input_cast("fp8_cast_transpose_expert_input", hidden));
-      fwd.push_back(weight_cast("fp8_cast_transpose_expert_up_weight", hidden, up_out));
+      fwd.push_back(fp8_weight_cast("fp8_cast_transpose_expert_up_weight", hidden, up_out));
     } else if (t.kernel == "expert_down_fwd") {
       fwd.push_back(input_cast("fp8_cast_transpose_expert_hidden", ffn));
-      fwd.push_back(weight_cast("fp8_cast_transpose_expert_down_weight", ffn, hidden));
+      fwd.push_back(fp8_weight_cast("fp8_cast_transpose_expert_down_weight", ffn, hidden));
     }
     if (t.kernel == "expert_up_fwd" || t.kernel == "expert_down_fwd") t.math = MathKind::matmul_fp8;
     fwd.push_back(std::move(t));
@@ -543,22 +550,15 @@ Model with_fp8(Model model) {
     const std::int64_t rows = fwd->shape[0];
     const std::int64_t out = fwd->shape[1];
     const std::int64_t in = fwd->shape[2];
-    const double x = as_double(rows * in);
-    const double w = as_double(in * out);
-    const double dy = as_double(rows * out);
-    // Counted in elements of the precision's 2-byte activation dtype: read 2 bytes and write an
-    // FP8 copy and its FP8 transpose, 4 bytes, per element: 2 elements.
     std::vector<OpTemplate> fwd_ops;
-    fwd_ops.push_back(memory_op("fp8_cast_transpose_input", {rows, in}, kElementwiseFlops * x, 2.0 * x));
-    OpTemplate cast_w = memory_op("fp8_cast_transpose_weight", {in, out}, kElementwiseFlops * w, 0.0, 2.0 * w);
-    cast_w.batched = false;
-    fwd_ops.push_back(cast_w);
+    fwd_ops.push_back(fp8_cast("fp8_cast_transpose_input", rows, in));
+    fwd_ops.push_back(fp8_weight_cast("fp8_cast_transpose_weight", in, out));
     for (OpTemplate t : l.fwd) {
       if (t.kernel == "linear_fwd") t.math = MathKind::matmul_fp8;
       fwd_ops.push_back(std::move(t));
     }
     std::vector<OpTemplate> bwd_ops;
-    bwd_ops.push_back(memory_op("fp8_cast_transpose_grad", {rows, out}, kElementwiseFlops * dy, 2.0 * dy));
+    bwd_ops.push_back(fp8_cast("fp8_cast_transpose_grad", rows, out));
     for (OpTemplate t : l.bwd) {
       if (t.kernel == "linear_dgrad" || t.kernel == "linear_wgrad") t.math = MathKind::matmul_fp8;
       bwd_ops.push_back(std::move(t));
