@@ -244,6 +244,10 @@ std::vector<Param> make_table() {
                       echo<P, &Plan::placement>));
   t.push_back(of_kind("plan", "moe_routing", K::object, "", "balanced",
                       "how tokens spread over the experts (plan.moe_routing.*)", nullptr, nullptr));
+  t.push_back(of_kind("plan", "moe_host_sync", K::boolean, "", "true",
+                      "MoE: the host waits once per MoE layer's forward for the all-gathered token counts before the "
+                      "dispatch all-to-all (Megatron-Core's dropless alltoall dispatcher)",
+                      store<P, &Plan::moe_host_sync>, echo<P, &Plan::moe_host_sync>));
   // plan: pipeline
   t.push_back(choice("plan", "schedule", kSchedules, "none (1f1b when pp > 1)",
                      "pipeline schedule: naive, gpipe, 1f1b (PipeDream-flush), interleaved, pipedream (async)",

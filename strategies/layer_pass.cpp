@@ -238,7 +238,19 @@ void LayerPass::experts(std::size_t i, bool forward) {
   for (const double c : t.count[static_cast<std::size_t>(m.ep_rank)]) sent += c;
   const sim::Time d = forward ? plan_.dispatch_forward : plan_.dispatch_backward;
   const sim::Phase phase = forward ? sim::Phase::forward : sim::Phase::backward;
+  // Megatron-Core's alltoall dispatcher (forward, recomputation included): the token counts per
+  // expert, all-gathered over the EP group, size the all-to-alls and the experts' GEMMs on the
+  // host, which waits for them after launching the permutation (plan.moe_host_sync).
+  NodeId counts = kNoNode;
+  const bool sync = forward && plan_.moe_host_sync;
+  if (sync) {
+    std::vector<NodeId> router = waits_;
+    if (last_ != kNoNode) router.push_back(last_);
+    counts = e_.expert_counts_gather(i, micro_, l.name + " token counts", std::move(router), phase);
+    if (counts == kNoNode) counts = last_;  // ep = 1: the router's counts on this GPU
+  }
   run_tokens(kernels.front(), i, -1, sent, phase, d);
+  if (sync && counts != kNoNode) e_.host_wait(counts, l.name + " wait for token counts", phase, micro_);
   std::erase(waits_, kNoNode);
   std::vector<NodeId> deps = waits_;
   if (last_ != kNoNode) deps.push_back(last_);

@@ -128,6 +128,20 @@ sim::NodeId RankEmitter::expert_all_to_all(std::size_t index, int micro, bool to
   return g_.add(std::move(n));
 }
 
+sim::NodeId RankEmitter::expert_counts_gather(std::size_t index, int micro, const std::string& name,
+                                              std::vector<sim::NodeId> deps, sim::Phase phase) {
+  const int ep = moe_.routing->ep();
+  if (ep == 1) return kNoNode;
+  std::erase(deps, kNoNode);
+  sim::Node n = make(sim::OpKind::collective, streams::expert, name, phase);
+  n.op = sim::CollectiveOp::all_gather;
+  n.bytes = 8.0 * model_.layers[index].experts * ep;  // NCCL's size: the gathered output
+  n.communicator = moe_.ep_comm;
+  n.micro_batch = micro;
+  n.deps = std::move(deps);
+  return g_.add(std::move(n));
+}
+
 RankEmitter::RankEmitter(const Model& model, const Plan& plan, const topo::Cluster& cluster, const ComputeModel& compute,
                          sim::ExecutionGraph& g, sim::RankId rank)
     : model_(model),

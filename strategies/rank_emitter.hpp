@@ -114,6 +114,11 @@ class RankEmitter {
   /// on the expert stream: toward the experts (dispatch, and the combine's gradients) or back.
   sim::NodeId expert_all_to_all(std::size_t index, int micro, bool to_experts, const std::string& name,
                                 std::vector<sim::NodeId> deps, sim::Phase phase);
+  /// The all-gather of experts layer `index`'s token counts (one int64 per expert from each rank)
+  /// over the EP group on the expert stream, after `deps` (Megatron-Core's alltoall dispatcher
+  /// gathers them to size its all-to-alls); kNoNode with ep = 1.
+  sim::NodeId expert_counts_gather(std::size_t index, int micro, const std::string& name, std::vector<sim::NodeId> deps,
+                                   sim::Phase phase);
   /// One tensor-parallel collective of a micro-batch on the TP stream, after `deps`.
   sim::NodeId tp_collective(const TpCollective& c, std::vector<sim::NodeId> deps, sim::Phase phase, int micro);
   /// The communicator of this rank's context-parallel group (plan.cp > 1).

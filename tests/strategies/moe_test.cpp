@@ -179,6 +179,62 @@ TEST_CASE("EP groups fold across expert-data-parallel replicas with the unfolded
   }
 }
 
+TEST_CASE("Megatron's dispatcher: the host waits for the token counts, all-gathered over the EP group, each forward",
+          "[training][moe]") {
+  // tiny-mixtral: 4 MoE layers of 8 experts. EP 2, 2 micro-batches per step, 2 steps.
+  for (const char* recompute : {"none", "full"}) {
+    CAPTURE(recompute);
+    const json plan = {{"ep", 2}, {"global_batch", 8}, {"fold", false}, {"recompute", recompute}};
+    const auto out = run(tiny(plan, 2));
+    const auto& g = out.compiled.graph;
+    const auto& r = out.result;
+    int gathers = 0, waits = 0;
+    for (sim::NodeId i = 0; i < g.nodes.size(); ++i) {
+      const auto& n = g.nodes[i];
+      if (n.rank != 0) continue;
+      const std::string& name = g.names[n.name];
+      if (name.ends_with(" token counts") && !name.ends_with(" wait for token counts")) {
+        ++gathers;
+        REQUIRE(n.kind == sim::OpKind::collective);
+        REQUIRE(n.op == sim::CollectiveOp::all_gather);
+        REQUIRE(n.stream == strategy::streams::expert);
+        REQUIRE(n.bytes == 8.0 * 8 /* experts */ * 2 /* ranks */);  // int64 counts, NCCL's output size
+      }
+      if (!name.ends_with(" wait for token counts")) continue;
+      ++waits;
+      REQUIRE(n.kind == sim::OpKind::sync);
+      REQUIRE(n.stream == sim::kHostStream);
+      REQUIRE(n.deps.size() == 1);
+      const auto& gather = g.nodes[n.deps[0]];
+      const std::string layer = name.substr(0, name.size() - std::string(" wait for token counts").size());
+      REQUIRE(g.names[gather.name] == layer + " token counts");
+      REQUIRE(r.end[i] == r.end[n.deps[0]]);  // the host resumes when the counts have arrived
+      // The next collective the host issues is the dispatch all-to-all, and the next kernel the
+      // first expert's: launched after the wait, it starts no sooner than its launch (8 us)
+      // after the counts arrived.
+      sim::NodeId next = i + 1;
+      while (g.nodes[next].rank != 0 || g.nodes[next].kind != sim::OpKind::collective) ++next;
+      REQUIRE(g.nodes[next].op == sim::CollectiveOp::all_to_all);
+      REQUIRE(g.names[g.nodes[next].name] == layer + " dispatch");
+      REQUIRE(g.nodes[next].communicator == gather.communicator);
+      REQUIRE(r.start[next] >= r.end[i]);
+      while (g.nodes[next].rank != 0 || g.nodes[next].kind != sim::OpKind::compute) ++next;
+      REQUIRE(g.names[g.nodes[next].name].starts_with(layer + "."));  // an expert's kernel
+      REQUIRE(g.nodes[next].dispatch == sim::Time::from_ps(8'000'000));
+      REQUIRE(r.start[next] >= r.end[i] + g.nodes[next].dispatch);
+    }
+    // One per MoE layer's forward: 4 layers x 2 micro-batches x 2 steps, again when recomputed.
+    const int forwards = 4 * 2 * 2 * (std::string(recompute) == "full" ? 2 : 1);
+    REQUIRE(gathers == forwards);
+    REQUIRE(waits == forwards);
+  }
+  // Without the sync (sizes known in advance), neither.
+  const auto off = run(tiny({{"ep", 2}, {"global_batch", 8}, {"fold", false}, {"moe_host_sync", false}}, 2));
+  for (const auto& n : off.compiled.graph.nodes) {
+    REQUIRE_FALSE(off.compiled.graph.names[n.name].ends_with("token counts"));
+  }
+}
+
 TEST_CASE("expert parallelism shards the experts' states; EP x DP x TP x PP must fit", "[training][moe]") {
   const auto ep8 = run(tiny({{"ep", 8}, {"global_batch", 16}}, 8));
   const auto ep1 = run(tiny({{"ep", 1}, {"global_batch", 16}}, 8));
