@@ -194,7 +194,11 @@ TransformerSpec llama_style(const JsonReader& r, const json& doc, const std::str
   s.windows = read_windows(r, doc, model_type, s.shape.layers);
   // Qwen3 normalizes each head's query and key (modeling_qwen3.py: q_norm, k_norm).
   s.qk_norm = model_type == "qwen3" || model_type == "qwen3_moe";
+  // GPT-OSS (modeling_gpt_oss.py): a sink logit per head in each attention, biases on the
+  // router and on every expert's projections.
+  s.attention_sinks = model_type == "gpt_oss";
   read_moe(r, doc, s);
+  s.shape.moe.bias = model_type == "gpt_oss" && s.shape.moe.experts > 0;
   return s;
 }
 

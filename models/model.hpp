@@ -122,6 +122,7 @@ struct MoeShape {
   /// An expert takes at most capacity_factor x tokens x top_k / experts tokens, the rest are
   /// dropped (GShard, Switch); 0: dropless (Megablocks, Mixtral, DeepSeek).
   double capacity_factor = 0.0;
+  bool bias = false;        ///< the router and the experts' projections have biases (GPT-OSS)
 };
 
 /// What transformers add: the shape parameters the standard FLOP and memory formulas need.

@@ -204,14 +204,14 @@ Layer swiglu_layer(std::string name, std::int64_t rows, std::int64_t ffn) {
   return sealed(std::move(l));
 }
 
-Layer router_layer(std::string name, std::int64_t seq, std::int64_t hidden, int experts, int top_k) {
+Layer router_layer(std::string name, std::int64_t seq, std::int64_t hidden, int experts, int top_k, bool bias) {
   const std::int64_t e = experts;
   const double probs = as_double(seq * e);
   // Logits h -> E per token (no bias), softmax over the experts and top-k selection (one pass
   // over the logits, as a fused router kernel does).
   // Its output is the tokens themselves, now routed: the experts layer reads h per token. Saves
   // its input, the probabilities and the top-k choices.
-  Layer l = make_layer(std::move(name), "router", hidden * e, as_double(seq * hidden) + probs + as_double(seq * top_k),
+  Layer l = make_layer(std::move(name), "router", hidden * e + (bias ? e : 0), as_double(seq * hidden) + probs + as_double(seq * top_k),
                        as_double(seq * hidden));
   const double act = as_double(seq * hidden) + probs;
   l.fwd.push_back(gemm_op("router_fwd", seq, e, hidden, 1, 0, act, as_double(hidden * e)));
@@ -223,13 +223,13 @@ Layer router_layer(std::string name, std::int64_t seq, std::int64_t hidden, int 
 }
 
 Layer experts_layer(std::string name, std::int64_t seq, std::int64_t hidden, std::int64_t ffn, int experts, int top_k,
-                    bool gated) {
+                    bool gated, bool bias) {
   if (experts <= 0 || top_k <= 0 || top_k > experts || ffn <= 0) {
     throw sim::ModelError(fmt::format("experts layer {}: expected 0 < top_k <= experts and ffn > 0, found top_k {}, "
                                       "{} experts, ffn {}", name, top_k, experts, ffn));
   }
   const std::int64_t up = gated ? 2 * ffn : ffn;
-  const std::int64_t per_expert = hidden * up + ffn * hidden;
+  const std::int64_t per_expert = hidden * up + ffn * hidden + (bias ? up + hidden : 0);
   const double assignments = as_double(seq) * top_k;
   // Saved per assignment: the expert's input, its up projection (the activation's input) and
   // the activation's output (the down projection's input).
@@ -371,7 +371,7 @@ Layer attention_layer(std::string name, const AttentionShape& a) {
   // Saved: Q, K and V; the softmax output; with dropout also its output, and its 1-byte mask
   // (K22 §4.1).
   const double saved = qkv + probs * (a.dropout ? 2.0 : 1.0) + (a.qk_norm ? rope_elems : 0.0);
-  Layer l = make_layer(std::move(name), "attention", 0, saved, as_double(s * h * d));
+  Layer l = make_layer(std::move(name), "attention", a.sinks ? h : 0, saved, as_double(s * h * d));
   l.saved_mask_elems = a.dropout ? probs : 0.0;
   l.saved_score_elems = probs * (a.dropout ? 2.0 : 1.0);
   l.saved_score_mask_elems = l.saved_mask_elems;

@@ -123,6 +123,9 @@ struct AttentionShape {
   bool alibi = false;    ///< ALiBi: a per-head linear bias added to the scores (Press et al. 2022)
   std::int64_t window = 0;  ///< sliding window (Layer::attention_window); 0: none
   bool qk_norm = false;     ///< RMSNorm over each head's query and key before RoPE (Qwen3)
+  /// Attention sinks (GPT-OSS): a learned logit per head in every softmax's denominator, a
+  /// parameter per head. Their cost, one more term per softmax row, is left out (1/s of it).
+  bool sinks = false;
 };
 
 /// With a sliding window w < s the kernels still compute every score (masked), while the layer's
@@ -234,6 +237,7 @@ struct TransformerSpec {
   /// Per block, its attention's sliding window in tokens (Layer::attention_window); empty: none.
   std::vector<int> windows;
   bool qk_norm = false;  ///< RMSNorm of each head's query and key (Qwen3's q_norm and k_norm)
+  bool attention_sinks = false;  ///< a learned sink logit per head (GPT-OSS; AttentionShape::sinks)
 };
 
 /// Embedding, `layers` blocks (pre- or post-norm; attention then MLP, GELU or SwiGLU), [final
@@ -242,14 +246,16 @@ struct TransformerSpec {
 /// learned position table.
 Model build_transformer(const TransformerSpec& spec);
 
-/// The router: a linear h -> E projection per token, softmax and top-k selection.
-Layer router_layer(std::string name, std::int64_t seq, std::int64_t hidden, int experts, int top_k);
+/// The router: a linear h -> E projection per token (with a bias: E more parameters), softmax
+/// and top-k selection.
+Layer router_layer(std::string name, std::int64_t seq, std::int64_t hidden, int experts, int top_k, bool bias = false);
 
 /// `experts` routed FFNs (gated: h -> 2f, SwiGLU, f -> h; else h -> f, GELU, f -> h) taking
 /// `top_k` of each sample's `seq` tokens, plus the permutation into expert order and back
 /// (gather/scatter of h per assignment). Kernels are per token; the layer's totals are for
-/// `seq` x `top_k` assignments.
+/// `seq` x `top_k` assignments. With `bias`, each expert's projections have biases (GPT-OSS:
+/// up + h more parameters per expert; added in the GEMMs' epilogues, no kernel of their own).
 Layer experts_layer(std::string name, std::int64_t seq, std::int64_t hidden, std::int64_t ffn, int experts, int top_k,
-                    bool gated);
+                    bool gated, bool bias = false);
 
 }  // namespace foresight::strategy

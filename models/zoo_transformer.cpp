@@ -95,6 +95,7 @@ Model build_transformer(const TransformerSpec& spec) {
                            spec.attention_dropout,
                            !table && spec.alibi};
   attention.qk_norm = spec.qk_norm;
+  attention.sinks = spec.attention_sinks;
   if (!spec.windows.empty() && spec.windows.size() != static_cast<std::size_t>(t.layers)) {
     throw sim::ModelError(fmt::format("model {}: {} attention windows for {} layers", spec.name, spec.windows.size(),
                                       t.layers));
@@ -119,8 +120,9 @@ Model build_transformer(const TransformerSpec& spec) {
     if (m.experts > 0 && i >= m.dense_layers) {
       // Mixture of experts: the router, the routed experts, then the shared experts as one
       // dense FFN of shared x expert_ffn (DeepSeekMoE's layout).
-      b.add(router_layer(p + "mlp.router", s, h, m.experts, m.top_k));
-      b.add(with_tp(experts_layer(p + "mlp.experts", s, h, m.expert_ffn, m.experts, m.top_k, t.swiglu), TpRole::expert));
+      b.add(router_layer(p + "mlp.router", s, h, m.experts, m.top_k, m.bias));
+      b.add(with_tp(experts_layer(p + "mlp.experts", s, h, m.expert_ffn, m.experts, m.top_k, t.swiglu, m.bias),
+                    TpRole::expert));
       if (m.shared_experts > 0) {
         const std::int64_t f = static_cast<std::int64_t>(m.shared_experts) * m.expert_ffn;
         b.add(fused_linear(p + "mlp.shared.gate_up", s, h, {f, f}, spec.mlp_bias));

@@ -241,3 +241,57 @@ TEST_CASE("Qwen3's QK norm: one RMSNorm pass over the queries and keys each way;
                                       "\"decoder_sparse_step\": 1, \"mlp_only_layers\": [],");
   REQUIRE(strategy::load_hf_config(all_moe, 2048).params() > m.params());
 }
+
+TEST_CASE("GPT-OSS 120B and 20B: sinks, router and expert biases, alternating windows; the model card's sizes",
+          "[models]") {
+  // OpenAI, gpt-oss-120b & gpt-oss-20b model card (2025), Table 1: total parameters 116.83 B and
+  // 20.91 B; MLP (router and experts) 114.71 B and 19.12 B; attention 0.96 B and 0.64 B;
+  // embedding and unembedding 1.16 B; active per token 5.13 B and 3.61 B.
+  struct Card {
+    const char* dir;
+    int layers, experts;
+    double total, mlp, attention, active;
+  };
+  for (const Card c : {Card{"hf/gpt-oss-120b/config.json", 36, 128, 116.83e9, 114.71e9, 0.96e9, 5.13e9},
+                       Card{"hf/gpt-oss-20b/config.json", 24, 32, 20.91e9, 19.12e9, 0.64e9, 3.61e9}}) {
+    CAPTURE(c.dir);
+    const Model m = strategy::load_hf_config(data_path(c.dir), 4096);
+    const double h = 2880, f = 2880, q = 64 * 64, kv = 8 * 64, vocab = 201088;
+    // Derived from the config: each expert h -> 2f and f -> h with biases; the router h -> E with
+    // a bias; QKV and the output projection with biases; a sink logit per head; two RMSNorms.
+    const double expert = h * 2 * f + f * h + 2 * f + h;
+    const double router = h * c.experts + c.experts;
+    const double attention = h * (q + 2 * kv) + (q + 2 * kv) + q * h + h + 64;
+    const double per_layer = c.experts * expert + router + attention + 2 * h;
+    const double embeddings = 2 * vocab * h;  // untied
+    REQUIRE(static_cast<double>(m.params()) == Approx(c.layers * per_layer + embeddings + h));
+    // Against the card, to its rounding (three significant digits of the parts).
+    REQUIRE(static_cast<double>(m.params()) == Approx(c.total).epsilon(0.0005));
+    double mlp = 0.0, attn = 0.0, routed = 0.0;
+    int sinks = 0;
+    for (const Layer& l : m.layers) {
+      if (l.kind == "router" || l.experts > 0) mlp += static_cast<double>(l.params);
+      if (l.experts > 0) routed += static_cast<double>(l.params);
+      if (l.name.find(".attn.") != std::string::npos) attn += static_cast<double>(l.params);
+      if (l.kind == "attention") {
+        REQUIRE(l.params == 64);  // one sink per head
+        ++sinks;
+      }
+    }
+    REQUIRE(sinks == c.layers);
+    REQUIRE(mlp == Approx(c.mlp).epsilon(0.001));
+    REQUIRE(attn == Approx(c.attention).epsilon(0.01));
+    // Active: all but the unvisited experts (4 of E) and the input embedding.
+    const double active = static_cast<double>(m.params()) - routed * (1.0 - 4.0 / c.experts) - vocab * h;
+    REQUIRE(active == Approx(c.active).epsilon(0.002));
+    // layer_types: sliding windows of 128 on even layers, full attention on odd ones.
+    const auto attn_cores = cores(m);
+    for (std::size_t i = 0; i < attn_cores.size(); ++i) REQUIRE(attn_cores[i]->attention_window == (i % 2 == 0 ? 128 : 0));
+  }
+  // Other Llama-style configs keep neither sinks nor MoE biases.
+  const Model mixtral = strategy::load_hf_config(data_path("hf/mixtral-8x7b/config.json"), 4096);
+  for (const Layer& l : mixtral.layers) {
+    if (l.kind == "attention") REQUIRE(l.params == 0);
+    if (l.kind == "router") REQUIRE(l.params == 4096 * 8);
+  }
+}
