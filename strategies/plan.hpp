@@ -276,9 +276,11 @@ struct Plan {
   /// expert (Megatron-Core's alltoall dispatcher without padding to capacity: the all-to-all's
   /// split sizes are copied to the host, which synchronizes on them before the dispatch;
   /// token_dispatcher.py, core_v0.8.0 and later). The counts are first all-gathered over the
-  /// expert-parallel group. false: sizes known in advance (padded to capacity, DeepSpeed-MoE's
+  /// expert-parallel group. Off by default: it moves every measured MoE prediction by under 1%
+  /// while it nearly doubles the flow network's events on large MoE runs (docs/strategies.md).
+  /// Off is also right where sizes are known in advance (padded to capacity, DeepSpeed-MoE's
   /// fixed capacity, CUDA graphs of the preprocessing).
-  bool moe_host_sync = true;
+  bool moe_host_sync = false;
   /// Slow GPUs: the kernels of ranks on `straggler_gpus` take `straggler_slowdown` times as long,
   /// and every rank's kernels in every step take 1 + X as long, X drawn from an exponential
   /// distribution of mean `straggler_jitter` (0: none), seeded by `straggler_seed` and the

@@ -184,7 +184,7 @@ TEST_CASE("Megatron's dispatcher: the host waits for the token counts, all-gathe
   // tiny-mixtral: 4 MoE layers of 8 experts. EP 2, 2 micro-batches per step, 2 steps.
   for (const char* recompute : {"none", "full"}) {
     CAPTURE(recompute);
-    const json plan = {{"ep", 2}, {"global_batch", 8}, {"fold", false}, {"recompute", recompute}};
+    const json plan = {{"ep", 2}, {"global_batch", 8}, {"fold", false}, {"recompute", recompute}, {"moe_host_sync", true}};
     const auto out = run(tiny(plan, 2));
     const auto& g = out.compiled.graph;
     const auto& r = out.result;
@@ -228,8 +228,8 @@ TEST_CASE("Megatron's dispatcher: the host waits for the token counts, all-gathe
     REQUIRE(gathers == forwards);
     REQUIRE(waits == forwards);
   }
-  // Without the sync (sizes known in advance), neither.
-  const auto off = run(tiny({{"ep", 2}, {"global_batch", 8}, {"fold", false}, {"moe_host_sync", false}}, 2));
+  // Without the sync (the default; sizes known in advance), neither.
+  const auto off = run(tiny({{"ep", 2}, {"global_batch", 8}, {"fold", false}}, 2));
   for (const auto& n : off.compiled.graph.nodes) {
     REQUIRE_FALSE(off.compiled.graph.names[n.name].ends_with("token counts"));
   }
