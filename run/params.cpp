@@ -77,6 +77,14 @@ json echo(const Scenario& s) {
   }
 }
 
+json echo_recompute_modules(const Scenario& s) {
+  json out = json::array();
+  for (const auto& [name, bit] : kRecomputeModules) {
+    if ((s.plan.recompute_modules & bit) != 0) out.push_back(std::string(name));
+  }
+  return out;
+}
+
 json echo_partition(const Scenario& s) {
   const Plan& p = s.plan;
   if (p.partition == PartitionMode::explicit_units) return p.partition_units;
@@ -210,6 +218,11 @@ std::vector<Param> make_table() {
   t.push_back(choice("plan", "recompute", kRecomputes, "none",
                      "activation recompute: full, except_last (torchgpipe), selective (attention core only), selective_op (torchtitan's per-op policy: every second matmul and the non-matmul ops of each block)",
                      store<P, &Plan::recompute>, echo<P, &Plan::recompute, &kRecomputes>));
+  t.push_back(of_kind("plan", "recompute_modules", K::list, "names", "[\"core_attn\"]",
+                      "with recompute selective, what it reruns (Megatron-Core's recompute_modules): core_attn (the "
+                      "attention core), moe_act (the routed experts' activation), layernorm (the MoE layers' pre-MLP "
+                      "norm)",
+                      nullptr, echo_recompute_modules));
   t.push_back(of_kind("plan", "tp_comm_overlap", K::boolean, "", "false",
                       "Transformer Engine's tensor-parallel communication overlap: sequence-parallel all-gathers and "
                       "reduce-scatters beside their GEMMs (needs sequence_parallel)",

@@ -103,6 +103,28 @@ void read_pipeline(const JsonReader& r, const json& o, const JsonPath& p, Plan& 
   } else if (!has("p2p_sync")) {
     plan.p2p_sync = plan.driver == PipelineDriver::per_stage && plan.schedule != Schedule::interleaved;
   }
+  if (has("recompute_modules")) {
+    const JsonPath mp = p.at("recompute_modules");
+    const json& names = r.array_at(o, "recompute_modules", p, "a plan");
+    plan.recompute_modules = 0;
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      const std::string name = names[i].is_string() ? names[i].get<std::string>() : "";
+      const auto it = std::find_if(kRecomputeModules.begin(), kRecomputeModules.end(),
+                                   [&](const auto& m) { return m.first == name; });
+      if (it == kRecomputeModules.end()) {
+        r.fail(mp.at(i), fmt::format("expected core_attn, moe_act or layernorm (Megatron-Core's mlp, moe, "
+                                     "shared_experts and mla_up_proj are not modelled), found {}",
+                                     topo::shown(names[i])));
+      }
+      plan.recompute_modules |= it->second;
+    }
+    // Megatron-Core's default (the attention core) goes with any recompute, as the effective
+    // plan echoes it; others are what selective recompute reruns.
+    if (plan.recompute != Recompute::selective && plan.recompute_modules != kRecomputeCoreAttn) {
+      r.fail(mp, fmt::format("expected recompute selective with modules other than [\"core_attn\"]: they are what "
+                             "selective recompute reruns, found recompute {}", to_string(plan.recompute)));
+    }
+  }
   if (plan.recompute == Recompute::except_last && plan.pp == 1) {
     r.fail(p.at("recompute"), "expected none, full, selective or selective_op with pp = 1: except_last is torchgpipe's per-stage "
                               "checkpointing");

@@ -34,6 +34,13 @@ std::string plan_summary(const Plan& p, int cc) {
   if (p.zero > 0) out += fmt::format(", ZeRO-{}", p.zero);
   if (p.hybrid_shard()) out += fmt::format(" sharded in groups of {} (hybrid)", p.shard_group);
   if (p.recompute != Recompute::none) out += fmt::format(", {} recompute", to_string(p.recompute));
+  if (p.recompute == Recompute::selective && p.recompute_modules != kRecomputeCoreAttn) {
+    std::string names;
+    for (const auto& [name, bit] : kRecomputeModules) {
+      if ((p.recompute_modules & bit) != 0) names += (names.empty() ? "" : ", ") + std::string(name);
+    }
+    out += fmt::format(" ({})", names.empty() ? "nothing" : names);
+  }
   if (p.fused_attention) {
     out += p.attention_kernel == AttentionKernel::flash2  ? ", fused attention (FlashAttention-2)"
            : p.attention_kernel == AttentionKernel::cudnn ? ", fused attention (cuDNN)"

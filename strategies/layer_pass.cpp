@@ -257,8 +257,20 @@ void LayerPass::experts(std::size_t i, bool forward) {
   waits_ = {e_.expert_all_to_all(i, micro_, true, l.name + (forward ? " dispatch" : " combine backward"), std::move(deps),
                                  phase)};
   const int local = m.routing->experts_per_rank(i);
+  // recompute_modules moe_act: each expert's activation output, dropped once the down
+  // projection has consumed it, again before the down projection's backward (with FP8 its cast
+  // too, which the weight gradient reads).
+  std::vector<const OpTemplate*> act_rerun;
+  if (!forward && plan_.recomputes(kRecomputeMoeAct)) {
+    for (const OpTemplate& k : l.fwd) {
+      if (k.kernel == "expert_swiglu_fwd" || k.kernel == "expert_gelu_fwd" || k.kernel == "fp8_cast_transpose_expert_hidden") {
+        act_rerun.push_back(&k);
+      }
+    }
+  }
   for (int x = m.ep_rank * local; x < (m.ep_rank + 1) * local; ++x) {
     const double tokens = t.expert_tokens(x);
+    for (const OpTemplate* k : act_rerun) run_tokens(*k, i, x, tokens, sim::Phase::forward, plan_.dispatch_backward);
     for (std::size_t k = 1; k + 1 < kernels.size(); ++k) {
       // FP8's expert weight casts: the step's first micro-batch only, as for linear layers.
       if ((micro_ > 0 || recomputing_) && is_fp8_weight_cast(kernels[k].kernel)) continue;
@@ -268,6 +280,25 @@ void LayerPass::experts(std::size_t i, bool forward) {
   waits_.push_back(
       e_.expert_all_to_all(i, micro_, false, l.name + (forward ? " combine" : " dispatch backward"), {last_}, phase));
   run_tokens(kernels.back(), i, -1, sent, phase, d);
+}
+
+std::size_t LayerPass::norm_rerun_before(std::size_t i) const {
+  const auto& layers = model_.layers;
+  const std::size_t none = layers.size();
+  if (!plan_.recomputes(kRecomputeLayernorm) || layers[i].block < 0) return none;
+  const auto mlp_layer = [&](std::size_t k) {
+    return layers[k].block == layers[i].block && layers[k].kind != "add" && layers[k].kind != "dropout";
+  };
+  // i is the last layer of its MLP (the residual add or dropout follows), which starts with a
+  // router right after a norm of the same block: the norm that Transformer Engine leaves unfused
+  // (pre_mlp_layernorm of a MoE layer).
+  if (!mlp_layer(i) || (i + 1 < layers.size() && mlp_layer(i + 1))) return none;
+  std::size_t r = i;
+  while (r > 0 && mlp_layer(r) && layers[r].kind != "router") --r;
+  if (layers[r].kind != "router" || r == 0) return none;
+  const Layer& norm = layers[r - 1];
+  const bool is_norm = norm.kind == "layernorm" || norm.kind == "rmsnorm";
+  return is_norm && norm.block == layers[i].block ? r - 1 : none;
 }
 
 bool LayerPass::overlaps(std::size_t i) const {
@@ -321,8 +352,18 @@ NodeId LayerPass::backward(std::size_t first, std::size_t last, NodeId in, bool 
     const bool block_end =
         layer.block >= 0 && (i + 1 == model_.layers.size() || model_.layers[i + 1].block != layer.block);
     const bool whole_block = plan_.recompute == Recompute::full || plan_.recompute == Recompute::selective_op;
+    if (const std::size_t norm = norm_rerun_before(i); layer_recompute_ && norm < model_.layers.size()) {
+      // recompute_modules layernorm: the MoE norm's output, dropped once consumed, again before
+      // its MLP's backward.
+      waits_.insert(waits_.end(), pending.begin(), pending.end());
+      recomputing_ = true;
+      forward_layer(norm);
+      recomputing_ = false;
+      pending = std::move(waits_);
+      waits_.clear();
+    }
     if (layer_recompute_ && ((whole_block && block_end) ||
-                             (plan_.recompute == Recompute::selective && layer.saved_score_elems > 0.0))) {
+                             (plan_.recomputes(kRecomputeCoreAttn) && layer.saved_score_elems > 0.0))) {
       std::size_t begin = i;
       while (whole_block && begin > first && model_.layers[begin - 1].block == layer.block) --begin;
       waits_.insert(waits_.end(), pending.begin(), pending.end());

@@ -80,6 +80,9 @@ class LayerPass {
   /// Routed experts' forward or backward pass: permute, dispatch all-to-all, each local
   /// expert's FFN at its tokens, combine all-to-all, unpermute; the backward pass mirrored.
   void experts(std::size_t i, bool forward);
+  /// recompute_modules layernorm: the MoE pre-MLP norm whose output is rerun before layer i's
+  /// backward (the first layer of that norm's MLP the backward reaches), or model size for none.
+  std::size_t norm_rerun_before(std::size_t i) const;
   /// Runs `t` of experts layer i over `tokens` (nothing for none).
   void run_tokens(const OpTemplate& t, std::size_t i, int expert, double tokens, sim::Phase phase, sim::Time dispatch);
   /// The node after which everything emitted so far that the next consumer needs is done.

@@ -75,13 +75,35 @@ MemoryBreakdown model_state_memory(double params, const Plan& plan, int shard, d
   return m;
 }
 
+namespace {
+
+/// recompute_modules moe_act: the bytes per sample an experts layer keeps of its activation's
+/// output (the down projection's input: 1 byte a value when that GEMM runs in FP8).
+double discarded_expert_act_bytes(const Layer& l, double a) {
+  const OpTemplate* up = nullptr;
+  const OpTemplate* down = nullptr;
+  for (const OpTemplate& k : l.fwd) {
+    if (k.kernel == "expert_up_fwd") up = &k;
+    if (k.kernel == "expert_down_fwd") down = &k;
+  }
+  if (up == nullptr || down == nullptr) return 0.0;
+  // Per token: {1, out, in} GEMMs; per assignment the layer keeps hidden + up + ffn values.
+  const double hidden = static_cast<double>(down->shape[1]);
+  const double ffn = static_cast<double>(down->shape[2]);
+  const double up_out = static_cast<double>(up->shape[1]);
+  const double assignments = l.saved_elems / (hidden + up_out + ffn);
+  return assignments * ffn * (down->math == MathKind::matmul_fp8 ? 1.0 : a);
+}
+
+}  // namespace
+
 double saved_activation_bytes(const Model& model, const Plan& plan, std::size_t first, std::size_t last,
                               bool block_checkpoints) {
   const double a = activation_bytes(plan.precision);
   const int t = std::max(1, plan.tp);
   const bool sp = plan.sequence_parallel && t > 1;
   const bool full = block_checkpoints && plan.recompute == Recompute::full;
-  const bool selective = plan.recompute == Recompute::selective;
+  const bool selective = plan.recomputes(kRecomputeCoreAttn);
   const bool per_op = block_checkpoints && plan.recompute == Recompute::selective_op;
   double bytes = 0.0;
   for (std::size_t i = first; i < last && i < model.layers.size(); ++i) {
@@ -117,7 +139,13 @@ double saved_activation_bytes(const Model& model, const Plan& plan, std::size_t 
       elems -= l.saved_score_elems;
       masks -= l.saved_score_mask_elems;
     }
-    const double kept = l.saved_bytes.value_or(elems * (fp8_linear(l) ? 1.0 : a) + masks);
+    double kept = l.saved_bytes.value_or(elems * (fp8_linear(l) ? 1.0 : a) + masks);
+    if (l.experts > 0 && plan.recomputes(kRecomputeMoeAct)) kept -= discarded_expert_act_bytes(l, a);
+    if (l.kind == "router" && plan.recomputes(kRecomputeLayernorm) && i > first) {
+      // The MoE pre-MLP norm's output, which the router keeps as its input: dropped.
+      const Layer& norm = model.layers[i - 1];
+      if ((norm.kind == "layernorm" || norm.kind == "rmsnorm") && norm.block == l.block) kept -= norm.output_elems * a;
+    }
     bytes += kept / tp_divisor(l.tp, t, sp);
   }
   return bytes * plan.micro_batch;

@@ -2,6 +2,9 @@
 /// The parallel plan: how a model is trained on a cluster. Every default is stated here with its
 /// source; `foresight simulate --json` prints the effective plan.
 
+#include <array>
+#include <string_view>
+#include <utility>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -99,6 +102,16 @@ enum class KernelGeneration : std::uint8_t { current, megatron_2021 };
 /// matmul's and recomputes the rest, strategies/op_recompute.hpp).
 enum class Recompute : std::uint8_t { none, full, except_last, selective, selective_op };
 std::string_view to_string(Recompute r);
+
+/// What selective recompute reruns (Megatron-Core's recompute_modules; bits of
+/// Plan::recompute_modules): the attention core (core_attn, checkpointed), the routed experts'
+/// activation (moe_act) and the MoE layers' pre-MLP norm (layernorm: the norm Transformer Engine
+/// does not fuse into the next linear, whose output the router reads), both output-discarding:
+/// the output is dropped once consumed and recomputed before the backward that needs it.
+enum RecomputeModule : std::uint8_t { kRecomputeCoreAttn = 1, kRecomputeMoeAct = 2, kRecomputeLayernorm = 4 };
+/// Their names in a scenario, by bit.
+inline constexpr std::array<std::pair<std::string_view, RecomputeModule>, 3> kRecomputeModules{
+    {{"core_attn", kRecomputeCoreAttn}, {"moe_act", kRecomputeMoeAct}, {"layernorm", kRecomputeLayernorm}}};
 
 /// Which plan axis follows a change of cluster.gpus (--gpus): data parallelism, or the pipeline.
 enum class ScaleAxis : std::uint8_t { dp, pp };
@@ -214,6 +227,13 @@ struct Plan {
   /// per-stage driver without interleaving.
   bool p2p_sync = true;
   Recompute recompute = Recompute::none;
+  /// With recompute selective: the RecomputeModule bits it reruns (Megatron-Core's default,
+  /// the attention core).
+  std::uint8_t recompute_modules = kRecomputeCoreAttn;
+  /// Whether selective recompute reruns module `m`.
+  bool recomputes(RecomputeModule m) const {
+    return recompute == Recompute::selective && (recompute_modules & m) != 0;
+  }
   ScaleAxis scale_axis = ScaleAxis::dp;
 
   // Large-model data parallelism and tensor parallelism (memory model; see memory_model.hpp).

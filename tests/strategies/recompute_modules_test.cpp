@@ -1,0 +1,159 @@
+// Megatron-Core's selective recompute modules (plan.recompute_modules) on a MoE model: what each
+// drops from the saved activations (derived from the shapes) and which forward kernels the
+// backward pass reruns, and where; the errors.
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "common/error.hpp"
+#include "run/simulation.hpp"
+#include "tests/test_paths.hpp"
+
+using namespace foresight;
+using Catch::Matchers::Contains;
+using nlohmann::json;
+
+namespace {
+
+// tiny-mixtral: 4 layers, hidden 512, 8 experts of FFN 1024 (SwiGLU), top 2, RMSNorm; sequence
+// 256. One GPU (ep 1: every expert local), micro-batch 2, 2 micro-batches per step, 1 step.
+constexpr double kLayers = 4, kHidden = 512, kFfn = 1024, kTopK = 2, kSeq = 256, kMicro = 2;
+
+json scenario(const json& plan) {
+  json p = {{"micro_batch", 2}, {"global_batch", 4}, {"precision", "bf16"}, {"optimizer", "adam"},
+            {"network", "analytical"}, {"steps", 1}, {"fused_attention", true}, {"fold", false}};
+  p.update(plan);
+  return {{"model", {{"hf_config", test::data_path("hf/tiny-mixtral/config.json")}}},
+          {"cluster", {{"preset", "dgx-h100"}, {"gpus", 1}}},
+          {"plan", p},
+          {"workload", {{"steps", 1}}}};
+}
+
+strategy::SimulationOutput run(const json& doc) {
+  return strategy::simulate_scenario(strategy::parse_scenario(doc, "recompute_modules.json"), {});
+}
+
+/// Forward kernels of rank 0 by name, counted in the forward and backward phases' order of
+/// emission: name -> (count in forward, count emitted after the first backward kernel).
+std::map<std::string, std::pair<int, int>> kernel_counts(const strategy::SimulationOutput& out) {
+  std::map<std::string, std::pair<int, int>> counts;
+  const auto& g = out.compiled.graph;
+  bool backward = false;
+  for (const auto& n : g.nodes) {
+    if (n.rank != 0 || n.kind != sim::OpKind::compute) continue;
+    if (n.phase == sim::Phase::backward || n.phase == sim::Phase::wgrad) backward = true;
+    auto& c = counts[g.names[n.name]];
+    (backward ? c.second : c.first) += 1;
+  }
+  return counts;
+}
+
+}  // namespace
+
+TEST_CASE("recompute_modules: moe_act drops the experts' activation output, layernorm the MoE norm's",
+          "[training][moe][recompute]") {
+  const auto none = run(scenario({{"recompute", "none"}}));
+  const auto attn = run(scenario({{"recompute", "selective"}}));  // core_attn: nothing to drop when fused
+  const auto act = run(scenario({{"recompute", "selective"}, {"recompute_modules", {"moe_act"}}}));
+  const auto norm = run(scenario({{"recompute", "selective"}, {"recompute_modules", {"layernorm"}}}));
+  const auto both = run(scenario({{"recompute", "selective"}, {"recompute_modules", {"layernorm", "moe_act", "core_attn"}}}));
+  const auto activations = [](const strategy::SimulationOutput& o) { return o.report.memory[0].bytes.activations; };
+  // The activation's output, the down projection's input: tokens x top-k values of the FFN width
+  // per MoE layer, bf16, for the micro-batch in flight. The norm's output: tokens x hidden.
+  const double act_bytes = kLayers * kMicro * kSeq * kTopK * kFfn * 2.0;
+  const double norm_bytes = kLayers * kMicro * kSeq * kHidden * 2.0;
+  REQUIRE(activations(attn) == activations(none));
+  REQUIRE(activations(none) - activations(act) == Approx(act_bytes));
+  REQUIRE(activations(none) - activations(norm) == Approx(norm_bytes));
+  REQUIRE(activations(none) - activations(both) == Approx(act_bytes + norm_bytes));
+
+  // The backward pass reruns each expert's activation (8 experts x 4 layers x 2 micro-batches)
+  // and each MoE layer's pre-MLP norm (4 x 2); nothing else.
+  const auto base = kernel_counts(none);
+  const auto with_act = kernel_counts(act);
+  const auto with_norm = kernel_counts(norm);
+  int act_reruns = 0, norm_reruns = 0, other = 0;
+  for (const auto& [name, c] : with_act) {
+    const int extra = c.second - base.at(name).second;
+    if (name.ends_with("expert_swiglu_fwd")) {
+      act_reruns += extra;
+    } else {
+      other += extra;
+    }
+  }
+  for (const auto& [name, c] : with_norm) {
+    const int extra = c.second - base.at(name).second;
+    if (name.ends_with("ln_2.rmsnorm_fwd")) {
+      norm_reruns += extra;
+    } else {
+      other += extra;
+    }
+  }
+  REQUIRE(act_reruns == 8 * 4 * 2);
+  REQUIRE(norm_reruns == 4 * 2);
+  REQUIRE(other == 0);
+  // Each rerun of an expert's activation (a forward activation not right after its up
+  // projection) comes right before that expert's down projection's input gradient.
+  const auto& g = act.compiled.graph;
+  int placed = 0;
+  std::string previous;  // rank 0's previous kernel
+  for (sim::NodeId i = 0; i < g.nodes.size(); ++i) {
+    const auto& n = g.nodes[i];
+    if (n.rank != 0 || n.kind != sim::OpKind::compute) continue;
+    const std::string& name = g.names[n.name];
+    const bool rerun = name.ends_with("expert_swiglu_fwd") && !previous.ends_with("expert_up_fwd");
+    previous = name;
+    if (!rerun) continue;
+    const std::string expert = name.substr(0, name.size() - std::string("expert_swiglu_fwd").size());
+    sim::NodeId next = i + 1;
+    while (g.nodes[next].rank != 0 || g.nodes[next].kind != sim::OpKind::compute) ++next;
+    REQUIRE(g.names[g.nodes[next].name] == expert + "expert_down_dgrad");
+    ++placed;
+  }
+  REQUIRE(placed == act_reruns);
+  // And each rerun of the norm comes right before its MLP's backward: the routed experts' first
+  // backward kernel of its layer.
+  const auto& gn = norm.compiled.graph;
+  int norms = 0;
+  sim::Phase before = sim::Phase::none;  // rank 0's previous kernel's
+  for (sim::NodeId i = 0; i < gn.nodes.size(); ++i) {
+    const auto& n = gn.nodes[i];
+    if (n.rank != 0 || n.kind != sim::OpKind::compute) continue;
+    const bool after_backward = before == sim::Phase::backward || before == sim::Phase::wgrad;
+    before = n.phase;
+    const std::string& name = gn.names[n.name];
+    if (!after_backward || !name.ends_with("ln_2.rmsnorm_fwd")) continue;
+    const std::string layer = name.substr(0, name.size() - std::string("ln_2.rmsnorm_fwd").size());
+    sim::NodeId next = i + 1;
+    while (gn.nodes[next].rank != 0 || gn.nodes[next].kind != sim::OpKind::compute) ++next;
+    REQUIRE(gn.names[gn.nodes[next].name] == layer + "mlp.experts.moe_unpermute_bwd");
+    ++norms;
+  }
+  REQUIRE(norms == norm_reruns);
+  // With FP8 experts the down projection keeps its input as a 1-byte FP8 copy: that is what is
+  // dropped, and its cast is rerun after the activation.
+  const auto fp8 = run(scenario({{"recompute", "none"}, {"fp8", true}}));
+  const auto fp8_act = run(scenario({{"recompute", "selective"}, {"recompute_modules", {"moe_act"}}, {"fp8", true}}));
+  REQUIRE(activations(fp8) - activations(fp8_act) == Approx(act_bytes / 2));
+  const auto fp8_base = kernel_counts(fp8);
+  int casts = 0;
+  for (const auto& [name, c] : kernel_counts(fp8_act)) {
+    if (name.ends_with("fp8_cast_transpose_expert_hidden")) casts += c.second - fp8_base.at(name).second;
+  }
+  REQUIRE(casts == 8 * 4 * 2);
+  // Time: more kernels, never less time.
+  REQUIRE(both.report.iteration_time_s > none.report.iteration_time_s);
+}
+
+TEST_CASE("recompute_modules: errors name the key", "[training][moe][recompute]") {
+  REQUIRE_THROWS_WITH(run(scenario({{"recompute", "full"}, {"recompute_modules", {"moe_act"}}})),
+                      Contains("/plan/recompute_modules") && Contains("expected recompute selective"));
+  REQUIRE_THROWS_WITH(run(scenario({{"recompute", "selective"}, {"recompute_modules", {"core_attn", "mlp"}}})),
+                      Contains("/plan/recompute_modules/1") && Contains("expected core_attn, moe_act or layernorm") &&
+                          Contains("\"mlp\""));
+  // The effective plan echoes the modules.
+  const auto out = run(scenario({{"recompute", "selective"}, {"recompute_modules", {"moe_act", "layernorm"}}}));
+  REQUIRE(out.plan.at("recompute_modules") == json({"moe_act", "layernorm"}));
+}
