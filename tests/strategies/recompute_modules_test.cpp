@@ -3,9 +3,12 @@
 // backward pass reruns, and where; the errors.
 #include <catch2/catch.hpp>
 
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "common/error.hpp"
 #include "run/simulation.hpp"
@@ -35,19 +38,41 @@ strategy::SimulationOutput run(const json& doc) {
   return strategy::simulate_scenario(strategy::parse_scenario(doc, "recompute_modules.json"), {});
 }
 
-/// Forward kernels of rank 0 by name, counted in the forward and backward phases' order of
-/// emission: name -> (count in forward, count emitted after the first backward kernel).
+/// Rank 0's kernels in the order they were emitted: name and phase.
+std::vector<std::pair<std::string, sim::Phase>> kernel_sequence(const strategy::SimulationOutput& out) {
+  std::vector<std::pair<std::string, sim::Phase>> seq;
+  const auto& g = out.compiled.graph;
+  for (const auto& n : g.nodes) {
+    if (n.rank == 0 && n.kind == sim::OpKind::compute) seq.emplace_back(g.names[n.name], n.phase);
+  }
+  return seq;
+}
+
+/// Rank 0's kernels by name: (count before the first backward kernel, count from it on).
 std::map<std::string, std::pair<int, int>> kernel_counts(const strategy::SimulationOutput& out) {
   std::map<std::string, std::pair<int, int>> counts;
-  const auto& g = out.compiled.graph;
   bool backward = false;
-  for (const auto& n : g.nodes) {
-    if (n.rank != 0 || n.kind != sim::OpKind::compute) continue;
-    if (n.phase == sim::Phase::backward || n.phase == sim::Phase::wgrad) backward = true;
-    auto& c = counts[g.names[n.name]];
+  for (const auto& [name, phase] : kernel_sequence(out)) {
+    if (phase == sim::Phase::backward || phase == sim::Phase::wgrad) backward = true;
+    auto& c = counts[name];
     (backward ? c.second : c.first) += 1;
   }
   return counts;
+}
+
+/// How many kernels of `seq` end with `suffix` and `rerun` (given the one before) says are
+/// reruns; each must be followed right away by the kernel `next` names (from its prefix).
+int reruns_followed_by(const std::vector<std::pair<std::string, sim::Phase>>& seq, const std::string& suffix,
+                       const std::function<bool(const std::pair<std::string, sim::Phase>&)>& rerun,
+                       const std::function<std::string(const std::string&)>& next) {
+  int found = 0;
+  for (std::size_t k = 1; k + 1 < seq.size(); ++k) {
+    const std::string& name = seq[k].first;
+    if (!name.ends_with(suffix) || !rerun(seq[k - 1])) continue;
+    REQUIRE(seq[k + 1].first == next(name.substr(0, name.size() - suffix.size())));
+    ++found;
+  }
+  return found;
 }
 
 }  // namespace
@@ -94,44 +119,18 @@ TEST_CASE("recompute_modules: moe_act drops the experts' activation output, laye
   REQUIRE(act_reruns == 8 * 4 * 2);
   REQUIRE(norm_reruns == 4 * 2);
   REQUIRE(other == 0);
-  // Each rerun of an expert's activation (a forward activation not right after its up
-  // projection) comes right before that expert's down projection's input gradient.
-  const auto& g = act.compiled.graph;
-  int placed = 0;
-  std::string previous;  // rank 0's previous kernel
-  for (sim::NodeId i = 0; i < g.nodes.size(); ++i) {
-    const auto& n = g.nodes[i];
-    if (n.rank != 0 || n.kind != sim::OpKind::compute) continue;
-    const std::string& name = g.names[n.name];
-    const bool rerun = name.ends_with("expert_swiglu_fwd") && !previous.ends_with("expert_up_fwd");
-    previous = name;
-    if (!rerun) continue;
-    const std::string expert = name.substr(0, name.size() - std::string("expert_swiglu_fwd").size());
-    sim::NodeId next = i + 1;
-    while (g.nodes[next].rank != 0 || g.nodes[next].kind != sim::OpKind::compute) ++next;
-    REQUIRE(g.names[g.nodes[next].name] == expert + "expert_down_dgrad");
-    ++placed;
-  }
-  REQUIRE(placed == act_reruns);
-  // And each rerun of the norm comes right before its MLP's backward: the routed experts' first
-  // backward kernel of its layer.
-  const auto& gn = norm.compiled.graph;
-  int norms = 0;
-  sim::Phase before = sim::Phase::none;  // rank 0's previous kernel's
-  for (sim::NodeId i = 0; i < gn.nodes.size(); ++i) {
-    const auto& n = gn.nodes[i];
-    if (n.rank != 0 || n.kind != sim::OpKind::compute) continue;
-    const bool after_backward = before == sim::Phase::backward || before == sim::Phase::wgrad;
-    before = n.phase;
-    const std::string& name = gn.names[n.name];
-    if (!after_backward || !name.ends_with("ln_2.rmsnorm_fwd")) continue;
-    const std::string layer = name.substr(0, name.size() - std::string("ln_2.rmsnorm_fwd").size());
-    sim::NodeId next = i + 1;
-    while (gn.nodes[next].rank != 0 || gn.nodes[next].kind != sim::OpKind::compute) ++next;
-    REQUIRE(gn.names[gn.nodes[next].name] == layer + "mlp.experts.moe_unpermute_bwd");
-    ++norms;
-  }
-  REQUIRE(norms == norm_reruns);
+  // Each rerun of an expert's activation (one not right after its up projection) comes right
+  // before that expert's down projection's input gradient; each rerun of the norm (one right
+  // after a backward kernel) right before its MLP's backward, the routed experts' first kernel.
+  const auto not_after_up = [](const auto& before) { return !before.first.ends_with("expert_up_fwd"); };
+  const auto after_backward = [](const auto& before) {
+    return before.second == sim::Phase::backward || before.second == sim::Phase::wgrad;
+  };
+  REQUIRE(reruns_followed_by(kernel_sequence(act), "expert_swiglu_fwd", not_after_up,
+                             [](const std::string& expert) { return expert + "expert_down_dgrad"; }) == act_reruns);
+  REQUIRE(reruns_followed_by(kernel_sequence(norm), "ln_2.rmsnorm_fwd", after_backward,
+                             [](const std::string& layer) { return layer + "mlp.experts.moe_unpermute_bwd"; }) ==
+          norm_reruns);
   // With FP8 experts the down projection keeps its input as a 1-byte FP8 copy: that is what is
   // dropped, and its cast is rerun after the activation.
   const auto fp8 = run(scenario({{"recompute", "none"}, {"fp8", true}}));
