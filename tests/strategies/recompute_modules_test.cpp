@@ -97,25 +97,16 @@ TEST_CASE("recompute_modules: moe_act drops the experts' activation output, laye
   // The backward pass reruns each expert's activation (8 experts x 4 layers x 2 micro-batches)
   // and each MoE layer's pre-MLP norm (4 x 2); nothing else.
   const auto base = kernel_counts(none);
-  const auto with_act = kernel_counts(act);
-  const auto with_norm = kernel_counts(norm);
-  int act_reruns = 0, norm_reruns = 0, other = 0;
-  for (const auto& [name, c] : with_act) {
-    const int extra = c.second - base.at(name).second;
-    if (name.ends_with("expert_swiglu_fwd")) {
-      act_reruns += extra;
-    } else {
-      other += extra;
-    }
-  }
-  for (const auto& [name, c] : with_norm) {
-    const int extra = c.second - base.at(name).second;
-    if (name.ends_with("ln_2.rmsnorm_fwd")) {
-      norm_reruns += extra;
-    } else {
-      other += extra;
-    }
-  }
+  int other = 0;
+  // Kernels a run adds from its first backward kernel on: those ending with `suffix`; the rest
+  // go to `other`.
+  const auto added = [&](const std::map<std::string, std::pair<int, int>>& with, const std::string& suffix) {
+    int mine = 0;
+    for (const auto& [name, c] : with) (name.ends_with(suffix) ? mine : other) += c.second - base.at(name).second;
+    return mine;
+  };
+  const int act_reruns = added(kernel_counts(act), "expert_swiglu_fwd");
+  const int norm_reruns = added(kernel_counts(norm), "ln_2.rmsnorm_fwd");
   REQUIRE(act_reruns == 8 * 4 * 2);
   REQUIRE(norm_reruns == 4 * 2);
   REQUIRE(other == 0);
