@@ -33,6 +33,15 @@ const OpTemplate* find_op(const std::vector<OpTemplate>& ops, std::string_view k
   return nullptr;
 }
 
+double expert_assignments(const Layer& l) {
+  const OpTemplate* up = find_op(l.fwd, "expert_up_fwd");
+  const OpTemplate* down = find_op(l.fwd, "expert_down_fwd");
+  if (up == nullptr || down == nullptr) return 0.0;
+  // Per token: {1, out, in} GEMMs: up h -> up, down ffn -> h.
+  const auto width = static_cast<double>(up->shape[2] + up->shape[1] + down->shape[2]);
+  return l.saved_elems / width;
+}
+
 double Model::fwd_flops() const {
   double f = 0.0;
   for (const Layer& l : layers) f += l.fwd_flops;

@@ -110,6 +110,12 @@ struct Layer {
   std::optional<double> output_bytes;
 };
 
+/// Whether `l` is a LayerNorm or an RMSNorm.
+inline bool is_norm(const Layer& l) { return l.kind == "layernorm" || l.kind == "rmsnorm"; }
+/// The routed assignments per sample a routed-experts layer stands for (experts_layer keeps
+/// hidden + up + ffn values for each), from its per-token up and down kernels; 0 for another layer.
+double expert_assignments(const Layer& l);
+
 /// A Mixture-of-Experts MLP (Shazeer et al. 2017; Fedus et al. 2021, Switch; Jiang et al. 2024,
 /// Mixtral; DeepSeek-AI 2024, DeepSeekMoE and V3): a router sends each token to `top_k` of
 /// `experts` FFNs of `expert_ffn`; `shared_experts` FFNs of the same size take every token.

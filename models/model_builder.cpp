@@ -530,7 +530,7 @@ void experts_fp8(Layer& l) {
   l.bwd_flops = bwd_flops;
   // Saved per assignment (experts_layer): the two GEMMs' inputs as their FP8 transposes, 1 byte
   // each (as for linear layers), the activation's input in BF16 (FP8 needs a 2-byte precision).
-  const double assignments = l.saved_elems / as_double(hidden + up_out + ffn);
+  const double assignments = expert_assignments(l);
   l.saved_bytes = assignments * (as_double(hidden) + 2.0 * as_double(up_out) + as_double(ffn));
 }
 

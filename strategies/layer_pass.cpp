@@ -297,8 +297,7 @@ std::size_t LayerPass::norm_rerun_before(std::size_t i) const {
   while (r > 0 && mlp_layer(r) && layers[r].kind != "router") --r;
   if (layers[r].kind != "router" || r == 0) return none;
   const Layer& norm = layers[r - 1];
-  const bool is_norm = norm.kind == "layernorm" || norm.kind == "rmsnorm";
-  return is_norm && norm.block == layers[i].block ? r - 1 : none;
+  return is_norm(norm) && norm.block == layers[i].block ? r - 1 : none;
 }
 
 bool LayerPass::overlaps(std::size_t i) const {

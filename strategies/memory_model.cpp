@@ -80,19 +80,9 @@ namespace {
 /// recompute_modules moe_act: the bytes per sample an experts layer keeps of its activation's
 /// output (the down projection's input: 1 byte a value when that GEMM runs in FP8).
 double discarded_expert_act_bytes(const Layer& l, double a) {
-  const OpTemplate* up = nullptr;
-  const OpTemplate* down = nullptr;
-  for (const OpTemplate& k : l.fwd) {
-    if (k.kernel == "expert_up_fwd") up = &k;
-    if (k.kernel == "expert_down_fwd") down = &k;
-  }
-  if (up == nullptr || down == nullptr) return 0.0;
-  // Per token: {1, out, in} GEMMs; per assignment the layer keeps hidden + up + ffn values.
-  const double hidden = static_cast<double>(down->shape[1]);
-  const double ffn = static_cast<double>(down->shape[2]);
-  const double up_out = static_cast<double>(up->shape[1]);
-  const double assignments = l.saved_elems / (hidden + up_out + ffn);
-  return assignments * ffn * (down->math == MathKind::matmul_fp8 ? 1.0 : a);
+  const OpTemplate* down = find_op(l.fwd, "expert_down_fwd");  // {1, hidden, ffn} per token
+  if (down == nullptr) return 0.0;
+  return expert_assignments(l) * static_cast<double>(down->shape[2]) * (down->math == MathKind::matmul_fp8 ? 1.0 : a);
 }
 
 }  // namespace
@@ -144,7 +134,7 @@ double saved_activation_bytes(const Model& model, const Plan& plan, std::size_t 
     if (l.kind == "router" && plan.recomputes(kRecomputeLayernorm) && i > first) {
       // The MoE pre-MLP norm's output, which the router keeps as its input: dropped.
       const Layer& norm = model.layers[i - 1];
-      if ((norm.kind == "layernorm" || norm.kind == "rmsnorm") && norm.block == l.block) kept -= norm.output_elems * a;
+      if (is_norm(norm) && norm.block == l.block) kept -= norm.output_elems * a;
     }
     bytes += kept / tp_divisor(l.tp, t, sp);
   }
