@@ -42,6 +42,26 @@ double expert_assignments(const Layer& l) {
   return l.saved_elems / width;
 }
 
+std::optional<LayerSpan> dense_mlp(const Model& m, std::size_t i) {
+  const auto& layers = m.layers;
+  const auto in_mlp = [&](std::size_t k) {
+    const Layer& l = layers[k];
+    return l.block >= 0 && l.block == layers[i].block && l.name.find(".mlp.") != std::string::npos &&
+           l.kind != "add" && l.kind != "dropout" && !is_norm(l);
+  };
+  if (i >= layers.size() || !in_mlp(i)) return std::nullopt;
+  LayerSpan span{i, i};
+  while (span.first > 0 && in_mlp(span.first - 1)) --span.first;
+  while (span.last + 1 < layers.size() && in_mlp(span.last + 1)) ++span.last;
+  for (std::size_t k = span.first; k <= span.last; ++k) {
+    if (layers[k].kind == "router" || layers[k].experts > 0) return std::nullopt;
+  }
+  if (span.first > 0 && is_norm(layers[span.first - 1]) && layers[span.first - 1].block == layers[i].block) {
+    --span.first;
+  }
+  return span;
+}
+
 double Model::fwd_flops() const {
   double f = 0.0;
   for (const Layer& l : layers) f += l.fwd_flops;

@@ -5,6 +5,7 @@
 /// `seq_len` tokens for transformers. Strategies instantiate the kernels for a micro-batch and a
 /// precision; the compute model costs them.
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -76,8 +77,9 @@ struct Layer {
   double bwd_flops = 0.0;    ///< per sample: input gradient + weight gradient
   double saved_elems = 0.0;  ///< activation elements kept for the backward pass, per sample
   double saved_mask_elems = 0.0;  ///< 1-byte dropout-mask elements kept for backward, per sample
-  /// Of saved_elems and saved_mask_elems, the attention-score (s x s per head) part: what
-  /// selective recompute, or a fused attention kernel, does not keep (K22 §5).
+  /// Of saved_elems and saved_mask_elems, what a checkpointed attention core (selective
+  /// recompute's core_attn) does not keep: unfused, the attention scores (s x s per head, K22
+  /// §5), which a fused kernel never keeps either; fused, the kernel's log-sum-exp.
   double saved_score_elems = 0.0;
   double saved_score_mask_elems = 0.0;
   TpRole tp = TpRole::replicated;
@@ -147,6 +149,22 @@ struct TransformerShape {
   /// NewGELUActivation, GPT-2's "gelu_new"): what an eager run launches (with_eager_kernels).
   bool gelu_tanh = false;
 };
+
+struct Model;
+
+/// Layers [first, last] (indices into Model::layers).
+struct LayerSpan {
+  std::size_t first = 0;
+  std::size_t last = 0;
+};
+
+/// The dense MLP that layer i belongs to, as Megatron-Core's `mlp` recompute module
+/// checkpoints it with Transformer Engine's layers: its linears and activation (the block's
+/// contiguous "mlp." layers before the dropout or residual add) and the pre-MLP norm right before
+/// them, which Transformer Engine fuses into the first linear. None outside blocks, outside an
+/// MLP, and in a MoE layer's MLP (a router, routed or shared experts), which Megatron leaves to
+/// its other modules.
+std::optional<LayerSpan> dense_mlp(const Model& m, std::size_t i);
 
 struct Model {
   std::string name;

@@ -466,8 +466,11 @@ Model with_fused_attention(Model model, std::int64_t kernel) {
     l.bwd.insert(l.bwd.begin(), b);
     l.saved_elems -= l.saved_score_elems;
     l.saved_mask_elems -= l.saved_score_mask_elems;
-    l.saved_elems += 2.0 * as_double(s * h);  // log-sum-exp per row and head, fp32
-    l.saved_score_elems = 0.0;
+    // Log-sum-exp per row and head, fp32: the kernel's own state, which a checkpointed core
+    // (selective recompute's core_attn) does not keep; Q, K and V stay as its input.
+    const double lse = 2.0 * as_double(s * h);
+    l.saved_elems += lse;
+    l.saved_score_elems = lse;
     l.saved_score_mask_elems = 0.0;
   }
   return model;

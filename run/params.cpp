@@ -216,12 +216,12 @@ std::vector<Param> make_table() {
                       "Megatron sequence parallelism (needs tp > 1)", store<P, &Plan::sequence_parallel>,
                       echo<P, &Plan::sequence_parallel>));
   t.push_back(choice("plan", "recompute", kRecomputes, "none",
-                     "activation recompute: full, except_last (torchgpipe), selective (attention core only), selective_op (torchtitan's per-op policy: every second matmul and the non-matmul ops of each block)",
+                     "activation recompute: full, except_last (torchgpipe), selective (the attention core, or recompute_modules), selective_op (torchtitan's per-op policy: every second matmul and the non-matmul ops of each block)",
                      store<P, &Plan::recompute>, echo<P, &Plan::recompute, &kRecomputes>));
   t.push_back(of_kind("plan", "recompute_modules", K::list, "names", "[\"core_attn\"]",
                       "with recompute selective, what it reruns (Megatron-Core's recompute_modules): core_attn (the "
-                      "attention core), moe_act (the routed experts' activation), layernorm (the MoE layers' pre-MLP "
-                      "norm)",
+                      "attention core; fused, its kernel), moe_act (the routed experts' activation), layernorm (the MoE "
+                      "layers' pre-MLP norm), mlp (a dense layer's MLP with its norm)",
                       nullptr, echo_recompute_modules));
   t.push_back(of_kind("plan", "tp_comm_overlap", K::boolean, "", "false",
                       "Transformer Engine's tensor-parallel communication overlap: sequence-parallel all-gathers and "

@@ -112,7 +112,7 @@ void read_pipeline(const JsonReader& r, const json& o, const JsonPath& p, Plan& 
       const auto it = std::find_if(kRecomputeModules.begin(), kRecomputeModules.end(),
                                    [&](const auto& m) { return m.first == name; });
       if (it == kRecomputeModules.end()) {
-        r.fail(mp.at(i), fmt::format("expected core_attn, moe_act or layernorm (Megatron-Core's mlp, moe, "
+        r.fail(mp.at(i), fmt::format("expected core_attn, moe_act, layernorm or mlp (Megatron-Core's moe, "
                                      "shared_experts and mla_up_proj are not modelled), found {}",
                                      topo::shown(names[i])));
       }

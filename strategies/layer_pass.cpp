@@ -183,6 +183,7 @@ void LayerPass::forward_layer(std::size_t i) {
                               sim::Phase::forward, micro_);
         waits_.push_back(step);
       }
+      if (core_rerun_ && (t.kernel.starts_with("rope") || t.kernel.starts_with("qk_norm"))) continue;
       if (!cached_cast(k)) run(k, i, sim::Phase::forward, plan_.dispatch_forward);
     }
   }
@@ -361,12 +362,18 @@ NodeId LayerPass::backward(std::size_t first, std::size_t last, NodeId in, bool 
       pending = std::move(waits_);
       waits_.clear();
     }
-    if (layer_recompute_ && ((whole_block && block_end) ||
-                             (plan_.recomputes(kRecomputeCoreAttn) && layer.saved_score_elems > 0.0))) {
-      std::size_t begin = i;
+    // recompute_modules mlp: a dense MLP, from its norm on, before its last layer's backward.
+    const std::optional<LayerSpan> mlp =
+        plan_.recomputes(kRecomputeMlp) ? dense_mlp(model_, i) : std::optional<LayerSpan>{};
+    const bool mlp_end = mlp && mlp->last == i && mlp->first >= first;
+    // core_attn: the attention core as Megatron checkpoints it, its RoPE and QK norm outside.
+    const bool core = plan_.recomputes(kRecomputeCoreAttn) && layer.saved_score_elems > 0.0;
+    if (layer_recompute_ && ((whole_block && block_end) || core || mlp_end)) {
+      std::size_t begin = mlp_end ? mlp->first : i;
       while (whole_block && begin > first && model_.layers[begin - 1].block == layer.block) --begin;
       waits_.insert(waits_.end(), pending.begin(), pending.end());
       recomputing_ = true;
+      core_rerun_ = core && !whole_block;
       for (std::size_t k = begin; k <= i; ++k) {
         if (plan_.recompute == Recompute::selective_op) {
           recompute_ops(k);
@@ -374,6 +381,7 @@ NodeId LayerPass::backward(std::size_t first, std::size_t last, NodeId in, bool 
           forward_layer(k);
         }
       }
+      core_rerun_ = false;
       recomputing_ = false;
       pending = std::move(waits_);
       waits_.clear();

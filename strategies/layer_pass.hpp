@@ -98,6 +98,7 @@ class LayerPass {
   bool zero3_;
   int micro_;
   bool recomputing_ = false;             ///< forward kernels re-run before a backward pass
+  bool core_rerun_ = false;              ///< rerunning a checkpointed attention core: not its RoPE or QK norm
   bool fsdp_;                            ///< ZeRO-3 with FSDP's schedule
   std::deque<sim::NodeId> frees_;        ///< FSDP: the last kernel of each resharded unit, oldest first
   std::map<std::size_t, sim::NodeId> gathered_;  ///< FSDP: a unit's (first layer's) gather in this pass

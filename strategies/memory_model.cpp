@@ -94,6 +94,7 @@ double saved_activation_bytes(const Model& model, const Plan& plan, std::size_t 
   const bool sp = plan.sequence_parallel && t > 1;
   const bool full = block_checkpoints && plan.recompute == Recompute::full;
   const bool selective = plan.recomputes(kRecomputeCoreAttn);
+  const bool mlp = plan.recomputes(kRecomputeMlp);
   const bool per_op = block_checkpoints && plan.recompute == Recompute::selective_op;
   double bytes = 0.0;
   for (std::size_t i = first; i < last && i < model.layers.size(); ++i) {
@@ -122,6 +123,17 @@ double saved_activation_bytes(const Model& model, const Plan& plan, std::size_t 
         bytes += in / (sp ? t : 1);
       }
       continue;
+    }
+    if (mlp) {
+      // recompute_modules mlp: a dense MLP keeps only its input, the checkpoint's (held by its
+      // norm, or its first linear); the rest is recomputed before its backward.
+      if (const auto span = dense_mlp(model, is_norm(l) ? i + 1 : i); span && span->first <= i) {
+        if (i == span->first) {
+          const double in = i == 0 ? model.input_elems * a : layer_output_bytes(model.layers[i - 1], a);
+          bytes += in / (sp ? t : 1);
+        }
+        continue;
+      }
     }
     double elems = l.saved_elems;
     double masks = l.saved_mask_elems;

@@ -104,14 +104,23 @@ enum class Recompute : std::uint8_t { none, full, except_last, selective, select
 std::string_view to_string(Recompute r);
 
 /// What selective recompute reruns (Megatron-Core's recompute_modules; bits of
-/// Plan::recompute_modules): the attention core (core_attn, checkpointed), the routed experts'
-/// activation (moe_act) and the MoE layers' pre-MLP norm (layernorm: the norm Transformer Engine
+/// Plan::recompute_modules): the attention core (core_attn, checkpointed: unfused, its scores;
+/// fused, the kernel, which Transformer Engine reruns from Q, K and V), the routed experts'
+/// activation (moe_act), the MoE layers' pre-MLP norm (layernorm: the norm Transformer Engine
 /// does not fuse into the next linear, whose output the router reads), both output-discarding:
-/// the output is dropped once consumed and recomputed before the backward that needs it.
-enum RecomputeModule : std::uint8_t { kRecomputeCoreAttn = 1, kRecomputeMoeAct = 2, kRecomputeLayernorm = 4 };
+/// the output is dropped once consumed and recomputed before the backward that needs it, and a
+/// dense layer's whole MLP (mlp, checkpointed: the norm Transformer Engine fuses into its first
+/// linear, the linears and the activation, from the MLP's input; MoE layers are left alone).
+enum RecomputeModule : std::uint8_t {
+  kRecomputeCoreAttn = 1,
+  kRecomputeMoeAct = 2,
+  kRecomputeLayernorm = 4,
+  kRecomputeMlp = 8
+};
 /// Their names in a scenario, by bit.
-inline constexpr std::array<std::pair<std::string_view, RecomputeModule>, 3> kRecomputeModules{
-    {{"core_attn", kRecomputeCoreAttn}, {"moe_act", kRecomputeMoeAct}, {"layernorm", kRecomputeLayernorm}}};
+inline constexpr std::array<std::pair<std::string_view, RecomputeModule>, 4> kRecomputeModules{
+    {{"core_attn", kRecomputeCoreAttn}, {"moe_act", kRecomputeMoeAct}, {"layernorm", kRecomputeLayernorm},
+     {"mlp", kRecomputeMlp}}};
 
 /// Which plan axis follows a change of cluster.gpus (--gpus): data parallelism, or the pipeline.
 enum class ScaleAxis : std::uint8_t { dp, pp };

@@ -1,6 +1,6 @@
-// Megatron-Core's selective recompute modules (plan.recompute_modules) on a MoE model: what each
-// drops from the saved activations (derived from the shapes) and which forward kernels the
-// backward pass reruns, and where; the errors.
+// Megatron-Core's selective recompute modules (plan.recompute_modules) on a MoE model and on a
+// model with a dense layer: what each drops from the saved activations (derived from the shapes)
+// and which forward kernels the backward pass reruns, and where; the errors.
 #include <catch2/catch.hpp>
 
 #include <functional>
@@ -22,13 +22,13 @@ namespace {
 
 // tiny-mixtral: 4 layers, hidden 512, 8 experts of FFN 1024 (SwiGLU), top 2, RMSNorm; sequence
 // 256. One GPU (ep 1: every expert local), micro-batch 2, 2 micro-batches per step, 1 step.
-constexpr double kLayers = 4, kHidden = 512, kFfn = 1024, kTopK = 2, kSeq = 256, kMicro = 2;
+constexpr double kLayers = 4, kHidden = 512, kFfn = 1024, kTopK = 2, kSeq = 256, kMicro = 2, kHeads = 8;
 
-json scenario(const json& plan) {
+json scenario(const json& plan, const std::string& config = "hf/tiny-mixtral/config.json") {
   json p = {{"micro_batch", 2}, {"global_batch", 4}, {"precision", "bf16"}, {"optimizer", "adam"},
             {"network", "analytical"}, {"steps", 1}, {"fused_attention", true}, {"fold", false}};
   p.update(plan);
-  return {{"model", {{"hf_config", test::data_path("hf/tiny-mixtral/config.json")}}},
+  return {{"model", {{"hf_config", test::data_path(config)}}},
           {"cluster", {{"preset", "dgx-h100"}, {"gpus", 1}}},
           {"plan", p},
           {"workload", {{"steps", 1}}}};
@@ -80,7 +80,7 @@ int reruns_followed_by(const std::vector<std::pair<std::string, sim::Phase>>& se
 TEST_CASE("recompute_modules: moe_act drops the experts' activation output, layernorm the MoE norm's",
           "[training][moe][recompute]") {
   const auto none = run(scenario({{"recompute", "none"}}));
-  const auto attn = run(scenario({{"recompute", "selective"}}));  // core_attn: nothing to drop when fused
+  const auto attn = run(scenario({{"recompute", "selective"}}));  // core_attn
   const auto act = run(scenario({{"recompute", "selective"}, {"recompute_modules", {"moe_act"}}}));
   const auto norm = run(scenario({{"recompute", "selective"}, {"recompute_modules", {"layernorm"}}}));
   const auto both = run(scenario({{"recompute", "selective"}, {"recompute_modules", {"layernorm", "moe_act", "core_attn"}}}));
@@ -89,10 +89,13 @@ TEST_CASE("recompute_modules: moe_act drops the experts' activation output, laye
   // per MoE layer, bf16, for the micro-batch in flight. The norm's output: tokens x hidden.
   const double act_bytes = kLayers * kMicro * kSeq * kTopK * kFfn * 2.0;
   const double norm_bytes = kLayers * kMicro * kSeq * kHidden * 2.0;
-  REQUIRE(activations(attn) == activations(none));
+  // The fused attention core, checkpointed, keeps Q, K and V (its input) but not the kernel's
+  // fp32 log-sum-exp per query and head.
+  const double lse_bytes = kLayers * kMicro * kSeq * kHeads * 4.0;
+  REQUIRE(activations(none) - activations(attn) == Approx(lse_bytes));
   REQUIRE(activations(none) - activations(act) == Approx(act_bytes));
   REQUIRE(activations(none) - activations(norm) == Approx(norm_bytes));
-  REQUIRE(activations(none) - activations(both) == Approx(act_bytes + norm_bytes));
+  REQUIRE(activations(none) - activations(both) == Approx(act_bytes + norm_bytes + lse_bytes));
 
   // The backward pass reruns each expert's activation (8 experts x 4 layers x 2 micro-batches)
   // and each MoE layer's pre-MLP norm (4 x 2); nothing else.
@@ -107,8 +110,12 @@ TEST_CASE("recompute_modules: moe_act drops the experts' activation output, laye
   };
   const int act_reruns = added(kernel_counts(act), "expert_swiglu_fwd");
   const int norm_reruns = added(kernel_counts(norm), "ln_2.rmsnorm_fwd");
+  // core_attn reruns the fused kernel (Transformer Engine's checkpointed core attention), not
+  // RoPE, which Megatron applies before the checkpoint.
+  const int attn_reruns = added(kernel_counts(attn), "attn.core.flash_attn_fwd");
   REQUIRE(act_reruns == 8 * 4 * 2);
   REQUIRE(norm_reruns == 4 * 2);
+  REQUIRE(attn_reruns == 4 * 2);
   REQUIRE(other == 0);
   // Each rerun of an expert's activation (one not right after its up projection) comes right
   // before that expert's down projection's input gradient; each rerun of the norm (one right
@@ -122,6 +129,16 @@ TEST_CASE("recompute_modules: moe_act drops the experts' activation output, laye
   REQUIRE(reruns_followed_by(kernel_sequence(norm), "ln_2.rmsnorm_fwd", after_backward,
                              [](const std::string& layer) { return layer + "mlp.experts.moe_unpermute_bwd"; }) ==
           norm_reruns);
+  REQUIRE(reruns_followed_by(kernel_sequence(attn), "attn.core.flash_attn_fwd", after_backward,
+                             [](const std::string& core) { return core + "attn.core.flash_attn_bwd"; }) == attn_reruns);
+  // Unfused, the scores' kernels rerun (each layer's, once per micro-batch), RoPE still not.
+  const auto unfused = kernel_counts(run(scenario({{"recompute", "none"}, {"fused_attention", false}})));
+  for (const auto& [name, c] : kernel_counts(run(scenario({{"recompute", "selective"}, {"fused_attention", false}})))) {
+    const int more = c.second - unfused.at(name).second;
+    const bool score = name.ends_with("attn_scores") || name.ends_with("softmax_fwd") || name.ends_with("attn_context");
+    INFO(name);
+    REQUIRE(more == (score ? 2 : 0));
+  }
   // With FP8 experts the down projection keeps its input as a 1-byte FP8 copy: that is what is
   // dropped, and its cast is rerun after the activation.
   const auto fp8 = run(scenario({{"recompute", "none"}, {"fp8", true}}));
@@ -140,10 +157,51 @@ TEST_CASE("recompute_modules: moe_act drops the experts' activation output, laye
 TEST_CASE("recompute_modules: errors name the key", "[training][moe][recompute]") {
   REQUIRE_THROWS_WITH(run(scenario({{"recompute", "full"}, {"recompute_modules", {"moe_act"}}})),
                       Contains("/plan/recompute_modules") && Contains("expected recompute selective"));
-  REQUIRE_THROWS_WITH(run(scenario({{"recompute", "selective"}, {"recompute_modules", {"core_attn", "mlp"}}})),
-                      Contains("/plan/recompute_modules/1") && Contains("expected core_attn, moe_act or layernorm") &&
-                          Contains("\"mlp\""));
+  REQUIRE_THROWS_WITH(run(scenario({{"recompute", "selective"}, {"recompute_modules", {"core_attn", "moe"}}})),
+                      Contains("/plan/recompute_modules/1") &&
+                          Contains("expected core_attn, moe_act, layernorm or mlp") && Contains("\"moe\""));
   // The effective plan echoes the modules.
   const auto out = run(scenario({{"recompute", "selective"}, {"recompute_modules", {"moe_act", "layernorm"}}}));
   REQUIRE(out.plan.at("recompute_modules") == json({"moe_act", "layernorm"}));
+}
+
+TEST_CASE("recompute_modules: mlp reruns a dense layer's MLP with its norm, not a MoE layer's",
+          "[training][moe][recompute]") {
+  // tiny-deepseek: 4 layers of hidden 256, the first dense (SwiGLU MLP of 1024), the other three
+  // MoE (16 routed experts of 128, top 4, 2 shared); sequence 128; micro-batch 2, 2 per step.
+  constexpr double hidden = 256, ffn = 1024, seq = 128, micro = 2;
+  const std::string config = "hf/tiny-deepseek/config.json";
+  const auto none = run(scenario({{"recompute", "none"}}, config));
+  const auto mlp = run(scenario({{"recompute", "selective"}, {"recompute_modules", {"mlp"}}}, config));
+  // The dense MLP keeps its input (h per token, which its norm kept) and drops the rest: the
+  // norm's output as the gate/up projection's input (h), the activation's input (2 ffn) and the
+  // down projection's (ffn); bf16.
+  const double dropped = micro * seq * (hidden + 3.0 * ffn) * 2.0;
+  REQUIRE(none.report.memory[0].bytes.activations - mlp.report.memory[0].bytes.activations == Approx(dropped));
+  // Reruns: the dense layer's norm, projections and activation, once per micro-batch, together
+  // and right before the down projection's backward; the MoE layers' MLPs are left alone.
+  const auto base = kernel_counts(none);
+  std::map<std::string, int> more;
+  for (const auto& [name, c] : kernel_counts(mlp)) {
+    if (c.second != base.at(name).second) more[name] = c.second - base.at(name).second;
+  }
+  const std::map<std::string, int> expected{{"h.0.ln_2.rmsnorm_fwd", 2},
+                                            {"h.0.mlp.gate_up.linear_fwd", 2},
+                                            {"h.0.mlp.act.swiglu_fwd", 2},
+                                            {"h.0.mlp.proj.linear_fwd", 2}};
+  REQUIRE(more == expected);
+  const auto seq_mlp = kernel_sequence(mlp);
+  int groups = 0;
+  for (std::size_t k = 0; k + 4 < seq_mlp.size(); ++k) {
+    if (seq_mlp[k].first != "h.0.ln_2.rmsnorm_fwd" || k == 0 || seq_mlp[k - 1].second == sim::Phase::forward) continue;
+    REQUIRE(seq_mlp[k + 1].first == "h.0.mlp.gate_up.linear_fwd");
+    REQUIRE(seq_mlp[k + 2].first == "h.0.mlp.act.swiglu_fwd");
+    REQUIRE(seq_mlp[k + 3].first == "h.0.mlp.proj.linear_fwd");
+    REQUIRE(seq_mlp[k + 4].second != sim::Phase::forward);
+    REQUIRE(seq_mlp[k + 4].first.starts_with("h.0.mlp.proj."));
+    ++groups;
+  }
+  REQUIRE(groups == 2);
+  REQUIRE(mlp.report.iteration_time_s > none.report.iteration_time_s);
+  REQUIRE(mlp.plan.at("recompute_modules") == json({"mlp"}));
 }
