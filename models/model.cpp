@@ -1,5 +1,7 @@
 #include "models/model.hpp"
 
+#include <string_view>
+
 namespace foresight::strategy {
 
 std::int64_t Model::params() const {
@@ -42,24 +44,50 @@ double expert_assignments(const Layer& l) {
   return l.saved_elems / width;
 }
 
-std::optional<LayerSpan> dense_mlp(const Model& m, std::size_t i) {
+namespace {
+
+/// The contiguous layers of layer i's block whose names contain `part` (".mlp." or
+/// ".mlp.shared."), but dropouts, residual adds and norms, with i among them; none otherwise.
+std::optional<LayerSpan> named_run(const Model& m, std::size_t i, std::string_view part) {
   const auto& layers = m.layers;
-  const auto in_mlp = [&](std::size_t k) {
+  const auto inside = [&](std::size_t k) {
     const Layer& l = layers[k];
-    return l.block >= 0 && l.block == layers[i].block && l.name.find(".mlp.") != std::string::npos &&
-           l.kind != "add" && l.kind != "dropout" && !is_norm(l);
+    return l.block >= 0 && l.block == layers[i].block && l.name.find(part) != std::string::npos && l.kind != "add" &&
+           l.kind != "dropout" && !is_norm(l);
   };
-  if (i >= layers.size() || !in_mlp(i)) return std::nullopt;
+  if (i >= layers.size() || !inside(i)) return std::nullopt;
   LayerSpan span{i, i};
-  while (span.first > 0 && in_mlp(span.first - 1)) --span.first;
-  while (span.last + 1 < layers.size() && in_mlp(span.last + 1)) ++span.last;
-  for (std::size_t k = span.first; k <= span.last; ++k) {
-    if (layers[k].kind == "router" || layers[k].experts > 0) return std::nullopt;
-  }
-  if (span.first > 0 && is_norm(layers[span.first - 1]) && layers[span.first - 1].block == layers[i].block) {
-    --span.first;
-  }
+  while (span.first > 0 && inside(span.first - 1)) --span.first;
+  while (span.last + 1 < layers.size() && inside(span.last + 1)) ++span.last;
   return span;
+}
+
+bool routes(const Model& m, LayerSpan span) {
+  for (std::size_t k = span.first; k <= span.last; ++k) {
+    if (m.layers[k].kind == "router" || m.layers[k].experts > 0) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::optional<LayerSpan> dense_mlp(const Model& m, std::size_t i) {
+  std::optional<LayerSpan> span = named_run(m, i, ".mlp.");
+  if (!span || routes(m, *span)) return std::nullopt;
+  const std::size_t before = span->first - 1;
+  if (span->first > 0 && is_norm(m.layers[before]) && m.layers[before].block == m.layers[i].block) span->first = before;
+  return span;
+}
+
+std::optional<LayerSpan> moe_mlp(const Model& m, std::size_t i) {
+  std::optional<LayerSpan> span = named_run(m, i, ".mlp.");
+  if (!span || !routes(m, *span)) return std::nullopt;
+  return span;
+}
+
+std::optional<LayerSpan> shared_experts(const Model& m, std::size_t i) {
+  const std::optional<LayerSpan> mlp = moe_mlp(m, i);
+  return mlp ? named_run(m, i, ".mlp.shared.") : std::nullopt;
 }
 
 double Model::fwd_flops() const {

@@ -165,6 +165,13 @@ struct LayerSpan {
 /// MLP, and in a MoE layer's MLP (a router, routed or shared experts), which Megatron leaves to
 /// its other modules.
 std::optional<LayerSpan> dense_mlp(const Model& m, std::size_t i);
+/// The MoE MLP that layer i belongs to, as Megatron-Core's `moe` recompute module checkpoints
+/// the MoE layer: the router, the routed experts (their dispatch and combine) and the shared
+/// experts; its input is the pre-MLP norm's output. None elsewhere.
+std::optional<LayerSpan> moe_mlp(const Model& m, std::size_t i);
+/// The shared experts of the MoE MLP that layer i belongs to, as the `shared_experts` module
+/// checkpoints them (their input is the MoE layer's). None elsewhere.
+std::optional<LayerSpan> shared_experts(const Model& m, std::size_t i);
 
 struct Model {
   std::string name;

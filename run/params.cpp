@@ -221,7 +221,8 @@ std::vector<Param> make_table() {
   t.push_back(of_kind("plan", "recompute_modules", K::list, "names", "[\"core_attn\"]",
                       "with recompute selective, what it reruns (Megatron-Core's recompute_modules): core_attn (the "
                       "attention core; fused, its kernel), moe_act (the routed experts' activation), layernorm (the MoE "
-                      "layers' pre-MLP norm), mlp (a dense layer's MLP with its norm)",
+                      "layers' pre-MLP norm), mlp (a dense layer's MLP with its norm), moe (a MoE layer: router, "
+                      "dispatch, experts, combine), shared_experts (a MoE layer's shared experts)",
                       nullptr, echo_recompute_modules));
   t.push_back(of_kind("plan", "tp_comm_overlap", K::boolean, "", "false",
                       "Transformer Engine's tensor-parallel communication overlap: sequence-parallel all-gathers and "

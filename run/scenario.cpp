@@ -112,8 +112,8 @@ void read_pipeline(const JsonReader& r, const json& o, const JsonPath& p, Plan& 
       const auto it = std::find_if(kRecomputeModules.begin(), kRecomputeModules.end(),
                                    [&](const auto& m) { return m.first == name; });
       if (it == kRecomputeModules.end()) {
-        r.fail(mp.at(i), fmt::format("expected core_attn, moe_act, layernorm or mlp (Megatron-Core's moe, "
-                                     "shared_experts and mla_up_proj are not modelled), found {}",
+        r.fail(mp.at(i), fmt::format("expected core_attn, moe_act, layernorm, mlp, moe or shared_experts "
+                                     "(Megatron-Core's mla_up_proj is not modelled: no MLA), found {}",
                                      topo::shown(names[i])));
       }
       plan.recompute_modules |= it->second;

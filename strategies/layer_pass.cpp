@@ -362,15 +362,26 @@ NodeId LayerPass::backward(std::size_t first, std::size_t last, NodeId in, bool 
       pending = std::move(waits_);
       waits_.clear();
     }
-    // recompute_modules mlp: a dense MLP, from its norm on, before its last layer's backward.
-    const std::optional<LayerSpan> mlp =
-        plan_.recomputes(kRecomputeMlp) ? dense_mlp(model_, i) : std::optional<LayerSpan>{};
-    const bool mlp_end = mlp && mlp->last == i && mlp->first >= first;
+    // Checkpointed recompute modules: each span below ends at layer i and reruns, in this order,
+    // before its backward: a MoE layer (moe), its shared experts (shared_experts: again under
+    // moe, as Megatron checkpoints them inside it), a dense MLP from its norm on (mlp).
+    std::vector<std::size_t> spans;  // first layers of the spans to rerun through i
+    const auto ending = [&](RecomputeModule m, const std::optional<LayerSpan>& span) {
+      if (plan_.recomputes(m) && span && span->last == i && span->first >= first) spans.push_back(span->first);
+    };
+    if (layer_recompute_) {
+      ending(kRecomputeMoe, moe_mlp(model_, i));
+      ending(kRecomputeSharedExperts, shared_experts(model_, i));
+      ending(kRecomputeMlp, dense_mlp(model_, i));
+    }
     // core_attn: the attention core as Megatron checkpoints it, its RoPE and QK norm outside.
     const bool core = plan_.recomputes(kRecomputeCoreAttn) && layer.saved_score_elems > 0.0;
-    if (layer_recompute_ && ((whole_block && block_end) || core || mlp_end)) {
-      std::size_t begin = mlp_end ? mlp->first : i;
+    if (layer_recompute_ && ((whole_block && block_end) || core)) {
+      std::size_t begin = i;
       while (whole_block && begin > first && model_.layers[begin - 1].block == layer.block) --begin;
+      spans.push_back(begin);
+    }
+    for (const std::size_t begin : spans) {
       waits_.insert(waits_.end(), pending.begin(), pending.end());
       recomputing_ = true;
       core_rerun_ = core && !whole_block;

@@ -95,6 +95,7 @@ double saved_activation_bytes(const Model& model, const Plan& plan, std::size_t 
   const bool full = block_checkpoints && plan.recompute == Recompute::full;
   const bool selective = plan.recomputes(kRecomputeCoreAttn);
   const bool mlp = plan.recomputes(kRecomputeMlp);
+  const bool moe = plan.recomputes(kRecomputeMoe);
   const bool per_op = block_checkpoints && plan.recompute == Recompute::selective_op;
   double bytes = 0.0;
   for (std::size_t i = first; i < last && i < model.layers.size(); ++i) {
@@ -135,6 +136,18 @@ double saved_activation_bytes(const Model& model, const Plan& plan, std::size_t 
         continue;
       }
     }
+    if (moe) {
+      // recompute_modules moe: a MoE layer keeps only its input, the pre-MLP norm's output (the
+      // router's), which layernorm drops too (Megatron frees it and recomputes it first).
+      if (const auto span = moe_mlp(model, i)) {
+        if (i == span->first && i > 0 && !plan.recomputes(kRecomputeLayernorm)) {
+          bytes += layer_output_bytes(model.layers[i - 1], a) / tp_divisor(l.tp, t, sp);
+        }
+        continue;
+      }
+    }
+    // shared_experts: their input is the router's, kept there.
+    if (plan.recomputes(kRecomputeSharedExperts) && shared_experts(model, i)) continue;
     double elems = l.saved_elems;
     double masks = l.saved_mask_elems;
     if (selective) {

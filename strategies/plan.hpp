@@ -108,19 +108,27 @@ std::string_view to_string(Recompute r);
 /// fused, the kernel, which Transformer Engine reruns from Q, K and V), the routed experts'
 /// activation (moe_act), the MoE layers' pre-MLP norm (layernorm: the norm Transformer Engine
 /// does not fuse into the next linear, whose output the router reads), both output-discarding:
-/// the output is dropped once consumed and recomputed before the backward that needs it, and a
-/// dense layer's whole MLP (mlp, checkpointed: the norm Transformer Engine fuses into its first
-/// linear, the linears and the activation, from the MLP's input; MoE layers are left alone).
+/// the output is dropped once consumed and recomputed before the backward that needs it; and,
+/// checkpointed from their input, a dense layer's whole MLP (mlp: the norm Transformer Engine
+/// fuses into its first linear, the linears and the activation; MoE layers are left alone), a
+/// MoE layer's (moe: router, dispatch, routed experts, combine, shared experts) and its shared
+/// experts (shared_experts).
 enum RecomputeModule : std::uint8_t {
   kRecomputeCoreAttn = 1,
   kRecomputeMoeAct = 2,
   kRecomputeLayernorm = 4,
-  kRecomputeMlp = 8
+  kRecomputeMlp = 8,
+  kRecomputeMoe = 16,
+  kRecomputeSharedExperts = 32
 };
 /// Their names in a scenario, by bit.
-inline constexpr std::array<std::pair<std::string_view, RecomputeModule>, 4> kRecomputeModules{
-    {{"core_attn", kRecomputeCoreAttn}, {"moe_act", kRecomputeMoeAct}, {"layernorm", kRecomputeLayernorm},
-     {"mlp", kRecomputeMlp}}};
+inline constexpr std::array<std::pair<std::string_view, RecomputeModule>, 6> kRecomputeModules{
+    {{"core_attn", kRecomputeCoreAttn},
+     {"moe_act", kRecomputeMoeAct},
+     {"layernorm", kRecomputeLayernorm},
+     {"mlp", kRecomputeMlp},
+     {"moe", kRecomputeMoe},
+     {"shared_experts", kRecomputeSharedExperts}}};
 
 /// Which plan axis follows a change of cluster.gpus (--gpus): data parallelism, or the pipeline.
 enum class ScaleAxis : std::uint8_t { dp, pp };

@@ -157,9 +157,11 @@ TEST_CASE("recompute_modules: moe_act drops the experts' activation output, laye
 TEST_CASE("recompute_modules: errors name the key", "[training][moe][recompute]") {
   REQUIRE_THROWS_WITH(run(scenario({{"recompute", "full"}, {"recompute_modules", {"moe_act"}}})),
                       Contains("/plan/recompute_modules") && Contains("expected recompute selective"));
-  REQUIRE_THROWS_WITH(run(scenario({{"recompute", "selective"}, {"recompute_modules", {"core_attn", "moe"}}})),
-                      Contains("/plan/recompute_modules/1") &&
-                          Contains("expected core_attn, moe_act, layernorm or mlp") && Contains("\"moe\""));
+  REQUIRE_THROWS_WITH(
+      run(scenario({{"recompute", "selective"}, {"recompute_modules", {"core_attn", "mla_up_proj"}}})),
+      Contains("/plan/recompute_modules/1") &&
+          Contains("expected core_attn, moe_act, layernorm, mlp, moe or shared_experts") &&
+          Contains("\"mla_up_proj\""));
   // The effective plan echoes the modules.
   const auto out = run(scenario({{"recompute", "selective"}, {"recompute_modules", {"moe_act", "layernorm"}}}));
   REQUIRE(out.plan.at("recompute_modules") == json({"moe_act", "layernorm"}));
@@ -204,4 +206,99 @@ TEST_CASE("recompute_modules: mlp reruns a dense layer's MLP with its norm, not 
   REQUIRE(groups == 2);
   REQUIRE(mlp.report.iteration_time_s > none.report.iteration_time_s);
   REQUIRE(mlp.plan.at("recompute_modules") == json({"mlp"}));
+}
+
+namespace {
+
+/// Rank 0's all-to-alls (dispatch and combine) from its first backward kernel on.
+int backward_all_to_alls(const strategy::SimulationOutput& out) {
+  const auto& g = out.compiled.graph;
+  bool backward = false;
+  int n = 0;
+  for (const auto& node : g.nodes) {
+    if (node.rank != 0) continue;
+    if (node.kind == sim::OpKind::compute && (node.phase == sim::Phase::backward || node.phase == sim::Phase::wgrad)) {
+      backward = true;
+    }
+    if (backward && node.kind == sim::OpKind::collective && node.op == sim::CollectiveOp::all_to_all) ++n;
+  }
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("recompute_modules: moe reruns a MoE layer from its input, shared_experts its shared experts",
+          "[training][moe][recompute]") {
+  // tiny-deepseek (above): three MoE layers (1-3) of 16 routed experts of 128 (SwiGLU), top 4,
+  // router over 16, and 2 shared experts as one FFN of 256; hidden 256, sequence 128; micro-batch
+  // 2, 2 micro-batches per step.
+  constexpr double hidden = 256, seq = 128, micro = 2, experts = 16, top_k = 4, ffn = 128, shared = 256, moe_layers = 3;
+  const std::string config = "hf/tiny-deepseek/config.json";
+  const auto none = run(scenario({{"recompute", "none"}}, config));
+  const auto moe = run(scenario({{"recompute", "selective"}, {"recompute_modules", {"moe"}}}, config));
+  const auto sh = run(scenario({{"recompute", "selective"}, {"recompute_modules", {"shared_experts"}}}, config));
+  const auto both = run(scenario({{"recompute", "selective"}, {"recompute_modules", {"moe", "shared_experts"}}}, config));
+  const auto norm_too = run(scenario({{"recompute", "selective"}, {"recompute_modules", {"moe", "layernorm"}}}, config));
+  const auto activations = [](const strategy::SimulationOutput& o) { return o.report.memory[0].bytes.activations; };
+  // Per token and MoE layer, bf16. The shared experts keep their input (h, the router's too),
+  // the activation's input (2 x 256) and the down projection's (256): their checkpoint keeps
+  // none of it. The MoE layer keeps only its input (h): not the router's probabilities (16) and
+  // choices (4), nor each of the 4 assignments' expert input, up projection and activation
+  // output (256 + 256 + 128).
+  const double per_token_shared = hidden + 3.0 * shared;
+  const double per_token_moe = experts + top_k + top_k * (hidden + 2.0 * ffn + ffn) + per_token_shared;
+  const double tokens = moe_layers * micro * seq;
+  REQUIRE(activations(none) - activations(sh) == Approx(tokens * per_token_shared * 2.0));
+  REQUIRE(activations(none) - activations(moe) == Approx(tokens * per_token_moe * 2.0));
+  REQUIRE(activations(both) == activations(moe));
+  // With layernorm too, the MoE layer's input, the norm's output, is dropped as well.
+  REQUIRE(activations(moe) - activations(norm_too) == Approx(tokens * hidden * 2.0));
+
+  // Reruns: each MoE layer's forward kernels (router, permutation, every expert, unpermutation,
+  // shared experts) once per micro-batch; the shared experts' once more with shared_experts;
+  // nothing of the dense layer or the attention.
+  const auto base = kernel_counts(none);
+  const auto check_added = [&](const strategy::SimulationOutput& out, int moe_times, int shared_times) {
+    for (const auto& [name, c] : kernel_counts(out)) {
+      const bool in_moe = (name.starts_with("h.1.mlp.") || name.starts_with("h.2.mlp.") || name.starts_with("h.3.mlp.")) &&
+                          name.find(".mlp.residual.") == std::string::npos;
+      const bool in_shared = in_moe && name.find(".mlp.shared.") != std::string::npos;
+      // base.first: the kernel's forward runs in the first micro-batch (before any backward).
+      const int expected = base.at(name).first * ((in_moe ? moe_times : 0) + (in_shared ? shared_times : 0));
+      INFO(name);
+      REQUIRE(c.second - base.at(name).second == expected);
+    }
+  };
+  check_added(moe, 2, 0);
+  check_added(sh, 0, 2);
+  check_added(both, 2, 2);
+  // Each MoE layer's rerun runs together, from its router to its shared experts' down
+  // projection, right before that projection's backward.
+  const auto seq_moe = kernel_sequence(moe);
+  int groups = 0;
+  for (std::size_t k = 1; k < seq_moe.size(); ++k) {
+    const std::string& name = seq_moe[k].first;
+    if (!name.ends_with("mlp.router.router_fwd") || seq_moe[k - 1].second == sim::Phase::forward) continue;
+    const std::string layer = name.substr(0, name.find("mlp."));
+    std::size_t end = k;
+    while (end < seq_moe.size() && seq_moe[end].second == sim::Phase::forward) {
+      REQUIRE(seq_moe[end].first.starts_with(layer + "mlp."));
+      ++end;
+    }
+    REQUIRE(seq_moe[end - 1].first == layer + "mlp.shared.proj.linear_fwd");
+    REQUIRE(seq_moe[end].first.starts_with(layer + "mlp.shared.proj."));
+    ++groups;
+  }
+  REQUIRE(groups == moe_layers * 2);
+  // Expert parallelism over 2 GPUs (global batch 8: still 2 micro-batches per rank): the rerun
+  // dispatches and combines again (two all-to-alls per MoE layer and micro-batch).
+  json ep = {{"recompute", "none"}, {"ep", 2}, {"global_batch", 8}};
+  json ep_moe = {{"recompute", "selective"}, {"recompute_modules", {"moe"}}, {"ep", 2}, {"global_batch", 8}};
+  auto on_two = [&](json plan) {
+    json doc = scenario(plan, config);
+    doc["cluster"]["gpus"] = 2;
+    return run(doc);
+  };
+  REQUIRE(backward_all_to_alls(on_two(ep_moe)) - backward_all_to_alls(on_two(ep)) == moe_layers * 2 * 2);
+  REQUIRE(moe.report.iteration_time_s > none.report.iteration_time_s);
 }
