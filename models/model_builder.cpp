@@ -540,8 +540,8 @@ void experts_fp8(Layer& l) {
 }  // namespace
 
 bool is_fp8_weight_cast(std::string_view kernel) {
-  return kernel == "fp8_cast_transpose_weight" ||
-         (kernel.starts_with("fp8_cast_transpose_expert_") && kernel.ends_with("_weight"));
+  const std::string_view tensor = fp8_cast_of(kernel);
+  return tensor == "weight" || (tensor.starts_with("expert_") && tensor.ends_with("_weight"));
 }
 
 Model with_fp8(Model model) {

@@ -165,6 +165,17 @@ Model with_fp8(Model model);
 /// Transformer Engine runs in a step's first micro-batch only and reuses after
 /// (is_first_microbatch).
 bool is_fp8_weight_cast(std::string_view kernel);
+/// with_fp8 under Transformer Engine's current scaling (Float8CurrentScaling, TE 2.x; what
+/// Megatron-Bridge's "fp8_cs" runs): each cast is preceded by a pass that reads the tensor for its
+/// amax ("fp8_amax_<tensor>", 2 bytes an element) and a kernel that turns it into the scale
+/// ("fp8_scale_<tensor>", a launch), where delayed scaling takes the amax inside the cast
+/// (models/fp8_scaling.cpp). The amax all-reduce over the tensor-parallel group that sequence
+/// parallelism adds (column-parallel inputs, row-parallel output gradients: one value each) is
+/// not modelled.
+Model with_fp8_current_scaling(Model model);
+/// The tensor an FP8 cast, amax pass or scale kernel is for ("weight", "expert_up_grad", ...),
+/// or empty for another kernel.
+std::string_view fp8_cast_of(std::string_view kernel);
 
 /// Softmax cross-entropy over {rows, classes} logits (the loss: the model's last layer). Saves
 /// the log-probabilities.

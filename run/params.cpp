@@ -40,6 +40,7 @@ constexpr std::array<std::string_view, 3> kKernels{"fused", "eager", "torchtitan
 constexpr std::array<std::string_view, 3> kAttentionKernels{"auto", "flash2", "cudnn"};
 constexpr std::array<std::string_view, 2> kCpComms{"p2p", "a2a"};
 constexpr std::array<std::string_view, 4> kBatchNormFusions{"none", "bn_relu", "conv_stats", "conv_mainloop"};
+constexpr std::array<std::string_view, 2> kFp8Recipes{"delayed", "current"};
 constexpr std::array<std::string_view, 3> kDistributions{"balanced", "zipf", "histogram"};
 constexpr std::array<std::string_view, 2> kRoles{"calibration", "prediction"};
 
@@ -253,6 +254,10 @@ std::vector<Param> make_table() {
   t.push_back(of_kind("plan", "fp8", K::boolean, "", "false",
                       "Transformer Engine FP8: the transformer blocks' linear GEMMs in FP8, with their casts (H100 and later)",
                       store<P, &Plan::fp8>, echo<P, &Plan::fp8>));
+  t.push_back(choice("plan", "fp8_recipe", kFp8Recipes, "delayed",
+                     "with fp8, Transformer Engine's scaling: delayed (amax history, taken by each cast) or current "
+                     "(Float8CurrentScaling: an amax pass and a scale kernel before each cast)",
+                     store<P, &Plan::fp8_recipe>, echo<P, &Plan::fp8_recipe, &kFp8Recipes>));
   t.push_back(of_kind("plan", "placement", K::text, "", "tp-pp-dp (tp-dp-pp with ep > 1)",
                       "rank placement, innermost first: an order of tp, pp and dp joined by '-'", nullptr,
                       echo<P, &Plan::placement>));

@@ -46,6 +46,7 @@ Model with_plan_kernels(const Scenario& scenario, const Plan& plan, Model model)
                                          scenario.path, to_string(plan.precision)));
     }
     model = with_fp8(std::move(model));
+    if (plan.fp8_recipe == Fp8Recipe::current) model = with_fp8_current_scaling(std::move(model));
   }
   // Megatron-LM v2's attention softmax: its fused kernel where it takes the scores' shape,
   // PyTorch's passes elsewhere. Only 16-bit scores can take the kernel; fp32 ones keep the

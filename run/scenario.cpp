@@ -103,6 +103,10 @@ void read_pipeline(const JsonReader& r, const json& o, const JsonPath& p, Plan& 
   } else if (!has("p2p_sync")) {
     plan.p2p_sync = plan.driver == PipelineDriver::per_stage && plan.schedule != Schedule::interleaved;
   }
+  // The default goes with any plan, as the effective plan echoes it.
+  if (has("fp8_recipe") && !plan.fp8 && plan.fp8_recipe != Fp8Recipe::delayed) {
+    r.fail(p.at("fp8_recipe"), "expected delayed without fp8 true: it is how FP8 tensors are scaled, found current");
+  }
   if (has("recompute_modules")) {
     const JsonPath mp = p.at("recompute_modules");
     const json& names = r.array_at(o, "recompute_modules", p, "a plan");

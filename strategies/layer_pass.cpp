@@ -264,7 +264,7 @@ void LayerPass::experts(std::size_t i, bool forward) {
   std::vector<const OpTemplate*> act_rerun;
   if (!forward && plan_.recomputes(kRecomputeMoeAct)) {
     for (const OpTemplate& k : l.fwd) {
-      if (k.kernel == "expert_swiglu_fwd" || k.kernel == "expert_gelu_fwd" || k.kernel == "fp8_cast_transpose_expert_hidden") {
+      if (k.kernel == "expert_swiglu_fwd" || k.kernel == "expert_gelu_fwd" || fp8_cast_of(k.kernel) == "expert_hidden") {
         act_rerun.push_back(&k);
       }
     }

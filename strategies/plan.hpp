@@ -66,6 +66,10 @@ enum class Kernels : std::uint8_t { fused, eager, torchtitan };
 /// The fused attention kernel, valued as the op signature's codes (sim::kAttention*,
 /// exec/op_signature.hpp): the GPU's default (cuDNN's on Hopper), FlashAttention-2 or cuDNN's.
 enum class AttentionKernel : std::uint8_t { automatic, flash2, cudnn };
+/// Transformer Engine's FP8 scaling (with plan.fp8): delayed (DelayedScaling: each tensor's
+/// scale from an amax history, the amax taken by the cast itself) or current (Float8CurrentScaling:
+/// each tensor's amax computed by a pass of its own before its cast, then its scale).
+enum class Fp8Recipe : std::uint8_t { delayed, current };
 /// How context-parallel ranks exchange attention's inputs (Transformer Engine's cp_comm_type):
 /// p2p, the keys and values round a ring, overlapped with the blocks; a2a, DeepSpeed-Ulysses'
 /// all-to-alls from sequence shards to head shards around one attention over the whole sequence.
@@ -299,6 +303,7 @@ struct Plan {
   /// Transformer Engine FP8 for the transformer blocks' linear layers (strategy::with_fp8); needs
   /// a GPU with FP8 tensor cores and a bf16 or amp_bf16 precision.
   bool fp8 = false;
+  Fp8Recipe fp8_recipe = Fp8Recipe::delayed;
   /// Simulate one data-parallel replica and one tensor-parallel rank per stage for all the
   /// identical ones (docs/architecture.md, "Identical ranks"; strategies/hybrid_layout.hpp): the same
   /// answer for a fraction of the work. Off by choice, and by itself on mixed GPU models.

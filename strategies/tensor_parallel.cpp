@@ -6,6 +6,7 @@
 
 #include "common/error.hpp"
 #include "exec/execution_graph.hpp"
+#include "models/model_builder.hpp"
 
 namespace foresight::strategy {
 namespace {
@@ -13,6 +14,10 @@ namespace {
 /// The shape axis tensor parallelism splits for kernel `t` of a layer with `role`, or -1.
 int split_axis(const OpTemplate& t, TpRole role, bool sp) {
   const auto& k = t.kernel;
+  // An FP8 cast, or under current scaling its amax pass (the same tensor): which tensor. A
+  // scale kernel has one value.
+  if (k.starts_with("fp8_scale_")) return -1;
+  const std::string_view cast = fp8_cast_of(k);
   switch (role) {
     case TpRole::column:
       if (k == "linear_fwd") return 1;    // m = rows, n = out / t, k = in
@@ -20,7 +25,7 @@ int split_axis(const OpTemplate& t, TpRole role, bool sp) {
       if (k == "linear_wgrad") return 0;  // m = out / t, n = in, k = rows
       // FP8 casts (with_fp8), {1, dims...}: the weight {in, out / t} and the output gradient
       // {rows, out / t} are sharded; the input is whole on every rank.
-      if (k == "fp8_cast_transpose_weight" || k == "fp8_cast_transpose_grad") return 2;
+      if (cast == "weight" || cast == "grad") return 2;
       return -1;
     case TpRole::row:
       if (k == "linear_fwd") return 2;    // k = in / t
@@ -28,8 +33,8 @@ int split_axis(const OpTemplate& t, TpRole role, bool sp) {
       if (k == "linear_wgrad") return 1;  // n = in / t
       // FP8 casts: the input {rows, in / t} and the weight {in / t, out} are sharded; the output
       // gradient is whole.
-      if (k == "fp8_cast_transpose_input") return 2;
-      if (k == "fp8_cast_transpose_weight") return 1;
+      if (cast == "input") return 2;
+      if (cast == "weight") return 1;
       return -1;
     case TpRole::sharded:
       if (t.type == sim::OpType::gemm) return 3;       // batched GEMMs {m, n, k, heads}
@@ -51,9 +56,9 @@ int split_axis(const OpTemplate& t, TpRole role, bool sp) {
       // FP8 casts (with_fp8), {1, dims...}: the up weight {h, 2f / t} and the down weight {f / t, h}
       // are sharded, as are the down projection's input {1, f / t} and the up projection's output
       // gradient {1, 2f / t}; the expert's input and the down projection's output gradient are whole.
-      if (k == "fp8_cast_transpose_expert_up_weight") return 2;
-      if (k == "fp8_cast_transpose_expert_down_weight") return 1;
-      if (k == "fp8_cast_transpose_expert_hidden" || k == "fp8_cast_transpose_expert_up_grad") return 2;
+      if (cast == "expert_up_weight") return 2;
+      if (cast == "expert_down_weight") return 1;
+      if (cast == "expert_hidden" || cast == "expert_up_grad") return 2;
       return -1;                                 // permutation: whole tokens
     case TpRole::replicated:
       // Sequence parallelism splits the tokens: a memory kernel's first axis after the batch.

@@ -297,3 +297,68 @@ TEST_CASE("FP8 experts in a run: weight casts in the first micro-batch only, cas
   REQUIRE(casts_by_micro["0"] == 4 * 4 * 2);
   REQUIRE(casts_by_micro.count("1") == 0);
 }
+
+TEST_CASE("FP8 current scaling: an amax pass and a scale kernel before each cast, sharded and cached as it is",
+          "[fp8]") {
+  // Transformer Engine's Float8CurrentScaling takes each tensor's amax in a pass of its own (one
+  // read of the 2-byte tensor: half the bytes of the cast, which reads 2 and writes 1 + 1) and
+  // turns it into the scale in a kernel of its own, before the cast.
+  const Model delayed = with_fp8(build_model("gpt3-125m"));
+  const Model current = with_fp8_current_scaling(delayed);
+  int amax_passes = 0;
+  for (std::size_t i = 0; i < delayed.layers.size(); ++i) {
+    for (const bool fwd : {true, false}) {
+      const auto& before = fwd ? delayed.layers[i].fwd : delayed.layers[i].bwd;
+      const auto& after = fwd ? current.layers[i].fwd : current.layers[i].bwd;
+      std::size_t k = 0;
+      for (const OpTemplate& t : before) {
+        INFO(delayed.layers[i].name << " " << t.kernel);
+        if (t.kernel.starts_with("fp8_cast_transpose_")) {
+          const std::string tensor = t.kernel.substr(std::string("fp8_cast_transpose_").size());
+          REQUIRE(after.at(k).kernel == "fp8_amax_" + tensor);
+          REQUIRE(after.at(k).act_elems == t.act_elems / 2);
+          REQUIRE(after.at(k).param_elems == t.param_elems / 2);
+          REQUIRE(after.at(k).shape == t.shape);
+          REQUIRE(after.at(k + 1).kernel == "fp8_scale_" + tensor);
+          REQUIRE(after.at(k + 1).act_elems + after.at(k + 1).param_elems == 0.0);
+          REQUIRE(fp8_cast_of(after.at(k).kernel) == tensor);
+          REQUIRE(is_fp8_weight_cast(after.at(k).kernel) == is_fp8_weight_cast(t.kernel));
+          k += 2;
+          ++amax_passes;
+        }
+        REQUIRE(after.at(k).kernel == t.kernel);
+        ++k;
+      }
+      REQUIRE(k == after.size());
+    }
+  }
+  // gpt3-125m: 12 blocks of 4 linear layers, each with an input, a weight and a gradient cast.
+  REQUIRE(amax_passes == 12 * 4 * 3);
+  REQUIRE(current.fwd_flops() == delayed.fwd_flops());
+
+  // In a run (TP 2): each amax pass is sharded as its cast, the weights' only in the first
+  // micro-batch, and the step is slower by them.
+  const auto off = simulate_fp8(json{{"fp8", true}});
+  const auto on = simulate_fp8(json{{"fp8", true}, {"fp8_recipe", "current"}});
+  REQUIRE(on.report.iteration_time_s > off.report.iteration_time_s);
+  const auto& g = on.compiled.graph;
+  std::map<std::string, long> count;
+  std::map<std::string, double> bytes;
+  for (const sim::Node& node : g.nodes) {
+    if (node.rank != 0 || node.kind != sim::OpKind::compute || node.signature == sim::kNoSignature) continue;
+    const sim::OpSignature& sig = g.signatures[node.signature];
+    count[sig.kernel] += 1;
+    bytes[sig.kernel] += sig.bytes;
+  }
+  for (const char* tensor : {"input", "weight", "grad"}) {
+    INFO(tensor);
+    const std::string cast = std::string("fp8_cast_transpose_") + tensor;
+    REQUIRE(count[cast] > 0);
+    REQUIRE(count[std::string("fp8_amax_") + tensor] == count[cast]);
+    REQUIRE(count[std::string("fp8_scale_") + tensor] == count[cast]);
+    REQUIRE(bytes[std::string("fp8_amax_") + tensor] == Approx(bytes[cast] / 2));
+  }
+  using Catch::Matchers::Contains;
+  REQUIRE_THROWS_WITH(simulate_fp8(json{{"fp8_recipe", "current"}}),
+                      Contains("/plan/fp8_recipe") && Contains("expected delayed without fp8 true"));
+}

@@ -91,6 +91,7 @@ TEST_CASE("every parameter is documented with its type, default and range", "[pa
   added.insert("cp");  // context parallelism, Megatron-Core's ring attention (issue 20)
   added.insert("cp_comm");  // its exchange: a ring or Ulysses' all-to-alls (issue 20)
   added.insert("moe_host_sync");
+  added.insert("fp8_recipe");  // Transformer Engine's delayed or current FP8 scaling (issue 20)
   added.insert("recompute_modules");  // Megatron-Core's selective recompute modules (issue 20)  // Megatron-Core's dispatcher waits for the token counts (issue 20)
   for (const char* k : {"input_workers", "input_sample_time", "input_prefetch", "input_cores"}) {
     added.insert(k);  // PyTorch DataLoader workers (issue 20)
