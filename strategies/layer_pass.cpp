@@ -366,14 +366,14 @@ NodeId LayerPass::backward(std::size_t first, std::size_t last, NodeId in, bool 
     // before its backward: a MoE layer (moe), its shared experts (shared_experts: again under
     // moe, as Megatron checkpoints them inside it), a dense MLP from its norm on (mlp).
     std::vector<std::size_t> spans;  // first layers of the spans to rerun through i
-    const auto ending = [&](RecomputeModule m, const std::optional<LayerSpan>& span) {
-      if (plan_.recomputes(m) && span && span->last == i && span->first >= first) spans.push_back(span->first);
+    const auto ending = [&](RecomputeModule m, std::optional<LayerSpan> (*span_of)(const Model&, std::size_t)) {
+      if (!layer_recompute_ || !plan_.recomputes(m)) return;  // no span looked for: the common case
+      const std::optional<LayerSpan> span = span_of(model_, i);
+      if (span && span->last == i && span->first >= first) spans.push_back(span->first);
     };
-    if (layer_recompute_) {
-      ending(kRecomputeMoe, moe_mlp(model_, i));
-      ending(kRecomputeSharedExperts, shared_experts(model_, i));
-      ending(kRecomputeMlp, dense_mlp(model_, i));
-    }
+    ending(kRecomputeMoe, moe_mlp);
+    ending(kRecomputeSharedExperts, shared_experts);
+    ending(kRecomputeMlp, dense_mlp);
     // core_attn: the attention core as Megatron checkpoints it, its RoPE and QK norm outside.
     const bool core = plan_.recomputes(kRecomputeCoreAttn) && layer.saved_score_elems > 0.0;
     if (layer_recompute_ && ((whole_block && block_end) || core)) {
