@@ -74,8 +74,12 @@ bool routes(const Model& m, LayerSpan span) {
 std::optional<LayerSpan> dense_mlp(const Model& m, std::size_t i) {
   std::optional<LayerSpan> span = named_run(m, i, ".mlp.");
   if (!span || routes(m, *span)) return std::nullopt;
+  // The norm right before, a pre-norm (not the attention's post-norm of a post-norm block).
   const std::size_t before = span->first - 1;
-  if (span->first > 0 && is_norm(m.layers[before]) && m.layers[before].block == m.layers[i].block) span->first = before;
+  if (span->first > 0 && is_norm(m.layers[before]) && m.layers[before].block == m.layers[i].block &&
+      m.layers[before].name.find(".attn.") == std::string::npos) {
+    span->first = before;
+  }
   return span;
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "models/model_zoo.hpp"
 #include "run/simulation.hpp"
 #include "tests/test_paths.hpp"
 
@@ -162,6 +163,19 @@ TEST_CASE("recompute_modules: errors name the key", "[training][moe][recompute]"
       Contains("/plan/recompute_modules/1") &&
           Contains("expected core_attn, moe_act, layernorm, mlp, moe or shared_experts") &&
           Contains("\"mla_up_proj\""));
+  // A checkpointed module that finds nothing to checkpoint is refused: mlp on a model whose
+  // every MLP routes, moe and shared_experts on a dense model.
+  REQUIRE_THROWS_WITH(run(scenario({{"recompute", "selective"}, {"recompute_modules", {"mlp"}}})),
+                      Contains("/plan/recompute_modules") && Contains("expected a dense MLP") &&
+                          Contains("for module mlp"));
+  for (const char* module : {"moe", "shared_experts"}) {
+    INFO(module);
+    REQUIRE_THROWS_WITH(
+        run(scenario({{"recompute", "selective"}, {"recompute_modules", {module}}}, "hf/tiny-sliding/config.json")),
+        Contains("/plan/recompute_modules") && Contains(std::string("for module ") + module));
+  }
+  REQUIRE_THROWS_WITH(run(scenario({{"recompute", "selective"}, {"recompute_modules", {"shared_experts"}}})),
+                      Contains("expected shared experts"));
   // The effective plan echoes the modules.
   const auto out = run(scenario({{"recompute", "selective"}, {"recompute_modules", {"moe_act", "layernorm"}}}));
   REQUIRE(out.plan.at("recompute_modules") == json({"moe_act", "layernorm"}));
@@ -301,4 +315,27 @@ TEST_CASE("recompute_modules: moe reruns a MoE layer from its input, shared_expe
   };
   REQUIRE(backward_all_to_alls(on_two(ep_moe)) - backward_all_to_alls(on_two(ep)) == moe_layers * 2 * 2);
   REQUIRE(moe.report.iteration_time_s > none.report.iteration_time_s);
+}
+
+TEST_CASE("recompute_modules: the spans they checkpoint, pre-norm and post-norm", "[training][recompute]") {
+  using strategy::LayerSpan;
+  const auto names = [](const strategy::Model& m, const std::optional<LayerSpan>& span) {
+    std::vector<std::string> out;
+    for (std::size_t k = span->first; k <= span->last; ++k) out.push_back(m.layers[k].name);
+    return out;
+  };
+  // GPT-2 (pre-norm): the MLP with the norm before it, from any of its layers; none elsewhere.
+  const strategy::Model gpt = strategy::build_model("gpt2");
+  std::optional<LayerSpan> span;
+  for (std::size_t i = 0; i < gpt.layers.size() && !span; ++i) span = strategy::dense_mlp(gpt, i);
+  REQUIRE(span);
+  REQUIRE(names(gpt, span) == std::vector<std::string>{"h.0.ln_2", "h.0.mlp.fc", "h.0.mlp.act", "h.0.mlp.proj"});
+  for (std::size_t k = span->first + 1; k <= span->last; ++k) REQUIRE(strategy::dense_mlp(gpt, k)->first == span->first);
+  REQUIRE(!strategy::moe_mlp(gpt, span->last));
+  // BERT (post-norm): the attention's post-norm before the MLP is not the MLP's.
+  const strategy::Model bert = strategy::build_model("bert-large");
+  span.reset();
+  for (std::size_t i = 0; i < bert.layers.size() && !span; ++i) span = strategy::dense_mlp(bert, i);
+  REQUIRE(span);
+  REQUIRE(names(bert, span) == std::vector<std::string>{"h.0.mlp.fc", "h.0.mlp.act", "h.0.mlp.proj"});
 }
