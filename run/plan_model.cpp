@@ -31,16 +31,14 @@ namespace {
 Model with_plan_kernels(const Scenario& scenario, const Plan& plan, Model model) {
   // A checkpointed recompute module must find what it checkpoints (Megatron-Core leaves a module
   // without one alone; a plan that names it asks for nothing, and says so).
-  for (const auto& [bit, what, span_of] :
-       {std::tuple{kRecomputeMlp, "a dense MLP", &dense_mlp}, std::tuple{kRecomputeMoe, "a MoE layer", &moe_mlp},
-        std::tuple{kRecomputeSharedExperts, "shared experts", &shared_experts}}) {
+  for (const auto& [bit, name, what, span_of] :
+       {std::tuple{kRecomputeMlp, "mlp", "a dense MLP", &dense_mlp},
+        std::tuple{kRecomputeMoe, "moe", "a MoE layer", &moe_mlp},
+        std::tuple{kRecomputeSharedExperts, "shared_experts", "shared experts", &shared_experts}}) {
     if (!plan.recomputes(bit)) continue;
     bool found = false;
     for (std::size_t i = 0; i < model.layers.size() && !found; ++i) found = span_of(model, i).has_value();
     if (!found) {
-      const RecomputeModule module = bit;  // a local (lambdas may not capture bindings in clang's C++20)
-      const auto name = std::find_if(kRecomputeModules.begin(), kRecomputeModules.end(),
-                                     [module](const auto& m) { return m.second == module; })->first;
       throw sim::ConfigError(fmt::format("{}: /plan/recompute_modules: expected {} in {} for module {}, found none",
                                          scenario.path, what, model.name, name));
     }

@@ -286,19 +286,13 @@ void LayerPass::experts(std::size_t i, bool forward) {
 std::size_t LayerPass::norm_rerun_before(std::size_t i) const {
   const auto& layers = model_.layers;
   const std::size_t none = layers.size();
-  if (!plan_.recomputes(kRecomputeLayernorm) || layers[i].block < 0) return none;
-  const auto mlp_layer = [&](std::size_t k) {
-    return layers[k].block == layers[i].block && layers[k].kind != "add" && layers[k].kind != "dropout";
-  };
-  // i is the last layer of its MLP (the residual add or dropout follows), which starts with a
-  // router right after a norm of the same block: the norm that Transformer Engine leaves unfused
-  // (pre_mlp_layernorm of a MoE layer).
-  if (!mlp_layer(i) || (i + 1 < layers.size() && mlp_layer(i + 1))) return none;
-  std::size_t r = i;
-  while (r > 0 && mlp_layer(r) && layers[r].kind != "router") --r;
-  if (layers[r].kind != "router" || r == 0) return none;
-  const Layer& norm = layers[r - 1];
-  return is_norm(norm) && norm.block == layers[i].block ? r - 1 : none;
+  if (!plan_.recomputes(kRecomputeLayernorm)) return none;
+  // i is the last layer of a MoE MLP, which starts with its router right after a norm of the same
+  // block: the norm that Transformer Engine leaves unfused (pre_mlp_layernorm of a MoE layer).
+  const std::optional<LayerSpan> mlp = moe_mlp(model_, i);
+  if (!mlp || mlp->last != i || mlp->first == 0) return none;
+  const Layer& norm = layers[mlp->first - 1];
+  return is_norm(norm) && norm.block == layers[i].block ? mlp->first - 1 : none;
 }
 
 bool LayerPass::overlaps(std::size_t i) const {
