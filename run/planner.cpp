@@ -88,8 +88,8 @@ bool better(const PlanRow& a, const PlanRow& b) {
 
 double plan_memory_floor(const Model& model, const Plan& plan) {
   if (plan.pp <= 1) return data_parallel_memory(model, plan).total();
-  return pipeline_rank_memory(tp_rank_params(model, plan.tp, 0, 0, plan.ep) / plan.pp, plan, 0.0, 0,
-                              tp_rank_expert_params(model, plan.tp, 0, 0, plan.ep) / plan.pp)
+  return pipeline_rank_memory(tp_rank_params(model, plan.tp, 0, 0, plan.ep, plan.etp()) / plan.pp, plan, 0.0, 0,
+                              tp_rank_expert_params(model, plan.tp, 0, 0, plan.ep, plan.etp()) / plan.pp)
       .total();
 }
 
@@ -231,17 +231,21 @@ PlanSearch search_document(const std::string& path, const json& doc, const PlanS
             for (const int zero : space.zero) {
               for (const bool sp : space.sequence_parallel) {
                 if (sp && tp == 1) continue;  // sequence parallelism splits a TP group
-                const int ranks = tp * pp * ep * base.plan.cp;
+                // A base plan with expert_tp 1 keeps the experts whole at every tp: its TP ranks
+                // are EP ranks too, and the plan takes dp x pp x ep x cp GPUs.
+                const bool whole_experts = base.plan.expert_tp == 1 && tp > 1 && ep > 1;
+                const int ranks = (whole_experts ? 1 : tp) * pp * ep * base.plan.cp;
                 if (ranks > gpus) continue;  // not a plan for this many GPUs
                 PlanRow row;
                 row.label = fmt::format("tp {} pp {}{} dp {}{} vs {} mb {} recompute {} zero {}{}", tp, pp,
                                         moe || ep > 1 ? fmt::format(" ep {}", ep) : "",
                                         ranks > 0 && gpus % ranks == 0 ? std::to_string(gpus / ranks) : "-",
                                         base.plan.cp > 1 ? fmt::format(" cp {}", base.plan.cp) : "", vs, mb, rc, zero,
-                                        sp ? " sp" : "");
+                                        std::string(sp ? " sp" : "") + (whole_experts ? " expert_tp 1" : ""));
                 if (ranks <= 0 || gpus % ranks != 0) {
                   row.status = PlanRow::Status::invalid;
-                  row.reason = fmt::format("tp x pp x ep x cp = {} does not divide the {} GPUs", ranks, gpus);
+                  row.reason = fmt::format("{} = {} does not divide the {} GPUs",
+                                           whole_experts ? "pp x ep x cp (expert_tp 1)" : "tp x pp x ep x cp", ranks, gpus);
                   search.rows.push_back(std::move(row));
                   continue;
                 }
@@ -250,6 +254,7 @@ PlanSearch search_document(const std::string& path, const json& doc, const PlanS
                                 {"global_batch", global_batch}};
                 if (tp > 1) row.plan["sequence_parallel"] = sp;
                 if (moe || ep > 1) row.plan["ep"] = ep;
+                if (whole_experts) row.plan["expert_tp"] = 1;
                 if (pp > 1) {
                   row.plan["schedule"] = vs > 1 ? "interleaved" : "1f1b";
                   row.plan["virtual_stages"] = vs;
@@ -258,7 +263,9 @@ PlanSearch search_document(const std::string& path, const json& doc, const PlanS
                 }
                 json d = doc;
                 json& plan = d["plan"];
-                for (const char* k : {"grad_accum", "virtual_stages", "schedule", "sequence_parallel"}) plan.erase(k);
+                for (const char* k : {"grad_accum", "virtual_stages", "schedule", "sequence_parallel", "expert_tp"}) {
+                  plan.erase(k);
+                }
                 if (plan.contains("partition") && plan["partition"].is_array()) plan.erase("partition");
                 for (const auto& [k, v] : row.plan.items()) plan[k] = v;
                 try {

@@ -319,6 +319,21 @@ Plan read_plan(const JsonReader& r, const json& o, const JsonPath& p, const std:
                                             "simulated, found {}",
                                             plan.ep, plan.shard_group));
   }
+  if (has("expert_tp") && plan.expert_tp != plan.tp) {
+    if (plan.expert_tp != 1) {
+      r.fail(p.at("expert_tp"), fmt::format("expected tp ({}) or 1: an expert TP between them is not modelled, found {}",
+                                            plan.tp, plan.expert_tp));
+    }
+    if (plan.ep < plan.tp || plan.ep % plan.tp != 0) {
+      r.fail(p.at("ep"), fmt::format("expected a multiple of tp = {} with expert_tp 1: an EP group spans whole "
+                                     "tensor-parallel groups, found {}", plan.tp, plan.ep));
+    }
+    if (!plan.sequence_parallel) {
+      r.fail(p.at("sequence_parallel"), fmt::format("expected true with expert_tp 1 and tp = {}: Megatron-Core's MoE "
+                                                    "layer under tensor parallelism needs it (each TP rank routes its "
+                                                    "share of the sequence)", plan.tp));
+    }
+  }
   // Megatron-Core's order puts EP groups right after TP (tp-cp-ep-dp-pp), so they stay inside
   // a node when they fit: data-parallel replicas before pipeline stages.
   if (plan.ep > 1 && !has("placement")) plan.placement = "tp-dp-pp";
@@ -352,7 +367,7 @@ Plan read_plan(const JsonReader& r, const json& o, const JsonPath& p, const std:
     const long long per_step = static_cast<long long>(plan.sample_replicas()) * plan.micro_batch;
     if (plan.global_batch % per_step != 0) {
       r.fail(p.at("global_batch"), fmt::format("expected a multiple of dp{} x micro_batch = {} x {} = {}, found {}",
-                                               plan.ep > 1 ? " x ep" : "", plan.sample_replicas(), plan.micro_batch, per_step,
+                                               ep_factor(plan), plan.sample_replicas(), plan.micro_batch, per_step,
                                                plan.global_batch));
     }
     const long long accum = plan.global_batch / per_step;
@@ -366,7 +381,7 @@ Plan read_plan(const JsonReader& r, const json& o, const JsonPath& p, const std:
     const double samples = static_cast<double>(plan.sample_replicas()) * plan.micro_batch * plan.grad_accum;
     if (samples > kMaxPlanProduct) {
       r.fail(p, fmt::format("expected a global batch dp{} x micro_batch x grad_accum of at most {} samples, found "
-                            "{} x {} x {} = {}", plan.ep > 1 ? " x ep" : "", kMaxPlanProduct, plan.sample_replicas(),
+                            "{} x {} x {} = {}", ep_factor(plan), kMaxPlanProduct, plan.sample_replicas(),
                             plan.micro_batch, plan.grad_accum, samples));
     }
     plan.global_batch = plan.sample_replicas() * plan.micro_batch * plan.grad_accum;
@@ -454,7 +469,9 @@ void apply_overrides(json& doc, const std::vector<Override>& overrides) {
       const std::string axis = plan.contains("scale_axis") && plan["scale_axis"] == "pp" ? "pp" : "dp";
       long long others = 1;
       bool overflow = false;  // raw values (tp 2^62 x pp 4) overflowed; such a product divides no count
-      for (const char* k : {"dp", "tp", "pp", "ep", "cp"}) {
+      // With expert_tp 1 the TP ranks are EP ranks too: GPUs = dp x expert_tp x pp x ep x cp.
+      const char* tp_key = plan.contains("expert_tp") ? "expert_tp" : "tp";
+      for (const char* k : {"dp", tp_key, "pp", "ep", "cp"}) {
         if (k != axis && plan.contains(k) && plan[k].is_number_integer()) {
           overflow = __builtin_mul_overflow(others, plan[k].get<long long>(), &others) || overflow;
         }
@@ -516,7 +533,7 @@ Scenario parse_scenario(const json& doc, const std::string& origin) {
     // Capped past gpus (which it then cannot divide): a product of raw values overflowed.
     const long long cap = s.cluster.gpus + 1LL;
     long long others = 1;
-    for (const char* k : {"tp", "pp", "ep", "cp"}) {
+    for (const char* k : {plan_doc.contains("expert_tp") ? "expert_tp" : "tp", "pp", "ep", "cp"}) {
       if (plan_doc.contains(k) && plan_doc[k].is_number_integer() && plan_doc[k].get<long long>() > 0) {
         others = std::min(others * std::min(plan_doc[k].get<long long>(), cap), cap);
       }
@@ -534,13 +551,12 @@ Scenario parse_scenario(const json& doc, const std::string& origin) {
   }
   if (s.cluster.gpus > 0 && ranks != s.cluster.gpus) {
     // Megatron folds EP into the data-parallel ranks (and, with expert_tensor_parallel_size 1,
-    // the TP ranks too); here the EP group multiplies them, with expert TP = TP.
+    // the TP ranks too); here the EP group multiplies them.
     const bool ep_hint = s.plan.ep > 1 && ranks > s.cluster.gpus;
-    r.fail(root.at("plan"), fmt::format("dp x tp x pp x ep x cp = {} x {} x {} x {} x {} = {}, but cluster.gpus is {}{}",
-                                        s.plan.dp, s.plan.tp, s.plan.pp, s.plan.ep, s.plan.cp, ranks, s.cluster.gpus,
+    r.fail(root.at("plan"), fmt::format("{} = {}, but cluster.gpus is {}{}", ranks_formula(s.plan), ranks, s.cluster.gpus,
                                         ep_hint ? " (dp counts the replicas of each EP group: Megatron's data-parallel "
-                                                  "size is dp x ep; an expert TP other than TP, Megatron's "
-                                                  "expert_tensor_parallel_size, is not modelled)"
+                                                  "size is dp x ep, or dp x ep / tp with expert_tp 1, Megatron's "
+                                                  "expert_tensor_parallel_size)"
                                                 : ""));
   }
 

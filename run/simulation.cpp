@@ -31,6 +31,7 @@ std::string plan_summary(const Plan& p, int cc) {
   if (p.cp > 1) out += fmt::format(", cp {}", p.cp);
   if (p.pp > 1) out += fmt::format(", pp {}", p.pp);
   if (p.tp > 1) out += fmt::format(", tp {}{}", p.tp, p.sequence_parallel ? " with sequence parallelism" : "");
+  if (p.ep > 1 && p.etp() != p.tp) out += fmt::format(", expert tp {}", p.etp());
   if (p.zero > 0) out += fmt::format(", ZeRO-{}", p.zero);
   if (p.hybrid_shard()) out += fmt::format(" sharded in groups of {} (hybrid)", p.shard_group);
   if (p.recompute != Recompute::none) out += fmt::format(", {} recompute", to_string(p.recompute));
@@ -110,9 +111,9 @@ void report_expert_loads(const SimulationOutput& out, const Plan& plan, MoeRouti
       const double t = n.duration.seconds() / steps;
       expert_s[n.rank] += t;
       const auto& c = out.compiled.rank_coords[n.rank];
-      // Per (stage, EP group and TP rank, layer, micro-batch): the EP ranks' times.
-      const int group = (c.replica / routing.ep()) * 1024 + c.tp_rank;
-      per_layer[{c.stage, group, n.layer, n.micro_batch}][c.replica % routing.ep()] += t;
+      // Per (stage, EP group, layer, micro-batch): the EP ranks' times.
+      per_layer[{c.stage, plan.expert_group(c.replica, c.tp_rank), n.layer, n.micro_batch}]
+               [plan.expert_rank(c.replica, c.tp_rank)] += t;
     }
   }
   for (sim::RankId rank = 0; rank < g.ranks(); ++rank) {
@@ -120,7 +121,7 @@ void report_expert_loads(const SimulationOutput& out, const Plan& plan, MoeRouti
     l.rank = static_cast<int>(rank);
     l.gpu = static_cast<int>(g.rank_gpu[rank]);
     l.stage = out.compiled.rank_coords[rank].stage;
-    l.ep_rank = out.compiled.rank_coords[rank].replica % routing.ep();
+    l.ep_rank = plan.expert_rank(out.compiled.rank_coords[rank].replica, out.compiled.rank_coords[rank].tp_rank);
     std::vector<std::pair<std::size_t, std::size_t>> ranges{{0, model.layers.size()}};
     if (plan.pp > 1) ranges = out.compiled.rank_chunks[rank];
     for (const auto& [first, last] : ranges) {
@@ -212,9 +213,8 @@ std::shared_ptr<const topo::Cluster> plan_cluster(const Scenario& scenario, cons
   }
   const int ranks = static_cast<int>(plan.ranks());
   if (static_cast<std::size_t>(ranks) > cluster->gpu_count()) {
-    throw sim::ConfigError(fmt::format("{}: plan dp x tp x pp x ep x cp = {} x {} x {} x {} x {} = {} GPUs, but the cluster {} has {}",
-                                       scenario.path, plan.dp, plan.tp, plan.pp, plan.ep, plan.cp, ranks, cluster->name(),
-                                       cluster->gpu_count()));
+    throw sim::ConfigError(fmt::format("{}: plan {} = {} GPUs, but the cluster {} has {}", scenario.path,
+                                       ranks_formula(plan), ranks, cluster->name(), cluster->gpu_count()));
   }
   return cluster;
 }
@@ -313,8 +313,8 @@ void report_memory(const SimulationOutput& out, const Plan& plan, Report& r) {
       double params = 0.0;
       double expert_params = 0.0;
       for (const auto& [first, last] : cg.rank_chunks[ri]) {
-        params += tp_rank_params(out.model, plan.tp, first, last, plan.ep);
-        expert_params += tp_rank_expert_params(out.model, plan.tp, first, last, plan.ep);
+        params += tp_rank_params(out.model, plan.tp, first, last, plan.ep, plan.etp());
+        expert_params += tp_rank_expert_params(out.model, plan.tp, first, last, plan.ep, plan.etp());
       }
       params += tp_tied_copy_params(out.model, plan.tp, cg.rank_chunks[ri]);
       mem = pipeline_rank_memory(params, plan, cg.rank_activation_peak_bytes[ri], cg.rank_in_flight[ri], expert_params);

@@ -34,10 +34,10 @@ class RankCompiler {
     for (int a = 0; a < plan_.grad_accum; ++a) {
       micro_step(a, plan_.replicas() > 1 && (a + 1 == plan_.grad_accum || plan_.zero >= 2), comm);
     }
-    const double params = tp_rank_params(model_, plan_.tp, 0, 0, plan_.ep);
+    const double params = tp_rank_params(model_, plan_.tp, 0, 0, plan_.ep, plan_.etp());
     // ZeRO: the optimizer updates this rank's shard of the parameters (with experts, the dense
     // ones' over every replica and the experts' over their expert-data-parallel group).
-    const double owned = plan_.zero_owned_params(params, tp_rank_expert_params(model_, plan_.tp, 0, 0, plan_.ep));
+    const double owned = plan_.zero_owned_params(params, tp_rank_expert_params(model_, plan_.tp, 0, 0, plan_.ep, plan_.etp()));
     NodeId last = e_.finish_step(comm, buckets_, plan_.zero >= 1 ? owned : params);
     if ((plan_.zero == 1 || plan_.zero == 2) && plan_.replicas() > 1) {
       last = e_.gather_parameters(buckets_, last, dp_comm_);
@@ -102,7 +102,7 @@ std::vector<GradientBucket> horovod_groups(const Model& model, const Plan& plan,
       const std::size_t first_piece = groups.size();
       groups.push_back(GradientBucket{});
       for (std::size_t k = end; k-- > begin;) {
-        const double bytes = tp_layer_params(model.layers[with_params[k]], plan.tp, plan.ep) *
+        const double bytes = tp_layer_params(model.layers[with_params[k]], plan.tp, plan.ep, plan.etp()) *
                              gradient_bytes_per_param(plan);
         if (!groups.back().layers.empty() && groups.back().bytes + bytes > plan.fusion_threshold.as_double()) {
           groups.push_back(GradientBucket{});
@@ -125,7 +125,7 @@ std::vector<GradientBucket> horovod_groups(const Model& model, const Plan& plan,
                     plan.dispatch_backward.seconds());
     }
     if (layer.params == 0) continue;
-    const double bytes = tp_layer_params(layer, plan.tp, plan.ep) * gradient_bytes_per_param(plan);
+    const double bytes = tp_layer_params(layer, plan.tp, plan.ep, plan.etp()) * gradient_bytes_per_param(plan);
     const auto w = cycle > 0.0 ? static_cast<long long>(t / cycle) : 0;
     if (groups.empty() || w != window || groups.back().bytes + bytes > plan.fusion_threshold.as_double()) {
       groups.push_back(GradientBucket{});
@@ -150,7 +150,7 @@ std::vector<GradientBucket> ddp_buckets(const Model& model, const Plan& plan, st
       buckets.push_back(GradientBucket{});
       buckets.back().expert = expert;
     }
-    buckets.back().bytes += tp_layer_params(model.layers[i], plan.tp, plan.ep) * gradient_bytes_per_param(plan);
+    buckets.back().bytes += tp_layer_params(model.layers[i], plan.tp, plan.ep, plan.etp()) * gradient_bytes_per_param(plan);
     buckets.back().layers.push_back(i);
   }
   std::reverse(buckets.begin(), buckets.end());

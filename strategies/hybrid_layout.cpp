@@ -10,8 +10,13 @@
 namespace foresight::strategy {
 
 HybridLayout::HybridLayout(const Plan& plan, int pp, const topo::Cluster& cluster, bool ep_ranks_alike)
-    : dp_(plan.replicas()), pp_(pp), tp_(std::max(1, plan.tp)), ep_(std::max(1, plan.ep)) {
-  unit_ = ep_ranks_alike ? 1 : ep_;
+    : dp_(plan.replicas()),
+      pp_(pp),
+      tp_(std::max(1, plan.tp)),
+      ep_(std::max(1, plan.ep)),
+      ep_across_tp_(plan.ep > 1 && plan.etp() != plan.tp),
+      ep_replicas_(std::max(1, plan.ep_replicas())) {
+  unit_ = ep_ranks_alike ? 1 : ep_replicas_;
   // Strides by placement, innermost first ("tp-pp-dp": tp 1, pp tp, dp tp x pp).
   int stride = 1;
   for (std::size_t k = 0; k < plan.placement.size(); k += 3) {
@@ -27,7 +32,8 @@ HybridLayout::HybridLayout(const Plan& plan, int pp, const topo::Cluster& cluste
       !cluster.uniform_gpus(gpus())) {
     return;
   }
-  if (tp_ > 1) {
+  // With expert TP 1 the TP ranks of a replica are EP ranks: they fold only when they route alike.
+  if (tp_ > 1 && (!ep_across_tp_ || ep_ranks_alike)) {
     fold_tp_ = true;
     for (int d = 0; d < dp_ && fold_tp_; ++d) {
       for (int s = 0; s < pp_ && fold_tp_; ++s) {
@@ -162,17 +168,50 @@ MoeRank HybridLayout::moe_rank(sim::ExecutionGraph& g, MoeRouting* routing, int 
   MoeRank m;
   m.routing = routing;
   if (routing == nullptr || ep_ == 1) return m;
-  m.ep_rank = d % ep_;
+  const int block = ep_replicas_;  // replicas per EP group
+  m.ep_rank = ep_across_tp_ ? j + tp_ * (d % block) : d % block;
   auto comm = [&](bool shard) {
-    const auto key = std::make_tuple(shard, s, j, shard ? d / ep_ : d % ep_);
+    // With expert TP 1 an EP group is one for every TP rank of its replicas.
+    const auto key = std::make_tuple(shard, s, shard && ep_across_tp_ ? -1 : j, shard ? d / block : d % block);
     auto it = made.find(key);
-    if (it == made.end()) it = made.emplace(key, add_dp_subgroup(g, s, j, d, ep_, shard)).first;
+    if (it == made.end()) {
+      const std::uint32_t c = shard && ep_across_tp_ ? add_ep_across_tp(g, s, d) : add_dp_subgroup(g, s, j, d, block, shard);
+      it = made.emplace(key, c).first;
+    }
     return it->second;
   };
   m.ep_comm = comm(true);
-  m.expert_dp = dp_ > ep_;
+  m.expert_dp = dp_ > block;
   if (m.expert_dp) m.expert_dp_comm = comm(false);
   return m;
+}
+
+std::uint32_t HybridLayout::add_ep_across_tp(sim::ExecutionGraph& g, int s, int d) const {
+  // Replica d's block of ep / tp replicas, every TP rank of each: EP rank j + tp x (place in
+  // the block), which is the communicator rank order.
+  const int block = ep_replicas_;
+  const int k = d / block;
+  std::vector<sim::RankId> members;
+  for (int dd = k * block; dd < (k + 1) * block && dd < live_dp(); ++dd) {
+    for (int j = 0; j < live_tp(); ++j) members.push_back(rank(dd, s, j));
+  }
+  if (!fold_dp_ && !fold_tp_) return g.add_communicator(std::move(members));
+  // Folded: every block whose replicas the simulated ones stand for (block k's own first).
+  std::vector<std::vector<sim::GpuId>> groups;
+  for (int kk = 0; kk < dp_ / block; ++kk) {
+    bool represented = false;
+    for (int dd = kk * block; dd < (kk + 1) * block; ++dd) represented = represented || represented_by(dd) / block == k;
+    if (!represented) continue;
+    std::vector<sim::GpuId>& group = groups.emplace_back();
+    for (int dd = kk * block; dd < (kk + 1) * block; ++dd) {
+      for (int j = 0; j < tp_; ++j) group.push_back(gpu(dd, s, j));
+    }
+  }
+  const auto own = std::find_if(groups.begin(), groups.end(), [&](const auto& grp) {
+    return std::find(grp.begin(), grp.end(), gpu(d, s, 0)) != grp.end();
+  });
+  std::rotate(groups.begin(), own, own + 1);
+  return g.add_communicator(std::move(members), std::move(groups));
 }
 
 HybridLayout::RankCommunicators HybridLayout::add_data_parallel_communicators(sim::ExecutionGraph& g,

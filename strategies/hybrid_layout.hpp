@@ -17,7 +17,9 @@
 /// With expert parallelism (ep > 1) the replicas of one EP group route different loads, so
 /// only whole EP groups fold: replica d stands for replicas d + k ep. When every EP rank routes
 /// the same tokens to its experts (balanced routing: MoeRouting::ranks_alike), the EP ranks are
-/// identical too and replica 0 stands for every replica.
+/// identical too and replica 0 stands for every replica. With expert TP 1 (plan.expert_tp) an
+/// EP group takes every TP rank of ep / tp replicas: whole blocks of them fold, and the TP ranks
+/// fold only with alike routing.
 ///
 /// TP folds when every TP group is inside one node; replicas fold when every replica's GPUs
 /// sit on their nodes as the replica standing for them does (the same node and local-index offsets from the
@@ -129,12 +131,16 @@ class HybridLayout {
 
   /// Expert parallelism's part for simulated rank (d, s, j) (routing may be null: no MoE): its
   /// EP group (replicas [k ep, (k + 1) ep)) and its experts' data-parallel group (replicas
-  /// with the same d mod ep), each communicator made once in `made`.
+  /// with the same d mod ep), each communicator made once in `made`. With expert TP 1 (tp > 1)
+  /// an EP group is every TP rank of replicas [k ep / tp, (k + 1) ep / tp), and the experts'
+  /// data-parallel group the replicas with the same d mod ep / tp and TP rank.
   MoeRank moe_rank(sim::ExecutionGraph& g, MoeRouting* routing, int d, int s, int j,
                    std::map<std::tuple<bool, int, int, int>, std::uint32_t>& made) const;
 
  private:
   void add_mirrors(sim::ExecutionGraph& g, sim::RankId r, int d, int s, int j) const;
+  /// The EP group of replica d's stage s under expert TP 1 (moe_rank).
+  std::uint32_t add_ep_across_tp(sim::ExecutionGraph& g, int s, int d) const;
 
   int dp_ = 1;
   int pp_ = 1;
@@ -143,6 +149,8 @@ class HybridLayout {
   int represented_by(int d) const { return fold_dp_ ? d % live_dp() : d; }
 
   int ep_ = 1;
+  bool ep_across_tp_ = false;  ///< expert TP 1 under tp > 1: an EP group spans TP ranks
+  int ep_replicas_ = 1;        ///< replicas per EP group: ep, or ep / tp across TP ranks
   int unit_ = 1;  ///< replicas simulated each when replicas fold: ep, or 1 when EP ranks are alike
   bool fold_dp_ = false;
   bool fold_tp_ = false;

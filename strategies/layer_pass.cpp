@@ -1,5 +1,7 @@
 #include "strategies/layer_pass.hpp"
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <string_view>
 #include <utility>
@@ -258,6 +260,21 @@ void LayerPass::experts(std::size_t i, bool forward) {
   waits_ = {e_.expert_all_to_all(i, micro_, true, l.name + (forward ? " dispatch" : " combine backward"), std::move(deps),
                                  phase)};
   const int local = m.routing->experts_per_rank(i);
+  // Under sequence parallelism with expert TP = TP, each TP rank sends its own tokens over its
+  // EP group; the TP group then gathers what its ranks received, for their split experts, and
+  // reduce-scatters the experts' outputs before the all-to-all back (Megatron-Core's alltoall
+  // dispatcher: gather_from_sequence_parallel_region after the EP all-to-all). Backward: the
+  // output gradients gathered, the input gradients scattered.
+  const bool gather = plan_.tp > 1 && plan_.sequence_parallel && plan_.etp() == plan_.tp;
+  const double per_rank = gather ? plan_.tp : 1.0;  // tokens an expert runs per token it received
+  double gathered = 0.0;
+  if (gather) {
+    for (int x = m.ep_rank * local; x < (m.ep_rank + 1) * local; ++x) gathered += t.expert_tokens(x);
+    gathered *= per_rank * model_.transformer->hidden * static_cast<double>(activation_bytes(plan_.precision));
+    const TpCollective c{sim::CollectiveOp::all_gather, gathered,
+                         fmt::format("all_gather {} {}", l.name, forward ? "dispatched tokens" : "output gradients")};
+    waits_ = {collectives({c}, waits_, phase)};
+  }
   // recompute_modules moe_act: each expert's activation output, dropped once the down
   // projection has consumed it, again before the down projection's backward (with FP8 its cast
   // too, which the weight gradient reads).
@@ -270,7 +287,7 @@ void LayerPass::experts(std::size_t i, bool forward) {
     }
   }
   for (int x = m.ep_rank * local; x < (m.ep_rank + 1) * local; ++x) {
-    const double tokens = t.expert_tokens(x);
+    const double tokens = per_rank * t.expert_tokens(x);
     for (const OpTemplate* k : act_rerun) run_tokens(*k, i, x, tokens, sim::Phase::forward, plan_.dispatch_backward);
     for (std::size_t k = 1; k + 1 < kernels.size(); ++k) {
       // FP8's expert weight casts: the step's first micro-batch only, as for linear layers.
@@ -278,8 +295,14 @@ void LayerPass::experts(std::size_t i, bool forward) {
       run_tokens(kernels[k], i, x, tokens, !forward && is_wgrad(kernels[k]) ? sim::Phase::wgrad : phase, d);
     }
   }
+  NodeId done = last_;
+  if (gather) {
+    const TpCollective c{sim::CollectiveOp::reduce_scatter, gathered,
+                         fmt::format("reduce_scatter {} {}", l.name, forward ? "expert outputs" : "input gradients")};
+    done = collectives({c}, {last_}, phase);
+  }
   waits_.push_back(
-      e_.expert_all_to_all(i, micro_, false, l.name + (forward ? " combine" : " dispatch backward"), {last_}, phase));
+      e_.expert_all_to_all(i, micro_, false, l.name + (forward ? " combine" : " dispatch backward"), {done}, phase));
   run_tokens(kernels.back(), i, -1, sent, phase, d);
 }
 

@@ -167,8 +167,8 @@ double saved_activation_bytes(const Model& model, const Plan& plan, std::size_t 
 }
 
 MemoryBreakdown data_parallel_memory(const Model& model, const Plan& plan) {
-  MemoryBreakdown m = model_state_memory(tp_rank_params(model, plan.tp, 0, 0, plan.ep), plan, plan.shard_size(),
-                                         tp_rank_expert_params(model, plan.tp, 0, 0, plan.ep));
+  MemoryBreakdown m = model_state_memory(tp_rank_params(model, plan.tp, 0, 0, plan.ep, plan.etp()), plan, plan.shard_size(),
+                                         tp_rank_expert_params(model, plan.tp, 0, 0, plan.ep, plan.etp()));
   const double a = activation_bytes(plan.precision);
   double largest_output = 0.0;  // bytes
   for (const Layer& l : model.layers) largest_output = std::max(largest_output, layer_output_bytes(l, a));

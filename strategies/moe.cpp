@@ -145,8 +145,11 @@ std::uint32_t MoeRouting::matrix(sim::ExecutionGraph& g, std::size_t layer, int 
 
 std::optional<MoeRouting> moe_routing(const Model& model, const Plan& plan) {
   if (moe_layers(model).empty()) return std::nullopt;
+  // Under sequence parallelism each TP rank routes its own 1/tp of the sequence (Megatron-Core
+  // requires it with TP); without it every TP rank routes the whole sequence.
+  const int share = plan.tp > 1 && plan.sequence_parallel ? plan.tp : 1;
   return std::optional<MoeRouting>(std::in_place, model, plan.routing, std::max(1, plan.ep),
-                                   static_cast<double>(plan.micro_batch) * std::max(1, model.seq_len));
+                                   static_cast<double>(plan.micro_batch) * std::max(1, model.seq_len) / share);
 }
 
 int MoeRouting::experts_per_rank(std::size_t layer) const { return model_.layers[layer].experts / ep_; }

@@ -82,8 +82,8 @@ class StageCompiler {
     const int v = plan.virtual_stages;
     for (int c = 0; c < v; ++c) {
       const PipelineChunk& ch = chunk(c);
-      params_ += tp_rank_params(model, plan.tp, ch.first, ch.last, plan.ep);
-      expert_params_ += tp_rank_expert_params(model, plan.tp, ch.first, ch.last, plan.ep);
+      params_ += tp_rank_params(model, plan.tp, ch.first, ch.last, plan.ep, plan.etp());
+      expert_params_ += tp_rank_expert_params(model, plan.tp, ch.first, ch.last, plan.ep, plan.etp());
       auto b = plan.framework == Framework::ddp ? ddp_buckets(model, plan, ch.first, ch.last)
                                                 : horovod_groups(model, plan, compute, cc, ch.first, ch.last);
       chunk_buckets_.push_back(std::move(b));

@@ -1,5 +1,7 @@
 #include "strategies/plan.hpp"
 
+#include <fmt/core.h>
+
 #include <cmath>
 
 #include "common/splitmix.hpp"
@@ -74,6 +76,16 @@ std::string_view to_string(Recompute r) {
       return "selective_op";
   }
   return "?";
+}
+
+std::string ranks_formula(const Plan& plan) {
+  return fmt::format("dp x {} x pp x ep x cp = {} x {} x {} x {} x {}", plan.etp() == plan.tp ? "tp" : "expert_tp",
+                     plan.dp, plan.etp(), plan.pp, plan.ep, plan.cp);
+}
+
+std::string_view ep_factor(const Plan& plan) {
+  if (plan.ep <= 1) return "";
+  return plan.etp() == plan.tp ? " x ep" : " x ep / tp";
 }
 
 int activation_bytes(Precision p) { return p == Precision::fp32 ? 4 : 2; }

@@ -145,6 +145,12 @@ struct Plan {
   int tp = 1;  ///< tensor-parallel ranks (Megatron)
   int pp = 1;  ///< pipeline stages
   int ep = 1;  ///< expert-parallel ranks (MoE models)
+  /// Expert tensor parallelism (Megatron-Core's expert_tensor_parallel_size): 0 takes tp, as
+  /// Megatron does; 1 with tp > 1 keeps each routed expert whole on its rank, and an EP group of
+  /// ep ranks then spans tp TP ranks x ep / tp replicas (Megatron's expert order tp-ep-dp with
+  /// ETP 1). dp stays the experts' data-parallel size: GPUs = dp x etp x pp x ep (x cp).
+  int expert_tp = 0;
+  int etp() const { return expert_tp > 0 ? expert_tp : tp; }
   /// Context-parallel ranks (Megatron-Core with Transformer Engine's attention): each takes 1/cp
   /// of every sequence, two of its 2 cp chunks (load-balanced causal), and passes its keys and
   /// values around a ring in the attention layers. They are data-parallel ranks to the weights
@@ -333,12 +339,20 @@ struct Plan {
   std::uint64_t straggler_seed = 1;
   bool has_stragglers() const { return (!straggler_gpus.empty() && straggler_slowdown != 1.0) || straggler_jitter > 0.0; }
   /// Data-parallel replicas of the dense layers: dp x ep (each EP rank trains on its own
-  /// micro-batches; the experts' own data-parallel group is dp).
-  int replicas() const { return dp * ep * cp; }
+  /// micro-batches; the experts' own data-parallel group is dp), dp x ep / tp with expert TP 1.
+  int replicas() const { return ep_replicas() * dp * cp; }
   /// Replicas that train on samples of their own: dp x ep (context-parallel ranks share theirs).
-  int sample_replicas() const { return dp * ep; }
-  /// GPUs the plan takes: dp x tp x pp x ep x cp.
-  long long ranks() const { return static_cast<long long>(dp) * tp * pp * ep * cp; }
+  int sample_replicas() const { return ep_replicas() * dp; }
+  /// Replicas one EP group spans: ep, or ep / tp when expert TP is 1 (its ranks are then a
+  /// replica's TP ranks, read_plan checks tp divides ep).
+  int ep_replicas() const { return ep * etp() / tp; }
+  /// GPUs the plan takes: dp x tp x pp x ep x cp (dp x pp x ep with expert TP 1).
+  long long ranks() const { return static_cast<long long>(dp) * etp() * pp * ep * cp; }
+  /// The EP rank, and the EP group of a stage, of TP rank j of dense replica d: with expert TP =
+  /// TP, replica d's place in its group of ep replicas; with expert TP 1, j + tp x (d's place in
+  /// its group of ep / tp replicas).
+  int expert_rank(int d, int j) const { return etp() == tp ? d % ep : j + tp * (d % ep_replicas()); }
+  int expert_group(int d, int j) const { return etp() == tp ? (d / ep) * tp + j : d / ep_replicas(); }
   /// The framework's matrix kernels (GEMMs, fused attention) relative to the compute model's
   /// benchmark-derived rate, where no profile measured them: 1 means cuBLASLt benchmark speed.
   /// A user's factor, on top of the kernel generation's rate (kernel_generation).
@@ -353,6 +367,13 @@ struct Plan {
 /// straggler_jitter, drawn from a SplitMix64 hash of (seed, gpu, step): the same for the same
 /// inputs, whatever order ranks are emitted in.
 double straggler_factor(const Plan& plan, int gpu, int step);
+
+/// The plan's GPU count as a formula with its values, for messages: "dp x tp x pp x ep x cp =
+/// 2 x 4 x 1 x 1 x 1", or with expert TP 1 "dp x expert_tp x pp x ep x cp = ...".
+std::string ranks_formula(const Plan& plan);
+/// What multiplies dp to count the replicas with samples of their own, for messages: "", " x ep"
+/// or " x ep / tp" (expert TP 1).
+std::string_view ep_factor(const Plan& plan);
 
 /// Bytes per element of activations, of parameters as stored (master weights), and of gradients.
 int activation_bytes(Precision p);

@@ -87,7 +87,11 @@ void check_tensor_parallel(const Model& model, const Plan& plan) {
                                 {"key/value heads", s.kv_heads},
                                 {"FFN size", s.ffn},
                                 {"expert FFN size", s.moe.experts > 0 ? s.moe.expert_ffn : plan.tp}}) {
-    if (n % plan.tp != 0) {
+    if (what == "expert FFN size" && n % plan.etp() != 0) {
+      throw sim::ConfigError(fmt::format("/plan/expert_tp: {}'s {} {} are not divisible by expert_tp = {}", model.name,
+                                         n, what, plan.etp()));
+    }
+    if (what != "expert FFN size" && n % plan.tp != 0) {
       throw sim::ConfigError(
           fmt::format("/plan/tp: {}'s {} {} are not divisible by tp = {}", model.name, n, what, plan.tp));
     }
@@ -108,9 +112,10 @@ std::int64_t tp_vocab_split(std::int64_t n, int tp) {
 }
 
 OpTemplate tp_shard(const OpTemplate& t, const Layer& layer, const Plan& plan) {
-  const int tp = plan.tp;
-  if (tp <= 1) return t;
   const TpRole role = layer.tp;
+  // Routed experts split over the expert TP group (plan.expert_tp), the rest over TP.
+  const int tp = role == TpRole::expert ? plan.etp() : plan.tp;
+  if (tp <= 1) return t;
   const bool vocabulary = role == TpRole::vocab || layer.kind == "loss" || layer.name == "lm_head";
   const bool sp = plan.sequence_parallel;
   const int axis = split_axis(t, role, sp);
@@ -140,25 +145,25 @@ OpTemplate tp_shard(const OpTemplate& t, const Layer& layer, const Plan& plan) {
   return out;
 }
 
-double tp_layer_params(const Layer& layer, int tp, int ep) {
+double tp_layer_params(const Layer& layer, int tp, int ep, int etp) {
   const double p = static_cast<double>(layer.params);
-  // Routed experts are spread over the EP group, and each split t ways (expert TP = TP).
-  if (layer.experts > 0) return p / std::max(1, ep) / std::max(1, tp);
+  // Routed experts are spread over the EP group, and each split over the expert TP group.
+  if (layer.experts > 0) return p / std::max(1, ep) / std::max(1, etp > 0 ? etp : tp);
   return layer.tp == TpRole::replicated || tp <= 1 ? p : p / tp;
 }
 
-double tp_rank_params(const Model& model, int tp, std::size_t first, std::size_t last, int ep) {
+double tp_rank_params(const Model& model, int tp, std::size_t first, std::size_t last, int ep, int etp) {
   if (last == 0) last = model.layers.size();
   double sum = 0.0;
-  for (std::size_t i = first; i < last; ++i) sum += tp_layer_params(model.layers[i], tp, ep);
+  for (std::size_t i = first; i < last; ++i) sum += tp_layer_params(model.layers[i], tp, ep, etp);
   return sum;
 }
 
-double tp_rank_expert_params(const Model& model, int tp, std::size_t first, std::size_t last, int ep) {
+double tp_rank_expert_params(const Model& model, int tp, std::size_t first, std::size_t last, int ep, int etp) {
   if (last == 0) last = model.layers.size();
   double sum = 0.0;
   for (std::size_t i = first; i < last; ++i) {
-    if (model.layers[i].experts > 0) sum += tp_layer_params(model.layers[i], tp, ep);
+    if (model.layers[i].experts > 0) sum += tp_layer_params(model.layers[i], tp, ep, etp);
   }
   return sum;
 }
@@ -220,18 +225,14 @@ TpExchanges tp_exchanges(const Model& model, std::size_t index, const Plan& plan
       }
       break;
     case TpRole::expert:
-      // As an MLP's column-then-row pair: the tokens gathered (SP) before, the outputs reduced
-      // after; the input gradient reduced in the backward pass.
-      if (sp) {
-        x.forward_before.push_back({CollectiveOp::all_gather, in, l.name + " input"});
-        x.forward_after.push_back({CollectiveOp::reduce_scatter, out, l.name + " output"});
-        x.backward_before.push_back({CollectiveOp::all_gather, out, l.name + " output gradient"});
-        x.backward_before.push_back({CollectiveOp::all_gather, in, l.name + " input (for wgrad)"});
-        x.backward_after_dgrad.push_back({CollectiveOp::reduce_scatter, in, l.name + " input gradient"});
-      } else {
-        x.forward_after.push_back({CollectiveOp::all_reduce, out, l.name + " output"});
-        x.backward_after_dgrad.push_back({CollectiveOp::all_reduce, in, l.name + " input gradient"});
-      }
+      // Under sequence parallelism each TP rank routes its own tokens: with expert TP 1 to whole
+      // experts through its EP group alone, with expert TP = TP gathered over the TP group after
+      // the dispatch (LayerPass::experts). Without it, every TP rank routes the whole sequence to
+      // experts split as an MLP's column-then-row pair: the outputs all-reduced after, the
+      // input gradient in the backward pass.
+      if (plan.etp() == 1 || sp) break;
+      x.forward_after.push_back({CollectiveOp::all_reduce, out, l.name + " output"});
+      x.backward_after_dgrad.push_back({CollectiveOp::all_reduce, in, l.name + " input gradient"});
       break;
     case TpRole::replicated:
       break;

@@ -52,13 +52,14 @@ std::int64_t tp_vocab_split(std::int64_t n, int tp);
 OpTemplate tp_shard(const OpTemplate& t, const Layer& layer, const Plan& plan);
 
 /// Parameters one TP rank holds of `layer` (replicated layers: all); of routed experts, its
-/// 1/ep of them.
-double tp_layer_params(const Layer& layer, int tp, int ep = 1);
+/// 1/ep of them, split over `etp` expert TP ranks (0: tp, Plan::etp).
+double tp_layer_params(const Layer& layer, int tp, int ep = 1, int etp = 0);
 /// Parameters one TP rank holds of layers [first, last) (last = 0: all).
-double tp_rank_params(const Model& model, int tp, std::size_t first = 0, std::size_t last = 0, int ep = 1);
+double tp_rank_params(const Model& model, int tp, std::size_t first = 0, std::size_t last = 0, int ep = 1, int etp = 0);
 /// Of tp_rank_params, the routed experts' (layers with experts): their states shard over the
 /// expert-data-parallel group, not every replica.
-double tp_rank_expert_params(const Model& model, int tp, std::size_t first = 0, std::size_t last = 0, int ep = 1);
+double tp_rank_expert_params(const Model& model, int tp, std::size_t first = 0, std::size_t last = 0, int ep = 1,
+                             int etp = 0);
 /// Of one TP rank of a pipeline rank running the layer ranges `chunks`: the copies it keeps of
 /// tied weights its layers use while the word embedding (the model's first embedding layer) runs
 /// on another rank (Layer::tied_params).

@@ -90,9 +90,10 @@ TEST_CASE("every parameter is documented with its type, default and range", "[pa
   added.insert("kernel_generation");  // Megatron-LM v2's matrix kernels, SC21's measured rate (issue 20)
   added.insert("cp");  // context parallelism, Megatron-Core's ring attention (issue 20)
   added.insert("cp_comm");  // its exchange: a ring or Ulysses' all-to-alls (issue 20)
-  added.insert("moe_host_sync");
+  added.insert("moe_host_sync");  // Megatron-Core's dispatcher waits for the token counts (issue 20)
   added.insert("fp8_recipe");  // Transformer Engine's delayed or current FP8 scaling (issue 20)
-  added.insert("recompute_modules");  // Megatron-Core's selective recompute modules (issue 20)  // Megatron-Core's dispatcher waits for the token counts (issue 20)
+  added.insert("recompute_modules");  // Megatron-Core's selective recompute modules (issue 20)
+  added.insert("expert_tp");  // Megatron-Core's expert_tensor_parallel_size, 1 or tp (issue 20)
   for (const char* k : {"input_workers", "input_sample_time", "input_prefetch", "input_cores"}) {
     added.insert(k);  // PyTorch DataLoader workers (issue 20)
   }
@@ -109,7 +110,7 @@ TEST_CASE("a key outside the table is rejected, in the file and in --set", "[par
   auto doc = base();
   doc["plan"]["micro_bacth"] = 4;
   REQUIRE_THROWS_WITH(parse(doc), Contains("/plan/micro_bacth: unknown key \"micro_bacth\" in a plan; expected only dp, "
-                                           "tp, pp, ep, cp, cp_comm, micro_batch"));
+                                           "tp, pp, ep, expert_tp, cp, cp_comm, micro_batch"));
   REQUIRE_NOTHROW(strategy::check_param_path("plan.tp"));
   REQUIRE_NOTHROW(strategy::check_param_path("plan.moe_routing.seed"));
   REQUIRE_THROWS_WITH(strategy::check_param_path("plan.tpp"), Contains("--set plan.tpp: unknown key \"tpp\" in plan"));

@@ -159,6 +159,28 @@ TEST_CASE("for a model with experts the planner searches ep too, with ZeRO-1 sha
   }
   REQUIRE(by_ep == std::map<int, int>{{1, 4}, {2, 4}, {4, 4}, {8, 4}});
   REQUIRE(search.rows.front().iteration_s == fastest);
+  // With expert_tp 1 in the base plan, every TP 2 candidate with experts keeps them whole: its TP
+  // ranks are EP ranks, so ep ranks take ep GPUs (dp = 8 / ep), and its time is reproduced.
+  space.tp = {2};
+  space.ep = {2, 4, 8};
+  space.zero = {1};
+  space.micro_batch = {1};
+  space.sequence_parallel = {true};
+  const auto whole = strategy::search_plans(path, {strategy::parse_override("plan.expert_tp=1")}, space, options,
+                                            inputs());
+  REQUIRE(whole.rows.size() == 3);
+  for (const auto& row : whole.rows) {
+    INFO(row.label << ": " << row.reason);
+    REQUIRE((row.status == Status::best || row.status == Status::fits));
+    const int ep = row.plan.at("ep").get<int>();
+    REQUIRE(row.plan.at("expert_tp").get<int>() == 1);
+    REQUIRE(row.plan.at("dp").get<int>() == 8 / ep);
+    REQUIRE(row.label.find("expert_tp 1") != std::string::npos);
+    std::vector<strategy::Override> sets{strategy::parse_override("plan.expert_tp=1")};
+    for (const auto& set : row.sets()) sets.push_back(strategy::parse_override(set));
+    const auto direct = strategy::simulate_scenario(strategy::load_scenario(path, sets), inputs());
+    REQUIRE(direct.report.iteration_time_s == row.iteration_s);
+  }
   // A dense model's space has ep 1 only, and its labels do not name it.
   const auto dense = strategy::default_plan_space(strategy::build_model("gpt2"), topo::resolve_cluster("dgx-a100", 8));
   REQUIRE(dense.ep == std::vector<int>{1});

@@ -335,6 +335,128 @@ TEST_CASE("EP with TP: each expert split like an MLP, EP groups across matching 
   REQUIRE(run(folded).report.iteration_time_s > 0.0);
 }
 
+TEST_CASE("Expert TP 1 under TP 2: whole experts, EP groups across the TP ranks, each routing its own tokens",
+          "[training][moe][expert_tp]") {
+  // Megatron-Core with expert_tensor_parallel_size 1 (token_dispatcher.py, the alltoall
+  // dispatcher): each TP rank routes its 1/t of the sequence (sequence parallelism) over an EP
+  // group of ep ranks in the expert order tp-ep-dp, here tp 2 x 2 replicas, and runs its experts
+  // whole, with no tensor-parallel collective around them. 8 GPUs: dp (the experts' data-parallel
+  // size) = 8 / (ep 4 x expert_tp 1) = 2, so 4 dense replicas of TP 2.
+  const json plan = {{"tp", 2}, {"ep", 4}, {"expert_tp", 1}, {"sequence_parallel", true}, {"global_batch", 16},
+                     {"fold", false}, {"zero", 1}};
+  const auto out = run(tiny(plan, 8));
+  json same_tp = plan;
+  same_tp.erase("expert_tp");
+  const auto ref = run(tiny(same_tp, 8));  // expert TP = TP (dp 1: the same 4 replicas of TP 2)
+  REQUIRE(out.report.iteration_time_s > 0.0);
+  const auto& g = out.compiled.graph;
+  const double h = 512, f = 1024, tokens = 2.0 * 256 / 2;  // micro-batch 2 x 256 over tp 2
+  // Communicator GPUs of rank 0's all-to-alls and of its experts' gradients (ZeRO-1's
+  // reduce-scatter of the expert bucket).
+  std::set<std::vector<sim::GpuId>> a2a_groups;
+  double a2a_bytes = 0.0;
+  int expert_tp_collectives = 0;
+  std::map<std::string, int> up_tokens;  // expert kernel -> its tokens (m)
+  for (const auto& n : g.nodes) {
+    const std::string& name = g.names[n.name];
+    if (n.kind == sim::OpKind::collective && n.op == sim::CollectiveOp::all_to_all) {
+      std::vector<sim::GpuId> gpus;
+      for (const auto r : g.communicators[n.communicator].ranks) gpus.push_back(g.rank_gpu[r]);
+      a2a_groups.insert(gpus);
+      if (n.rank == 0) a2a_bytes = n.bytes;
+    }
+    if (n.kind == sim::OpKind::collective && name.find("mlp.experts") != std::string::npos &&
+        n.op != sim::CollectiveOp::all_to_all) {
+      ++expert_tp_collectives;
+    }
+    if (n.rank == 0 && n.kind == sim::OpKind::compute && name.find("expert_up_fwd") != std::string::npos) {
+      up_tokens[name] = static_cast<int>(g.signatures[n.signature].shape[0]);
+      REQUIRE(g.signatures[n.signature].shape[1] == 2 * f);  // the gate/up projection whole
+    }
+  }
+  // EP rank j + 2 x (replica's place in its pair): GPUs {0..3} and {4..7} (placement tp-dp-pp).
+  REQUIRE(a2a_groups == std::set<std::vector<sim::GpuId>>{{0, 1, 2, 3}, {4, 5, 6, 7}});
+  REQUIRE(expert_tp_collectives == 0);
+  // Each EP rank sends its tokens x top 2 assignments, h bf16 values each; NCCL's size is the
+  // mean per rank, balanced: tokens x 2 x h x 2 bytes.
+  REQUIRE(a2a_bytes == Approx(tokens * 2 * h * 2));
+  // Each of a rank's 2 experts gets 4 ranks x tokens x 2 / 8 experts.
+  REQUIRE(!up_tokens.empty());
+  for (const auto& [name, m] : up_tokens) REQUIRE(m == Approx(4 * tokens * 2 / 8));
+  // With expert TP = TP each rank sends its own tokens too (the same all-to-all), then the TP
+  // pair gathers what both received for their half-experts, which run twice the tokens, and
+  // reduce-scatters the outputs before the all-to-all back: in this order, forward.
+  const auto& rg = ref.compiled.graph;
+  std::vector<std::string> order;
+  for (const auto& n : rg.nodes) {
+    const std::string& name = rg.names[n.name];
+    if (n.rank != 0 || n.micro_batch != 0 || n.phase != sim::Phase::forward) continue;
+    if (name.find("h.0.mlp.experts") == std::string::npos) continue;
+    if (n.kind == sim::OpKind::collective) {
+      order.push_back(std::string(sim::to_string(n.op)));
+      if (n.op == sim::CollectiveOp::all_to_all) REQUIRE(n.bytes == Approx(a2a_bytes));
+      if (n.op == sim::CollectiveOp::all_gather || n.op == sim::CollectiveOp::reduce_scatter) {
+        REQUIRE(n.bytes == Approx(2 * (4 * tokens * 2 / 8) * 2 * h * 2));  // tp x 2 experts' tokens x h bf16
+      }
+    } else if (n.kind == sim::OpKind::compute && name.find("expert_up_fwd") != std::string::npos) {
+      order.push_back("expert_up_fwd");
+      REQUIRE(rg.signatures[n.signature].shape[0] == 2 * (4 * tokens * 2 / 8));
+      REQUIRE(rg.signatures[n.signature].shape[1] == f);  // the gate/up projection split over TP 2
+    }
+  }
+  const std::vector<std::string> layer{"all_to_all", "all_gather", "expert_up_fwd", "expert_up_fwd", "reduce_scatter",
+                                       "all_to_all"};
+  std::vector<std::string> steps = layer;  // the first micro-batch of each of the 2 steps
+  steps.insert(steps.end(), layer.begin(), layer.end());
+  REQUIRE(order == steps);
+  // Weights: a rank holds 1/ep of the experts whole instead of 1/(ep x tp) of them.
+  const double experts_all = 4 * 8 * expert_params(h, f);  // 4 layers of 8
+  REQUIRE(out.report.memory[0].bytes.weights - ref.report.memory[0].bytes.weights ==
+          Approx(experts_all * (1.0 / 4 - 1.0 / 8) * 2).epsilon(1e-9));
+  // The experts' data-parallel group: the same EP rank in the other EP group, GPUs {0, 4}.
+  bool expert_group = false;
+  for (const auto& n : g.nodes) {
+    if (n.rank != 0 || n.kind != sim::OpKind::collective || n.op != sim::CollectiveOp::reduce_scatter) continue;
+    std::vector<sim::GpuId> gpus;
+    for (const auto r : g.communicators[n.communicator].ranks) gpus.push_back(g.rank_gpu[r]);
+    expert_group = expert_group || gpus == std::vector<sim::GpuId>{0, 4};
+  }
+  REQUIRE(expert_group);
+  // Folding: every rank alike (balanced) folds to one; skewed routing folds whole EP groups and
+  // not the TP ranks. Each gives the unfolded answer bit for bit, on both network models.
+  for (const char* network : {"analytical", "flow"}) {
+    for (const char* routing : {"balanced", "zipf"}) {
+      json unfolded = tiny(plan, 64);
+      unfolded["plan"]["ep"] = 8;
+      unfolded["plan"]["pp"] = 2;
+      unfolded["plan"]["global_batch"] = 64;
+      unfolded["plan"]["network"] = network;
+      unfolded["plan"]["moe_routing"] = {{"distribution", routing}};
+      json folded = unfolded;
+      folded["plan"]["fold"] = true;
+      const auto a = run(unfolded);
+      const auto b = run(folded);
+      INFO(network << " " << routing);
+      REQUIRE(a.compiled.graph.ranks() == 64);
+      REQUIRE(b.compiled.graph.ranks() == (std::string(routing) == "balanced" ? 2u : 16u));
+      REQUIRE(b.report.iteration_time_s == a.report.iteration_time_s);
+    }
+  }
+  // Refused: an expert TP between 1 and tp, an EP group that does not span whole TP groups, no
+  // sequence parallelism.
+  json bad = tiny({{"tp", 4}, {"ep", 4}, {"expert_tp", 2}, {"sequence_parallel", true}}, 8);
+  REQUIRE_THROWS_WITH(run(bad), Contains("/plan/expert_tp") && Contains("expected tp (4) or 1") && Contains("found 2"));
+  bad = tiny({{"tp", 4}, {"ep", 2}, {"expert_tp", 1}, {"sequence_parallel", true}}, 8);
+  REQUIRE_THROWS_WITH(run(bad), Contains("/plan/ep") && Contains("multiple of tp = 4") && Contains("found 2"));
+  bad = tiny({{"tp", 2}, {"ep", 4}, {"expert_tp", 1}}, 8);
+  REQUIRE_THROWS_WITH(run(bad), Contains("/plan/sequence_parallel") && Contains("expert_tp 1"));
+  // The GPU count is dp x expert_tp x pp x ep: 8 GPUs leave dp 2, and a mismatch names the formula.
+  REQUIRE(strategy::parse_scenario(tiny({{"tp", 2}, {"ep", 4}, {"expert_tp", 1}, {"sequence_parallel", true}}, 8),
+                                   "moe.json").plan.dp == 2);
+  bad = tiny({{"tp", 2}, {"ep", 4}, {"expert_tp", 1}, {"sequence_parallel", true}, {"dp", 4}}, 8);
+  REQUIRE_THROWS_WITH(run(bad), Contains("dp x expert_tp x pp x ep x cp = 4 x 1 x 1 x 4 x 1 = 16"));
+}
+
 TEST_CASE("ZeRO-1 with experts: dense states over dp x ep, the experts' over dp, each reduced and gathered there",
           "[training][moe][zero]") {
   // Megatron-Core's distributed optimizer with expert parallelism: the dense parameters' states
