@@ -7,7 +7,10 @@ namespace foresight::cli {
 
 void ScenarioFlags::add_to(CLI::App& cmd, bool with_batch_overrides) {
   if (with_batch_overrides) {
-    cmd.add_option("--gpus", gpus, "Override cluster.gpus (and plan.dp = gpus / (tp x pp x ep))")->check(at_least(1));
+    cmd.add_option("--gpus", gpus,
+                   "Override cluster.gpus (and plan.dp = gpus / (tp x pp x ep x cp), or gpus / (pp x ep x cp) with "
+                   "expert_tp 1)")
+        ->check(at_least(1));
     cmd.add_option("--micro-batch", micro_batch, "Override plan.micro_batch")->check(at_least(1));
   }
   if (with_batch_overrides) {
