@@ -25,7 +25,7 @@ namespace {
 struct PlanCommandOptions {
   std::string scenario;
   ScenarioFlags flags;
-  std::string tp, pp, virtual_stages, micro_batch, recompute, zero, sequence_parallel, ep;
+  std::string tp, pp, virtual_stages, micro_batch, recompute, zero, sequence_parallel, ep, expert_tp;
   strategy::PlanOptions search;
   bool json = false;
   std::string csv;
@@ -107,17 +107,25 @@ std::string table(const strategy::PlanSearch& s, int top, const std::string& sce
   return out;
 }
 
+/// A plan row's expert TP: its own (1), or tp's where the plan leaves it (experts split as TP);
+/// empty for plans without experts.
+std::string expert_tp(const nlohmann::json& plan) {
+  if (!plan.contains("ep")) return "";
+  if (plan.contains("expert_tp")) return plan["expert_tp"].dump();
+  return plan.contains("tp") ? plan["tp"].dump() : "";
+}
+
 std::string csv(const strategy::PlanSearch& s) {
-  std::string out = "status,tp,pp,dp,virtual_stages,micro_batch,recompute,zero,sequence_parallel,ep,bound_s,"
+  std::string out = "status,tp,pp,dp,virtual_stages,micro_batch,recompute,zero,sequence_parallel,ep,expert_tp,bound_s,"
                     "iteration_s,tokens_per_s,samples_per_s,mfu,peak_bytes,usd_run,kwh_run,reason\n";
   for (const auto& r : s.rows) {
     auto field = [&](const char* k) { return r.plan.contains(k) ? (r.plan[k].is_string() ? r.plan[k].get<std::string>() : r.plan[k].dump()) : ""; };
     std::string reason = r.reason;
     for (char& c : reason) c = c == '"' ? '\'' : c;
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{:.6g},{:.9g},{:.9g},{:.9g},{:.6g},{:.6g},{},{},\"{}\"\n",
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{:.6g},{:.9g},{:.9g},{:.9g},{:.6g},{:.6g},{},{},\"{}\"\n",
                        to_string(r.status), field("tp"), field("pp"), field("dp"), field("virtual_stages"),
                        field("micro_batch"), field("recompute"), field("zero"), field("sequence_parallel"), field("ep"),
-                       r.bound_s,
+                       expert_tp(r.plan), r.bound_s,
                        r.iteration_s, r.tokens_per_s, r.samples_per_s, r.mfu, r.peak_bytes,
                        r.usd_run >= 0 ? fmt::format("{:.9g}", r.usd_run) : "",
                        r.kwh_run >= 0 ? fmt::format("{:.9g}", r.kwh_run) : "", reason);
@@ -196,7 +204,7 @@ std::string compare_table(const std::vector<strategy::HardwareRow>& rows, double
 }
 
 std::string compare_csv(const std::vector<strategy::HardwareRow>& rows) {
-  std::string out = "cluster,gpu,gpus,tp,pp,dp,virtual_stages,micro_batch,recompute,zero,sequence_parallel,ep,"
+  std::string out = "cluster,gpu,gpus,tp,pp,dp,virtual_stages,micro_batch,recompute,zero,sequence_parallel,ep,expert_tp,"
                     "iteration_s,run_s,tokens_per_s,samples_per_s,mfu,peak_bytes,usd_run,kwh_run,price_basis,pareto,within_budget,reason\n";
   for (const auto& r : rows) {
     const auto field = [&](const char* k) {
@@ -208,10 +216,10 @@ std::string compare_csv(const std::vector<strategy::HardwareRow>& rows) {
     for (char& c : reason) c = c == '"' ? '\'' : c;
     const strategy::PlanRow none;
     const strategy::PlanRow& b = r.best ? *r.best : none;
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.6g},{:.6g},{},{},\"{}\",{},{},\"{}\"\n",
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.6g},{:.6g},{},{},\"{}\",{},{},\"{}\"\n",
                        r.option.cluster, r.gpu, r.option.gpus, field("tp"), field("pp"), field("dp"), field("virtual_stages"),
                        field("micro_batch"), field("recompute"), field("zero"), field("sequence_parallel"), field("ep"),
-                       b.iteration_s,
+                       r.best ? expert_tp(r.best->plan) : std::string(), b.iteration_s,
                        b.run_s, b.tokens_per_s, b.samples_per_s, b.mfu, b.peak_bytes,
                        b.usd_run >= 0 ? fmt::format("{:.9g}", b.usd_run) : "",
                        b.kwh_run >= 0 ? fmt::format("{:.9g}", b.kwh_run) : "", r.price_basis, r.pareto ? 1 : 0,
@@ -281,6 +289,12 @@ int run_plan(const PlanCommandOptions& o) {
   if (!o.micro_batch.empty()) space.micro_batch = integers("--micro-batches", o.micro_batch, 1);
   if (!o.zero.empty()) space.zero = integers("--zero", o.zero, 0);
   if (!o.ep.empty()) space.ep = integers("--ep", o.ep, 1);
+  if (!o.expert_tp.empty()) {
+    for (const std::string& v : comma_list("--expert-tp", o.expert_tp)) {
+      if (v != "tp" && v != "1") throw sim::ConfigError(fmt::format("--expert-tp: expected tp or 1, found \"{}\"", v));
+      space.whole_experts.push_back(v == "1");
+    }
+  }
   if (!o.recompute.empty()) space.recompute = comma_list("--recompute", o.recompute);
   if (!o.sequence_parallel.empty()) {
     space.sequence_parallel.clear();
@@ -325,6 +339,10 @@ void add_plan_command(CLI::App& app, Runner& run) {
   cmd->add_option("--ep", o->ep,
                   "Expert-parallel sizes to try, for models with routed experts (default: powers of two up to 64 that "
                   "divide the experts)");
+  cmd->add_option("--expert-tp", o->expert_tp,
+                  "Expert TP to try, for models with routed experts: tp (experts split as TP), 1 (whole experts, with "
+                  "sequence parallelism and tp dividing ep) or tp,1 (default: both; 1 alone when the scenario says "
+                  "expert_tp 1)");
   cmd->add_option("--sequence-parallel", o->sequence_parallel, "on, off or on,off (default: both, with tp > 1)");
   cmd->add_option("--memory-margin", o->search.memory_margin,
                   "Fraction of each GPU's memory a plan must leave free (default: 0.1)");

@@ -138,6 +138,7 @@ PlanSpace default_plan_space(const Model& model, const topo::Cluster& cluster) {
     if (experts % e == 0) s.ep.push_back(e);
   }
   s.sequence_parallel = model.transformer ? std::vector<bool>{false, true} : std::vector<bool>{false};
+  s.whole_experts = experts > 0 ? std::vector<bool>{false, true} : std::vector<bool>{false};
   return s;
 }
 
@@ -208,6 +209,8 @@ PlanSearch search_document(const std::string& path, const json& doc, const PlanS
     if (space.zero.empty()) space.zero = d.zero;
     if (space.sequence_parallel.empty()) space.sequence_parallel = d.sequence_parallel;
     if (space.ep.empty()) space.ep = d.ep;
+    // A base plan's expert_tp 1 is kept at every tp; otherwise models with experts try both.
+    if (space.whole_experts.empty()) space.whole_experts = base.plan.expert_tp == 1 ? std::vector<bool>{true} : d.whole_experts;
   }
   const bool moe = base_model.transformer && base_model.transformer->moe.experts > 0;
 
@@ -222,6 +225,10 @@ PlanSearch search_document(const std::string& path, const json& doc, const PlanS
   for (const int tp : space.tp) {
     for (const int ep : space.ep) tp_ep.emplace_back(tp, ep);
   }
+  std::vector<std::pair<bool, bool>> sp_etp;  // (sequence parallelism, whole experts)
+  for (const bool sp : space.sequence_parallel) {
+    for (const bool whole : space.whole_experts) sp_etp.emplace_back(sp, whole);
+  }
   for (const auto& [tp, ep] : tp_ep) {
     for (const int pp : space.pp) {
       for (const int vs : space.virtual_stages) {
@@ -229,11 +236,12 @@ PlanSearch search_document(const std::string& path, const json& doc, const PlanS
         for (const int mb : space.micro_batch) {
           for (const std::string& rc : space.recompute) {
             for (const int zero : space.zero) {
-              for (const bool sp : space.sequence_parallel) {
+              for (const auto& [sp, whole_experts] : sp_etp) {
                 if (sp && tp == 1) continue;  // sequence parallelism splits a TP group
-                // A base plan with expert_tp 1 keeps the experts whole at every tp: its TP ranks
-                // are EP ranks too, and the plan takes dp x pp x ep x cp GPUs.
-                const bool whole_experts = base.plan.expert_tp == 1 && tp > 1 && ep > 1;
+                // Whole experts (expert TP 1) need TP ranks that are EP ranks too, under sequence
+                // parallelism; elsewhere they are the same plan as expert TP = TP. The plan then
+                // takes dp x pp x ep x cp GPUs.
+                if (whole_experts && !(tp > 1 && ep > 1 && sp && ep % tp == 0)) continue;
                 const int ranks = (whole_experts ? 1 : tp) * pp * ep * base.plan.cp;
                 if (ranks > gpus) continue;  // not a plan for this many GPUs
                 PlanRow row;

@@ -26,6 +26,9 @@ struct PlanSpace {
   std::vector<int> zero;
   std::vector<bool> sequence_parallel;
   std::vector<int> ep;  ///< expert-parallel sizes (models with routed experts)
+  /// Expert TP: false keeps it = tp, true is 1 (each routed expert whole; tried where tp > 1,
+  /// sequence parallelism on and tp dividing ep, else it is the same plan).
+  std::vector<bool> whole_experts;
 };
 
 /// The default space for a scenario's `model` on `cluster`: tp over the powers of two up to a node's GPUs (1 for models
@@ -33,7 +36,7 @@ struct PlanSpace {
 /// per stage, virtual stages 1 and 2, micro-batches 1 to 8, recompute none, selective (for
 /// transformers) and full, ZeRO 0 and 1, sequence parallelism off and on (with tp > 1), and for
 /// models with routed experts ep over the powers of two up to 64 that divide the experts (1 for
-/// dense models).
+/// dense models) and expert TP = tp and 1.
 PlanSpace default_plan_space(const Model& model, const topo::Cluster& cluster);
 
 /// A lower bound on the largest rank's peak memory, without compiling, for `model` as `plan` runs

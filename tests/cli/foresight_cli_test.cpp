@@ -467,11 +467,23 @@ TEST_CASE("foresight plan: the best plans, a row simulate can run, and why the r
   for (const auto& [flags, says] : std::vector<std::pair<std::string, std::string>>{
            {" --tp 0", "--tp: expected integers >= 1"},
            {" --memory-margin 1.5", "--memory-margin: expected a fraction in [0, 1)"},
-           {" --sequence-parallel maybe", "expected on or off"}}) {
+           {" --sequence-parallel maybe", "expected on or off"},
+           {" --expert-tp 2", "--expert-tp: expected tp or 1, found \"2\""}}) {
     const auto bad = run_foresight("plan " + s + flags);
     REQUIRE(bad.status == 1);
     REQUIRE(bad.out.find(says) != std::string::npos);
   }
+  // With experts, the CSV says each row's expert TP: tp's (2) or whole experts (1).
+  const auto csv = std::filesystem::temp_directory_path() / "foresight-cli-test-plan-moe.csv";
+  const auto moe = run_foresight("plan " + foresight::test::data_path("scenarios/plan_tiny_moe.json") +
+                                 " --tp 2 --pp 1 --ep 4 --micro-batches 1 --recompute none --zero 1 "
+                                 "--sequence-parallel on --expert-tp tp,1 --csv " + csv.string());
+  REQUIRE(moe.status == 0);
+  const std::string text = slurp(csv.string());
+  std::filesystem::remove(csv);
+  REQUIRE(text.find(",sequence_parallel,ep,expert_tp,bound_s,") != std::string::npos);
+  REQUIRE(text.find(",true,4,2,") != std::string::npos);  // tp 2 x ep 4: dp 1
+  REQUIRE(text.find(",true,4,1,") != std::string::npos);  // whole experts: dp 2
 }
 
 TEST_CASE("foresight sweep keeps an earlier default sweep.csv and checks --plot before running", "[cli][sweep]") {

@@ -181,6 +181,19 @@ TEST_CASE("for a model with experts the planner searches ep too, with ZeRO-1 sha
     const auto direct = strategy::simulate_scenario(strategy::load_scenario(path, sets), inputs());
     REQUIRE(direct.report.iteration_time_s == row.iteration_s);
   }
+  // Without it the default tries both: experts split as TP (tp 2 x ep takes 2 ep GPUs: ep 2 and
+  // 4 fit on 8) and whole (ep 2, 4 and 8), each reproduced.
+  const auto both = strategy::search_plans(path, {}, space, options, inputs());
+  std::map<std::pair<int, bool>, int> by_variant;  // (ep, whole) -> dp
+  for (const auto& row : both.rows) {
+    INFO(row.label << ": " << row.reason);
+    REQUIRE((row.status == Status::best || row.status == Status::fits));
+    const bool whole_experts = row.plan.contains("expert_tp");
+    by_variant[{row.plan.at("ep").get<int>(), whole_experts}] = row.plan.at("dp").get<int>();
+    simulate_row(path, row);
+  }
+  REQUIRE(by_variant == std::map<std::pair<int, bool>, int>{{{2, false}, 2}, {{4, false}, 1}, {{2, true}, 4},
+                                                             {{4, true}, 2}, {{8, true}, 1}});
   // A dense model's space has ep 1 only, and its labels do not name it.
   const auto dense = strategy::default_plan_space(strategy::build_model("gpt2"), topo::resolve_cluster("dgx-a100", 8));
   REQUIRE(dense.ep == std::vector<int>{1});
