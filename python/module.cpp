@@ -240,7 +240,7 @@ py::list py_sweep(py::handle scenario, py::handle vary, py::handle gpus, py::han
 
 py::object py_plan(py::handle scenario, py::handle base_dir, py::handle overrides, py::handle tp, py::handle pp,
                 py::handle virtual_stages, py::handle micro_batches, py::handle recompute, py::handle zero,
-                py::handle sequence_parallel, py::handle ep, double memory_margin, py::handle top, py::handle jobs, py::handle clusters,
+                py::handle sequence_parallel, py::handle ep, py::handle expert_tp, double memory_margin, py::handle top, py::handle jobs, py::handle clusters,
                 py::handle gpus, double budget, py::handle calibration, py::handle profile, py::handle prices) {
   const strategy::ScenarioSource source = scenario_source(scenario, base_dir);
   strategy::PlanSpace space;  // a dimension left empty: the planner's default for each cluster
@@ -264,6 +264,20 @@ py::object py_plan(py::handle scenario, py::handle base_dir, py::handle override
                                            py::repr(v).cast<std::string>()));
       }
       space.sequence_parallel.push_back(on || (py::isinstance<py::bool_>(v) && v.cast<bool>()));
+    }
+  }
+  if (!expert_tp.is_none()) {
+    if (py::isinstance<py::str>(expert_tp) || !py::hasattr(expert_tp, "__iter__")) {
+      throw py::type_error(fmt::format("expert_tp: expected a list of \"tp\" and 1, found {}", type_name(expert_tp)));
+    }
+    for (const py::handle v : expert_tp) {
+      // "tp" (experts split as TP) or 1 (whole experts), as the CLI's --expert-tp.
+      const bool split = py::isinstance<py::str>(v) && v.cast<std::string>() == "tp";
+      const bool whole = py::isinstance<py::int_>(v) && !py::isinstance<py::bool_>(v) && v.cast<long long>() == 1;
+      if (!split && !whole) {
+        throw sim::ConfigError(fmt::format("expert_tp: expected \"tp\" or 1, found {}", py::repr(v).cast<std::string>()));
+      }
+      space.whole_experts.push_back(whole);
     }
   }
   strategy::PlanOptions options;
@@ -482,17 +496,19 @@ PYBIND11_MODULE(foresight, m) {
   m.def("plan", &fp::py_plan, arg("scenario"), py::kw_only(), arg("base_dir") = none, arg("overrides") = none,
         arg("tp") = none, arg("pp") = none, arg("virtual_stages") = none, arg("micro_batches") = none,
         arg("recompute") = none, arg("zero") = none, arg("sequence_parallel") = none, arg("ep") = none,
-        arg("memory_margin") = 0.1,
+        arg("expert_tp") = none, arg("memory_margin") = 0.1,
         arg("top") = 10, arg("jobs") = 0, arg("clusters") = none, arg("gpus") = none, arg("budget") = 0.0,
         arg("calibration") = none, arg("profile") = none, arg("prices") = none,
         "plan(scenario, *, base_dir=None, overrides=None, tp=None, pp=None, virtual_stages=None,\n"
-        "     micro_batches=None, recompute=None, zero=None, sequence_parallel=None, ep=None, memory_margin=0.1,\n"
+        "     micro_batches=None, recompute=None, zero=None, sequence_parallel=None, ep=None, expert_tp=None,\n"
+        "     memory_margin=0.1,\n"
         "     top=10, jobs=0, clusters=None, gpus=None, budget=0.0, calibration=None, profile=None, prices=None)\n"
         "    -> dict\n\n"
         "Searches the parallel plans of a scenario's model, cluster and global batch: the dict\n"
         "`foresight plan --json` prints, {\"plans\": [...], \"simulated\": n, \"compiled\": n}, the best first.\n"
         "tp, pp, virtual_stages, micro_batches, zero, ep: lists of integers; recompute: list of modes;\n"
-        "sequence_parallel: list of bools; None takes the planner's default. With clusters (presets or\n"
+        "sequence_parallel: list of bools; expert_tp: list of \"tp\" and 1 (experts split as TP, or whole);\n"
+        "None takes the planner's default. With clusters (presets or\n"
         "topology files) and/or gpus (counts), compares hardware instead: {\"options\": [...]}, priced, with\n"
         "the Pareto front and budget (USD) marked.");
   m.def("replay", &fp::py_replay, arg("traces"), py::kw_only(), arg("step") = none, arg("cluster") = none,

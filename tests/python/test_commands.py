@@ -55,6 +55,16 @@ def test_plan_searches_expert_parallelism_as_the_cli(cli, test_data):
     assert sorted(p["plan"]["ep"] for p in search["plans"]) == [2, 2, 8, 8]
     with pytest.raises(foresight.ConfigError, match=r"ep: expected an integer >= 1, found 0"):
         foresight.plan(scenario, ep=[0])
+    # Expert TP: split as TP (2) and whole (1) at tp 2 with sequence parallelism, as the CLI's.
+    space = dict(tp=[2], pp=[1], virtual_stages=[1], micro_batches=[1], recompute=["none"], zero=[1],
+                 sequence_parallel=[True], ep=[4], expert_tp=["tp", 1])
+    flags = ["--tp", "2", "--pp", "1", "--virtual-stages", "1", "--micro-batches", "1", "--recompute", "none",
+             "--zero", "1", "--sequence-parallel", "on", "--ep", "4", "--expert-tp", "tp,1"]
+    search = foresight.plan(scenario, jobs=1, **space)
+    assert search == cli.json("plan", scenario, *flags, "--jobs", "1", "--json")
+    assert sorted(p["plan"].get("expert_tp", 2) for p in search["plans"]) == [1, 2]
+    with pytest.raises(foresight.ConfigError, match=r"expert_tp: expected \"tp\" or 1, found 2"):
+        foresight.plan(scenario, expert_tp=[2])
 
 
 def test_plan_argument_errors(test_data):
