@@ -186,7 +186,9 @@ void LayerPass::forward_layer(std::size_t i) {
         waits_.push_back(step);
       }
       if (core_rerun_ && (t.kernel.starts_with("rope") || t.kernel.starts_with("qk_norm"))) continue;
-      if (!cached_cast(k)) run(k, i, sim::Phase::forward, plan_.dispatch_forward);
+      if (cached_cast(k)) continue;
+      reduce_amax(t, i, sim::Phase::forward);
+      run(k, i, sim::Phase::forward, plan_.dispatch_forward);
     }
   }
   if (gathered != kNoNode) waits_.push_back(gathered);
@@ -218,6 +220,23 @@ void LayerPass::recompute_ops(std::size_t i) {
     if (c.op != sim::CollectiveOp::reduce_scatter) rerun.push_back(c);
   }
   if (!rerun.empty()) waits_.push_back(collectives(rerun, {last_}, sim::Phase::forward));
+}
+
+void LayerPass::reduce_amax(const OpTemplate& t, std::size_t i, sim::Phase phase) {
+  // Transformer Engine v2.9, _customize_quantizers_float8_current_scaling (linear.py,
+  // layernorm_linear.py, layernorm_mlp.py): with_amax_reduction over the TP group for the input
+  // quantizer of a column-parallel layer and the output-gradient quantizer of a row-parallel one
+  // under sequence parallelism. One fp32 value.
+  if (plan_.tp <= 1 || !plan_.sequence_parallel) return;
+  const Layer& l = model_.layers[i];
+  if (l.kind != "linear") return;
+  const bool input = l.tp == TpRole::column && t.kernel == "fp8_scale_input";
+  const bool grad = l.tp == TpRole::row && t.kernel == "fp8_scale_grad";
+  if (!input && !grad) return;
+  e_.graph().end_run();  // the all-reduce reads the amax pass's end: the scale may not join its run
+  const TpCollective c{sim::CollectiveOp::all_reduce, 4.0,
+                       fmt::format("all_reduce {} {} amax", l.name, input ? "input" : "output gradient")};
+  waits_.push_back(e_.tp_collective(c, {last_}, phase, micro_, streams::amax));
 }
 
 void LayerPass::run_tokens(const OpTemplate& t, std::size_t i, int expert, double tokens, sim::Phase phase,
@@ -475,6 +494,7 @@ NodeId LayerPass::backward(std::size_t first, std::size_t last, NodeId in, bool 
         waits_.push_back(step);
         e_.graph().end_run();  // the next step reads this block's end
       }
+      reduce_amax(t, i, sim::Phase::backward);
       run(k, i, w ? sim::Phase::wgrad : sim::Phase::backward, plan_.dispatch_backward);
       if (ring && t.kernel == kCpAttentionBwd && ++remote == plan_.cp - 1) {
         e_.graph().end_run();

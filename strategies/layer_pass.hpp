@@ -83,6 +83,11 @@ class LayerPass {
   /// recompute_modules layernorm: the MoE pre-MLP norm whose output is rerun before layer i's
   /// backward (the first layer of that norm's MLP the backward reaches), or model size for none.
   std::size_t norm_rerun_before(std::size_t i) const;
+  /// Transformer Engine's FP8 current scaling under sequence parallelism: before kernel `t` of
+  /// layer i, when it is the scale of a column-parallel layer's input (forward) or of a
+  /// row-parallel layer's output gradient (backward), the amax each TP rank took of its sequence
+  /// shard is all-reduced over the TP group, so the tensor is gathered in FP8 with one scale.
+  void reduce_amax(const OpTemplate& t, std::size_t i, sim::Phase phase);
   /// Runs `t` of experts layer i over `tokens` (nothing for none).
   void run_tokens(const OpTemplate& t, std::size_t i, int expert, double tokens, sim::Phase phase, sim::Time dispatch);
   /// The node after which everything emitted so far that the next consumer needs is done.

@@ -38,6 +38,7 @@ std::map<sim::StreamId, std::string> training_stream_names() {
           {streams::tensor_parallel, "tensor parallel"},
           {streams::expert, "expert all-to-all"},
           {streams::context_parallel, "context parallel"},
+          {streams::amax, "fp8 amax"},
           {streams::dataloader, "dataloader"},
           {streams::horovod, "horovod"}};
 }
@@ -211,8 +212,8 @@ sim::NodeId RankEmitter::kernel(const KernelInfo& info, std::size_t index, int m
 }
 
 sim::NodeId RankEmitter::tp_collective(const TpCollective& c, std::vector<sim::NodeId> deps, sim::Phase phase,
-                                      int micro) {
-  sim::Node n = make(sim::OpKind::collective, streams::tensor_parallel,
+                                      int micro, sim::StreamId stream) {
+  sim::Node n = make(sim::OpKind::collective, stream,
                      c.label == TpCollective::kNoLabel ? g_.intern(c.name) : c.label, phase);
   n.op = c.op;
   n.bytes = c.bytes;

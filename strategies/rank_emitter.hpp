@@ -33,6 +33,9 @@ inline constexpr sim::StreamId p2p_recv_bwd = 6;  ///< gradients from the next s
 inline constexpr sim::StreamId tensor_parallel = 7;  ///< TP/SP collectives
 inline constexpr sim::StreamId expert = 8;           ///< MoE dispatch and combine all-to-alls
 inline constexpr sim::StreamId context_parallel = 9;  ///< the context-parallel ring's exchanges
+/// FP8 current scaling's amax all-reduces over the TP group: torch.distributed's stream of that
+/// group, apart from the sequence-parallel gathers Transformer Engine overlaps with its GEMMs.
+inline constexpr sim::StreamId amax = 10;
 inline constexpr sim::StreamId dataloader = 100;  ///< the DataLoader's worker processes
 inline constexpr sim::StreamId horovod = 101;     ///< Horovod's background thread
 /// DataLoader worker w's process (plan.input_workers), 1000 + w.
@@ -120,7 +123,8 @@ class RankEmitter {
   sim::NodeId expert_counts_gather(std::size_t index, int micro, const std::string& name, std::vector<sim::NodeId> deps,
                                    sim::Phase phase);
   /// One tensor-parallel collective of a micro-batch on the TP stream, after `deps`.
-  sim::NodeId tp_collective(const TpCollective& c, std::vector<sim::NodeId> deps, sim::Phase phase, int micro);
+  sim::NodeId tp_collective(const TpCollective& c, std::vector<sim::NodeId> deps, sim::Phase phase, int micro,
+                            sim::StreamId stream = streams::tensor_parallel);
   /// The communicator of this rank's context-parallel group (plan.cp > 1).
   void set_cp_communicator(std::uint32_t c) { cp_comm_ = c; }
   /// One step of the context-parallel ring on its stream, after `deps`: every rank of the group

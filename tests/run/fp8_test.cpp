@@ -362,3 +362,71 @@ TEST_CASE("FP8 current scaling: an amax pass and a scale kernel before each cast
   REQUIRE_THROWS_WITH(simulate_fp8(json{{"fp8_recipe", "current"}}),
                       Contains("/plan/fp8_recipe") && Contains("expected delayed without fp8 true"));
 }
+
+TEST_CASE("FP8 current scaling under sequence parallelism: each sharded amax all-reduced over the TP group",
+          "[fp8]") {
+  // Transformer Engine (v2.9, _customize_quantizers_float8_current_scaling): under sequence
+  // parallelism the input of a column-parallel layer and the output gradient of a row-parallel
+  // one are quantized from each rank's sequence shard and gathered in FP8, so their amax is
+  // all-reduced over the TP group (one fp32 value) between the amax pass and the scale.
+  const auto out = simulate_fp8(json{{"fp8", true}, {"fp8_recipe", "current"}, {"sequence_parallel", true}});
+  const auto& g = out.compiled.graph;
+  // Expected per micro-batch: one per column-parallel linear forward, one per row-parallel
+  // linear backward; 2 micro-batches per step (16 / (dp 4 x 2)), 2 steps.
+  long columns = 0, rows = 0;
+  for (const Layer& l : out.model.layers) {
+    if (l.kind != "linear") continue;
+    columns += l.tp == TpRole::column && find_op(l.fwd, "fp8_scale_input") != nullptr;
+    rows += l.tp == TpRole::row && find_op(l.bwd, "fp8_scale_grad") != nullptr;
+  }
+  REQUIRE(columns > 0);
+  REQUIRE(rows > 0);
+  long forward = 0, backward = 0;
+  std::uint32_t tp_comm = 0xffffffffu;
+  for (const sim::Node& n : g.nodes) {
+    if (n.rank == 0 && n.kind == sim::OpKind::collective && g.names[n.name].find("output gradient") != std::string::npos &&
+        g.names[n.name].find("amax") == std::string::npos) {
+      tp_comm = n.communicator;  // a sequence-parallel collective of the layers
+    }
+  }
+  REQUIRE(tp_comm != 0xffffffffu);
+  for (std::size_t i = 0; i < g.nodes.size(); ++i) {
+    const sim::Node& n = g.nodes[i];
+    if (n.rank != 0 || n.kind != sim::OpKind::collective) continue;
+    const std::string& name = g.names[n.name];
+    if (name.find(" amax") == std::string::npos) continue;
+    REQUIRE(n.op == sim::CollectiveOp::all_reduce);
+    REQUIRE(n.bytes == 4.0);
+    REQUIRE(n.communicator == tp_comm);
+    const bool input = name.ends_with("input amax");
+    (input ? forward : backward) += 1;
+    // After the amax pass, before the scale: the next kernel node of the rank waits for it.
+    REQUIRE(n.deps.size() == 1);
+    const sim::Node& amax = g.nodes[n.deps[0]];
+    REQUIRE(amax.kind == sim::OpKind::compute);
+    const std::string tensor = input ? "input" : "grad";
+    // Its last kernel (a node may stand for a run of them) is the amax pass.
+    const std::uint32_t last_signature =
+        amax.run == sim::kNoRun ? amax.signature
+                                : g.part_signature[g.runs[amax.run].first + g.runs[amax.run].count - 1];
+    REQUIRE(g.signatures[last_signature].kernel == "fp8_amax_" + tensor);
+    bool scaled = false;
+    for (std::size_t j = i + 1; j < g.nodes.size() && !scaled; ++j) {
+      const sim::Node& m = g.nodes[j];
+      if (m.rank != 0 || m.kind != sim::OpKind::compute || m.signature == sim::kNoSignature) continue;
+      REQUIRE(g.signatures[m.signature].kernel == "fp8_scale_" + tensor);
+      REQUIRE(std::find(m.deps.begin(), m.deps.end(), static_cast<sim::NodeId>(i)) != m.deps.end());
+      scaled = true;
+    }
+    REQUIRE(scaled);
+  }
+  REQUIRE(forward == columns * 2 * 2);
+  REQUIRE(backward == rows * 2 * 2);
+  // Without sequence parallelism, or with delayed scaling, there is none.
+  for (const json& plan : {json{{"fp8", true}, {"fp8_recipe", "current"}}, json{{"fp8", true}, {"sequence_parallel", true}}}) {
+    const auto other = simulate_fp8(plan);
+    for (const sim::Node& n : other.compiled.graph.nodes) {
+      REQUIRE(other.compiled.graph.names[n.name].find(" amax") == std::string::npos);
+    }
+  }
+}
