@@ -85,6 +85,16 @@ double discarded_expert_act_bytes(const Layer& l, double a) {
   return expert_assignments(l) * static_cast<double>(down->shape[2]) * (down->math == MathKind::matmul_fp8 ? 1.0 : a);
 }
 
+/// Of an experts layer's saved bytes per sample, its experts' inputs (the up projection's: 1 byte
+/// a value in FP8). Split over an expert TP group of t ranks, each of them runs every token its
+/// experts receive (all the TP group's, gathered under sequence parallelism) and keeps these
+/// whole: only the FFN's activations split t ways.
+double whole_expert_input_bytes(const Layer& l, double a) {
+  const OpTemplate* up = find_op(l.fwd, "expert_up_fwd");  // {1, up, hidden} per token
+  if (up == nullptr) return 0.0;
+  return expert_assignments(l) * static_cast<double>(up->shape[2]) * (up->math == MathKind::matmul_fp8 ? 1.0 : a);
+}
+
 }  // namespace
 
 double saved_activation_bytes(const Model& model, const Plan& plan, std::size_t first, std::size_t last,
@@ -162,6 +172,7 @@ double saved_activation_bytes(const Model& model, const Plan& plan, std::size_t 
       if (is_norm(norm) && norm.block == l.block) kept -= norm.output_elems * a;
     }
     bytes += kept / tp_divisor(l.tp, t, sp);
+    if (l.experts > 0 && t > 1 && plan.etp() == t) bytes += whole_expert_input_bytes(l, a) * (1.0 - 1.0 / t);
   }
   return bytes * plan.micro_batch;
 }

@@ -413,6 +413,11 @@ TEST_CASE("Expert TP 1 under TP 2: whole experts, EP groups across the TP ranks,
   const double experts_all = 4 * 8 * expert_params(h, f);  // 4 layers of 8
   REQUIRE(out.report.memory[0].bytes.weights - ref.report.memory[0].bytes.weights ==
           Approx(experts_all * (1.0 / 4 - 1.0 / 8) * 2).epsilon(1e-9));
+  // Saved activations: split over TP 2, each half-expert keeps every token it runs, the pair's
+  // gathered tokens, whole (their FFN activations split); whole experts keep their own tokens.
+  // The difference: 4 layers x micro-batch 2 x 256 x top 2 assignments x h bf16, half of it.
+  REQUIRE(ref.report.memory[0].bytes.activations - out.report.memory[0].bytes.activations ==
+          Approx(4 * 2 * 256 * 2 * h * 2 * 0.5).epsilon(1e-9));
   // The experts' data-parallel group: the same EP rank in the other EP group, GPUs {0, 4}.
   bool expert_group = false;
   for (const auto& n : g.nodes) {
