@@ -240,19 +240,28 @@ Layer experts_layer(std::string name, std::int64_t seq, std::int64_t hidden, std
   // One token's kernels; the strategy runs them per expert at the tokens routed to it.
   const double h = as_double(hidden);
   l.fwd.push_back(memory_op("moe_permute", {1, hidden}, kGatherFlops * h, 2.0 * h));
+  // Megatron-Core's alltoall dispatcher sorts the received tokens by local expert after the
+  // dispatch and back before the combine (sort_chunks_by_idxs, token_dispatcher.py), where a rank
+  // holds more than one expert: a copy of each token, no arithmetic. The strategy skips them
+  // otherwise. Second and second to last, in both passes.
+  const auto sort = [&](const char* kernel) { return memory_op(kernel, {1, hidden}, 0.0, 2.0 * h); };
+  l.fwd.push_back(sort("moe_sort_chunks"));
   l.fwd.push_back(gemm_op("expert_up_fwd", 1, up, hidden, 1, 0, h + as_double(up), as_double(hidden * up)));
   const double f = as_double(ffn);
   const double act_flops = gated ? (kActivationFlops + kElementwiseFlops) * f : kActivationFlops * f;
   l.fwd.push_back(memory_op(gated ? "expert_swiglu_fwd" : "expert_gelu_fwd", {1, ffn}, act_flops, as_double(up) + f));
   l.fwd.push_back(gemm_op("expert_down_fwd", 1, hidden, ffn, 1, 0, f + h, as_double(ffn * hidden)));
+  l.fwd.push_back(sort("moe_unsort_chunks"));
   l.fwd.push_back(memory_op("moe_unpermute", {1, hidden}, kElementwiseFlops * h, 2.0 * h));
   l.bwd.push_back(memory_op("moe_unpermute_bwd", {1, hidden}, kBackwardFactor * kElementwiseFlops * h, 2.0 * h));
+  l.bwd.push_back(sort("moe_unsort_chunks_bwd"));
   l.bwd.push_back(gemm_op("expert_down_dgrad", 1, ffn, hidden, 1, 0, f + h, as_double(ffn * hidden)));
   l.bwd.push_back(gemm_op("expert_down_wgrad", hidden, ffn, 1, 1, 2, f + h, as_double(ffn * hidden)));
   l.bwd.push_back(memory_op(gated ? "expert_swiglu_bwd" : "expert_gelu_bwd", {1, ffn}, kBackwardFactor * act_flops,
                             as_double(up) + 2.0 * f));
   l.bwd.push_back(gemm_op("expert_up_dgrad", 1, hidden, up, 1, 0, h + as_double(up), as_double(hidden * up)));
   l.bwd.push_back(gemm_op("expert_up_wgrad", up, hidden, 1, 1, 2, h + as_double(up), as_double(hidden * up)));
+  l.bwd.push_back(sort("moe_sort_chunks_bwd"));
   l.bwd.push_back(memory_op("moe_permute_bwd", {1, hidden}, kGatherFlops * h, 2.0 * h));
   l = sealed(std::move(l));
   // Totals over the sample's assignments (the kernels above are per token).
@@ -493,10 +502,11 @@ OpTemplate fp8_weight_cast(const char* name, std::int64_t in, std::int64_t out) 
   return t;
 }
 
-/// with_fp8 of a routed-experts layer (experts_layer's per-token kernels: permute, up,
-/// activation, down, unpermute and their backward): each expert's GEMMs in FP8, each preceded by
-/// its input's cast and transpose (per token) and its weight's (once per expert and micro-batch),
-/// the gradient GEMMs by the output gradient's. The permutations stay first and last.
+/// with_fp8 of a routed-experts layer (experts_layer's per-token kernels: permute, sort, up,
+/// activation, down, unsort, unpermute and their backward): each expert's GEMMs in FP8, each
+/// preceded by its input's cast and transpose (per token) and its weight's (once per expert and
+/// micro-batch), the gradient GEMMs by the output gradient's. The permutations stay first and
+/// last, the sorts second and second to last.
 void experts_fp8(Layer& l) {
   const OpTemplate* up = find_op(l.fwd, "expert_up_fwd");
   const OpTemplate* down = find_op(l.fwd, "expert_down_fwd");

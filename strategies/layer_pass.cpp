@@ -248,10 +248,11 @@ void LayerPass::run_tokens(const OpTemplate& t, std::size_t i, int expert, doubl
 }
 
 void LayerPass::experts(std::size_t i, bool forward) {
-  // Kernels (model_builder.cpp experts_layer). Forward: permute, up, activation, down,
-  // unpermute. Backward: unpermute_bwd, down dgrad/wgrad, activation_bwd, up dgrad/wgrad,
-  // permute_bwd. The first all-to-all goes to the experts (the dispatch, or the combine's
-  // gradients), the second back to the tokens.
+  // Kernels (model_builder.cpp experts_layer). Forward: permute, sort, up, activation, down,
+  // unsort, unpermute. Backward: unpermute_bwd, unsort_bwd, down dgrad/wgrad, activation_bwd, up
+  // dgrad/wgrad, sort_bwd, permute_bwd. The first all-to-all goes to the experts (the dispatch,
+  // or the combine's gradients), the second back to the tokens; the sorts run where a rank holds
+  // more than one expert.
   const Layer& l = model_.layers[i];
   const auto& kernels = forward ? l.fwd : l.bwd;
   const MoeRank& m = e_.moe();
@@ -286,10 +287,11 @@ void LayerPass::experts(std::size_t i, bool forward) {
   // output gradients gathered, the input gradients scattered.
   const bool gather = plan_.tp > 1 && plan_.sequence_parallel && plan_.etp() == plan_.tp;
   const double per_rank = gather ? plan_.tp : 1.0;  // tokens an expert runs per token it received
+  double received = 0.0;  // tokens this rank's experts run
+  for (int x = m.ep_rank * local; x < (m.ep_rank + 1) * local; ++x) received += per_rank * t.expert_tokens(x);
   double gathered = 0.0;
   if (gather) {
-    for (int x = m.ep_rank * local; x < (m.ep_rank + 1) * local; ++x) gathered += t.expert_tokens(x);
-    gathered *= per_rank * model_.transformer->hidden * static_cast<double>(activation_bytes(plan_.precision));
+    gathered = received * model_.transformer->hidden * static_cast<double>(activation_bytes(plan_.precision));
     const TpCollective c{sim::CollectiveOp::all_gather, gathered,
                          fmt::format("all_gather {} {}", l.name, forward ? "dispatched tokens" : "output gradients")};
     waits_ = {collectives({c}, waits_, phase)};
@@ -305,15 +307,18 @@ void LayerPass::experts(std::size_t i, bool forward) {
       }
     }
   }
+  const std::size_t n = kernels.size();
+  if (local > 1) run_tokens(kernels[1], i, -1, received, phase, d);
   for (int x = m.ep_rank * local; x < (m.ep_rank + 1) * local; ++x) {
     const double tokens = per_rank * t.expert_tokens(x);
     for (const OpTemplate* k : act_rerun) run_tokens(*k, i, x, tokens, sim::Phase::forward, plan_.dispatch_backward);
-    for (std::size_t k = 1; k + 1 < kernels.size(); ++k) {
+    for (std::size_t k = 2; k + 2 < n; ++k) {
       // FP8's expert weight casts: the step's first micro-batch only, as for linear layers.
       if ((micro_ > 0 || recomputing_) && is_fp8_weight_cast(kernels[k].kernel)) continue;
       run_tokens(kernels[k], i, x, tokens, !forward && is_wgrad(kernels[k]) ? sim::Phase::wgrad : phase, d);
     }
   }
+  if (local > 1) run_tokens(kernels[n - 2], i, -1, received, phase, d);
   NodeId done = last_;
   if (gather) {
     const TpCollective c{sim::CollectiveOp::reduce_scatter, gathered,

@@ -215,10 +215,10 @@ TEST_CASE("with_fp8 on routed experts: each expert's GEMMs in FP8 behind their c
     const double h = 4096, up = 2 * 14336, f = 14336;
     std::vector<std::string> fwd;
     for (const OpTemplate& t : l.fwd) fwd.push_back(t.kernel);
-    REQUIRE(fwd == std::vector<std::string>{"moe_permute", "fp8_cast_transpose_expert_input",
+    REQUIRE(fwd == std::vector<std::string>{"moe_permute", "moe_sort_chunks", "fp8_cast_transpose_expert_input",
                                             "fp8_cast_transpose_expert_up_weight", "expert_up_fwd", "expert_swiglu_fwd",
                                             "fp8_cast_transpose_expert_hidden", "fp8_cast_transpose_expert_down_weight",
-                                            "expert_down_fwd", "moe_unpermute"});
+                                            "expert_down_fwd", "moe_unsort_chunks", "moe_unpermute"});
     REQUIRE(find_op(l.fwd, "expert_up_fwd")->math == MathKind::matmul_fp8);
     REQUIRE(find_op(l.fwd, "expert_down_fwd")->math == MathKind::matmul_fp8);
     REQUIRE(find_op(l.fwd, "expert_swiglu_fwd")->math != MathKind::matmul_fp8);
@@ -230,6 +230,8 @@ TEST_CASE("with_fp8 on routed experts: each expert's GEMMs in FP8 behind their c
     REQUIRE(w->param_elems == 2 * h * up);
     REQUIRE(find_op(l.fwd, "fp8_cast_transpose_expert_down_weight")->param_elems == 2 * f * h);
     REQUIRE(l.bwd.front().kernel == "moe_unpermute_bwd");
+    REQUIRE(l.bwd[1].kernel == "moe_unsort_chunks_bwd");
+    REQUIRE(l.bwd[l.bwd.size() - 2].kernel == "moe_sort_chunks_bwd");
     REQUIRE(l.bwd.back().kernel == "moe_permute_bwd");
     REQUIRE(find_op(l.bwd, "fp8_cast_transpose_expert_down_grad")->act_elems == 2 * h);
     REQUIRE(find_op(l.bwd, "fp8_cast_transpose_expert_up_grad")->act_elems == 2 * up);

@@ -85,6 +85,26 @@ TEST_CASE("all-to-all bytes per MoE layer: tokens x top-k x hidden x bytes, 7/8 
   REQUIRE(per_layer == 2 * 4);
   REQUIRE(names.count("h.0.mlp.experts dispatch") == 1);
   REQUIRE(names.count("h.0.mlp.experts combine backward") == 1);
+  // One expert per rank: nothing to sort by local expert. Two (ep 4): each MoE layer sorts and
+  // unsorts, forward and backward, every token it receives (4 ranks x 512 x top 2 / 4).
+  const auto sorts = [](const strategy::SimulationOutput& o) {
+    std::map<std::string, std::vector<std::int64_t>> found;
+    for (const auto& n : o.compiled.graph.nodes) {
+      const std::string& name = o.compiled.graph.names[n.name];
+      if (n.rank == 0 && n.kind == sim::OpKind::compute && name.rfind("h.0.mlp.experts.moe_", 0) == 0 &&
+          name.find("sort_chunks") != std::string::npos) {
+        found[name].push_back(o.compiled.graph.signatures[n.signature].shape[0]);
+      }
+    }
+    return found;
+  };
+  REQUIRE(sorts(out).empty());
+  const auto two = sorts(run(tiny({{"ep", 4}, {"dp", 2}, {"global_batch", 16}, {"fold", false}}, 8)));
+  REQUIRE(two.size() == 4);
+  for (const auto& [name, shapes] : two) {
+    INFO(name);
+    REQUIRE(shapes == std::vector<std::int64_t>{512 * 2, 512 * 2});  // one per step
+  }
 }
 
 TEST_CASE("balanced routing: every EP rank takes the same time; a skew costs the slowest rank's excess",
@@ -398,14 +418,19 @@ TEST_CASE("Expert TP 1 under TP 2: whole experts, EP groups across the TP ranks,
       if (n.op == sim::CollectiveOp::all_gather || n.op == sim::CollectiveOp::reduce_scatter) {
         REQUIRE(n.bytes == Approx(2 * (4 * tokens * 2 / 8) * 2 * h * 2));  // tp x 2 experts' tokens x h bf16
       }
+    } else if (n.kind == sim::OpKind::compute && name.find("sort_chunks") != std::string::npos) {
+      // Megatron-Core's sort by local expert (2 here) after the dispatch, and back before the
+      // combine, over every token the rank's experts run.
+      order.push_back(name.substr(name.rfind('.') + 1));
+      REQUIRE(rg.signatures[n.signature].shape[0] == 2 * 2 * (4 * tokens * 2 / 8));
     } else if (n.kind == sim::OpKind::compute && name.find("expert_up_fwd") != std::string::npos) {
       order.push_back("expert_up_fwd");
       REQUIRE(rg.signatures[n.signature].shape[0] == 2 * (4 * tokens * 2 / 8));
       REQUIRE(rg.signatures[n.signature].shape[1] == f);  // the gate/up projection split over TP 2
     }
   }
-  const std::vector<std::string> layer{"all_to_all", "all_gather", "expert_up_fwd", "expert_up_fwd", "reduce_scatter",
-                                       "all_to_all"};
+  const std::vector<std::string> layer{"all_to_all",    "all_gather",        "moe_sort_chunks", "expert_up_fwd",
+                                       "expert_up_fwd", "moe_unsort_chunks", "reduce_scatter",  "all_to_all"};
   std::vector<std::string> steps = layer;  // the first micro-batch of each of the 2 steps
   steps.insert(steps.end(), layer.begin(), layer.end());
   REQUIRE(order == steps);
