@@ -324,6 +324,10 @@ Plan read_plan(const JsonReader& r, const json& o, const JsonPath& p, const std:
       r.fail(p.at("expert_tp"), fmt::format("expected tp ({}) or 1: an expert TP between them is not modelled, found {}",
                                             plan.tp, plan.expert_tp));
     }
+    if (plan.ep == 1) {
+      r.fail(p.at("expert_tp"), fmt::format("expected tp ({}) with ep = 1: whole experts (expert_tp 1) need expert "
+                                            "parallelism, an EP group over the TP ranks, found 1", plan.tp));
+    }
     if (plan.ep < plan.tp || plan.ep % plan.tp != 0) {
       r.fail(p.at("ep"), fmt::format("expected a multiple of tp = {} with expert_tp 1: an EP group spans whole "
                                      "tensor-parallel groups, found {}", plan.tp, plan.ep));

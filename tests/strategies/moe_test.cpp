@@ -480,6 +480,8 @@ TEST_CASE("Expert TP 1 under TP 2: whole experts, EP groups across the TP ranks,
   REQUIRE_THROWS_WITH(run(bad), Contains("/plan/ep") && Contains("multiple of tp = 4") && Contains("found 2"));
   bad = tiny({{"tp", 2}, {"ep", 4}, {"expert_tp", 1}}, 8);
   REQUIRE_THROWS_WITH(run(bad), Contains("/plan/sequence_parallel") && Contains("expert_tp 1"));
+  bad = tiny({{"tp", 2}, {"expert_tp", 1}, {"sequence_parallel", true}}, 8);
+  REQUIRE_THROWS_WITH(run(bad), Contains("/plan/expert_tp") && Contains("expected tp (2) with ep = 1"));
   // The GPU count is dp x expert_tp x pp x ep: 8 GPUs leave dp 2, and a mismatch names the formula.
   REQUIRE(strategy::parse_scenario(tiny({{"tp", 2}, {"ep", 4}, {"expert_tp", 1}, {"sequence_parallel", true}}, 8),
                                    "moe.json").plan.dp == 2);
