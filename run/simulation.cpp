@@ -294,7 +294,12 @@ void report_memory(const SimulationOutput& out, const Plan& plan, Report& r) {
   const auto& cg = out.compiled;
   const auto& graph = cg.graph;
   // Dispatch and combine buffers: a micro-batch's routed tokens sent and received, h each (the
-  // combine reuses them), scaled by the most loaded rank's share.
+  // combine reuses them), scaled by the most loaded rank's share. Under sequence parallelism a
+  // TP rank sends its 1/tp of them, and receives 1/tp too with whole experts (expert TP 1), or the
+  // TP group's gathered with experts split over TP.
+  const bool sp = plan.tp > 1 && plan.sequence_parallel;
+  const double sent_share = sp ? 1.0 / plan.tp : 1.0;
+  const double received_share = sp && plan.etp() == 1 ? 1.0 / plan.tp : 1.0;
   double token_buffers = 0.0;
   if (!r.expert_loads.empty()) {
     double top_k = 0.0, mean = 0.0, most = 0.0;
@@ -303,8 +308,8 @@ void report_memory(const SimulationOutput& out, const Plan& plan, Report& r) {
       mean += l.tokens / static_cast<double>(r.expert_loads.size());
       most = std::max(most, l.tokens);
     }
-    token_buffers = (1.0 + (mean > 0.0 ? most / mean : 1.0)) * plan.micro_batch * out.model.seq_len * top_k *
-                    out.model.transformer->hidden * activation_bytes(plan.precision);
+    token_buffers = (sent_share + received_share * (mean > 0.0 ? most / mean : 1.0)) * plan.micro_batch *
+                    out.model.seq_len * top_k * out.model.transformer->hidden * activation_bytes(plan.precision);
   }
   for (int rank = 0; rank < static_cast<int>(graph.ranks()); ++rank) {
     MemoryBreakdown mem;

@@ -443,6 +443,12 @@ TEST_CASE("Expert TP 1 under TP 2: whole experts, EP groups across the TP ranks,
   // The difference: 4 layers x micro-batch 2 x 256 x top 2 assignments x h bf16, half of it.
   REQUIRE(ref.report.memory[0].bytes.activations - out.report.memory[0].bytes.activations ==
           Approx(4 * 2 * 256 * 2 * h * 2 * 0.5).epsilon(1e-9));
+  // Dispatch and combine buffers (balanced): the tokens a rank sends, its half of micro-batch 2
+  // x 256 x top 2, h bf16 each, and receives: as many with whole experts, twice as many (the TP
+  // pair's, gathered) with experts split; DDP's gradient buckets besides (ZeRO-1: one copy).
+  const double sent_bytes = tokens * 2 * h * 2;
+  REQUIRE(out.report.memory[0].bytes.buffers - out.report.memory[0].bytes.gradients == Approx(2 * sent_bytes));
+  REQUIRE(ref.report.memory[0].bytes.buffers - ref.report.memory[0].bytes.gradients == Approx(3 * sent_bytes));
   // The experts' data-parallel group: the same EP rank in the other EP group, GPUs {0, 4}.
   bool expert_group = false;
   for (const auto& n : g.nodes) {
