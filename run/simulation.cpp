@@ -154,7 +154,9 @@ void report_expert_loads(const SimulationOutput& out, const Plan& plan, MoeRouti
       sum += t;
       most = std::max(most, t);
     }
-    stage_excess[{std::get<0>(key), std::get<1>(key)}] += most - sum / routing.ep();
+    // Equal times summed in another order differ in their last bits: no excess there.
+    const double excess = most - sum / routing.ep();
+    stage_excess[{std::get<0>(key), std::get<1>(key)}] += excess > 1e-9 * most ? excess : 0.0;
   }
   for (const auto& [stage, excess] : stage_excess) r.moe_imbalance_s = std::max(r.moe_imbalance_s, excess);
 }
