@@ -227,7 +227,7 @@ void LayerPass::reduce_amax(const OpTemplate& t, std::size_t i, sim::Phase phase
   // layernorm_linear.py, layernorm_mlp.py): with_amax_reduction over the TP group for the input
   // quantizer of a column-parallel layer and the output-gradient quantizer of a row-parallel one
   // under sequence parallelism. One fp32 value.
-  if (plan_.tp <= 1 || !plan_.sequence_parallel) return;
+  if (!plan_.fp8 || plan_.fp8_recipe != Fp8Recipe::current || plan_.tp <= 1 || !plan_.sequence_parallel) return;
   const Layer& l = model_.layers[i];
   if (l.kind != "linear") return;
   const bool input = l.tp == TpRole::column && t.kernel == "fp8_scale_input";
