@@ -291,8 +291,11 @@ int run_plan(const PlanCommandOptions& o) {
   if (!o.ep.empty()) space.ep = integers("--ep", o.ep, 1);
   if (!o.expert_tp.empty()) {
     for (const std::string& v : comma_list("--expert-tp", o.expert_tp)) {
-      if (v != "tp" && v != "1") throw sim::ConfigError(fmt::format("--expert-tp: expected tp or 1, found \"{}\"", v));
-      space.whole_experts.push_back(v == "1");
+      const std::optional<long> e = v == "tp" ? std::optional<long>(0) : whole_integer(v);
+      if (!e || *e < 0 || *e > (1 << 20) || (*e == 0 && v != "tp")) {
+        throw sim::ConfigError(fmt::format("--expert-tp: expected tp or an integer >= 1, found \"{}\"", v));
+      }
+      space.expert_tp.push_back(static_cast<int>(*e));
     }
   }
   if (!o.recompute.empty()) space.recompute = comma_list("--recompute", o.recompute);
@@ -340,9 +343,9 @@ void add_plan_command(CLI::App& app, Runner& run) {
                   "Expert-parallel sizes to try, for models with routed experts (default: powers of two up to 64 that "
                   "divide the experts)");
   cmd->add_option("--expert-tp", o->expert_tp,
-                  "Expert TP to try, for models with routed experts: tp (experts split as TP), 1 (whole experts, with "
-                  "sequence parallelism and tp dividing ep) or tp,1 (default: both; 1 alone when the scenario says "
-                  "expert_tp 1)");
+                  "Expert TP to try, for models with routed experts: tp (experts split as TP) or integers e (each "
+                  "expert split over e TP ranks, 1 whole; where e < tp divides tp, tp / e divides ep and sequence "
+                  "parallelism is on) (default: tp,1; the scenario's own expert_tp alone when it sets one)");
   cmd->add_option("--sequence-parallel", o->sequence_parallel, "on, off or on,off (default: both, with tp > 1)");
   cmd->add_option("--memory-margin", o->search.memory_margin,
                   "Fraction of each GPU's memory a plan must leave free (default: 0.1)");

@@ -271,13 +271,15 @@ py::object py_plan(py::handle scenario, py::handle base_dir, py::handle override
       throw py::type_error(fmt::format("expert_tp: expected a list of \"tp\" and 1, found {}", type_name(expert_tp)));
     }
     for (const py::handle v : expert_tp) {
-      // "tp" (experts split as TP) or 1 (whole experts), as the CLI's --expert-tp.
+      // "tp" (experts split as TP) or an integer e >= 1, as the CLI's --expert-tp.
       const bool split = py::isinstance<py::str>(v) && v.cast<std::string>() == "tp";
-      const bool whole = py::isinstance<py::int_>(v) && !py::isinstance<py::bool_>(v) && v.cast<long long>() == 1;
-      if (!split && !whole) {
-        throw sim::ConfigError(fmt::format("expert_tp: expected \"tp\" or 1, found {}", py::repr(v).cast<std::string>()));
+      const bool number = py::isinstance<py::int_>(v) && !py::isinstance<py::bool_>(v) && v.cast<long long>() >= 1 &&
+                          v.cast<long long>() <= (1 << 20);
+      if (!split && !number) {
+        throw sim::ConfigError(fmt::format("expert_tp: expected \"tp\" or an integer >= 1, found {}",
+                                           py::repr(v).cast<std::string>()));
       }
-      space.whole_experts.push_back(whole);
+      space.expert_tp.push_back(split ? 0 : v.cast<int>());
     }
   }
   strategy::PlanOptions options;
@@ -507,7 +509,8 @@ PYBIND11_MODULE(foresight, m) {
         "Searches the parallel plans of a scenario's model, cluster and global batch: the dict\n"
         "`foresight plan --json` prints, {\"plans\": [...], \"simulated\": n, \"compiled\": n}, the best first.\n"
         "tp, pp, virtual_stages, micro_batches, zero, ep: lists of integers; recompute: list of modes;\n"
-        "sequence_parallel: list of bools; expert_tp: list of \"tp\" and 1 (experts split as TP, or whole);\n"
+        "sequence_parallel: list of bools; expert_tp: list of \"tp\" and integers (experts split over that many\n"
+        "TP ranks, 1 whole);\n"
         "None takes the planner's default. With clusters (presets or\n"
         "topology files) and/or gpus (counts), compares hardware instead: {\"options\": [...]}, priced, with\n"
         "the Pareto front and budget (USD) marked.");

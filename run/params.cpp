@@ -141,7 +141,7 @@ std::vector<Param> make_table() {
   t.push_back(integer("cluster", "gpus", "GPUs", "the preset's own", 1, 1 << 24,
                       "GPUs of the cluster; with a preset, nodes are added to reach it", store<C, &ClusterSpec::gpus>));
   // plan: parallelism and batch
-  t.push_back(integer("plan", "dp", "ranks", "gpus / (tp x pp x ep x cp), with expert_tp 1 gpus / (pp x ep)", 1,
+  t.push_back(integer("plan", "dp", "ranks", "gpus / (tp x pp x ep x cp), with expert_tp e gpus / (e x pp x ep)", 1,
                       kMaxRanks, "data-parallel replicas (with experts: of each EP group, the experts' data-parallel size)",
                       store<P, &Plan::dp>, echo<P, &Plan::dp>));
   t.push_back(integer("plan", "tp", "ranks", "1", 1, kMaxRanks, "tensor-parallel ranks (Megatron)",
@@ -151,8 +151,9 @@ std::vector<Param> make_table() {
   t.push_back(integer("plan", "ep", "ranks", "1", 1, kMaxRanks, "expert-parallel ranks (MoE models)",
                       store<P, &Plan::ep>, echo<P, &Plan::ep>));
   t.push_back(integer("plan", "expert_tp", "ranks", "tp", 1, kMaxRanks,
-                      "expert tensor parallelism (Megatron-Core's expert_tensor_parallel_size): tp, or 1 with "
-                      "sequence_parallel and tp dividing ep: each expert whole on its rank, an EP group across the TP ranks",
+                      "expert tensor parallelism (Megatron-Core's expert_tensor_parallel_size): tp, or a divisor e "
+                      "of tp with sequence_parallel and tp / e dividing ep: each expert split over e TP ranks (1: "
+                      "whole), an EP group across the TP ranks",
                       store<P, &Plan::expert_tp>, echo_expert_tp));
   t.push_back(integer("plan", "cp", "ranks", "1", 1, kMaxRanks,
                       "context-parallel ranks (Megatron-Core, Transformer Engine's ring attention): 1/cp of each sequence",

@@ -138,7 +138,7 @@ PlanSpace default_plan_space(const Model& model, const topo::Cluster& cluster) {
     if (experts % e == 0) s.ep.push_back(e);
   }
   s.sequence_parallel = model.transformer ? std::vector<bool>{false, true} : std::vector<bool>{false};
-  s.whole_experts = experts > 0 ? std::vector<bool>{false, true} : std::vector<bool>{false};
+  s.expert_tp = experts > 0 ? std::vector<int>{0, 1} : std::vector<int>{0};
   return s;
 }
 
@@ -210,7 +210,10 @@ PlanSearch search_document(const std::string& path, const json& doc, const PlanS
     if (space.sequence_parallel.empty()) space.sequence_parallel = d.sequence_parallel;
     if (space.ep.empty()) space.ep = d.ep;
     // A base plan's expert_tp 1 is kept at every tp; otherwise models with experts try both.
-    if (space.whole_experts.empty()) space.whole_experts = base.plan.expert_tp == 1 ? std::vector<bool>{true} : d.whole_experts;
+    // A base plan's own expert TP (other than its tp) is kept at every tp; otherwise models with
+    // experts try split as TP and whole.
+    const bool own = base.plan.expert_tp == 1 || (base.plan.expert_tp > 0 && base.plan.expert_tp != base.plan.tp);
+    if (space.expert_tp.empty()) space.expert_tp = own ? std::vector<int>{base.plan.expert_tp} : d.expert_tp;
   }
   const bool moe = base_model.transformer && base_model.transformer->moe.experts > 0;
 
@@ -225,9 +228,9 @@ PlanSearch search_document(const std::string& path, const json& doc, const PlanS
   for (const int tp : space.tp) {
     for (const int ep : space.ep) tp_ep.emplace_back(tp, ep);
   }
-  std::vector<std::pair<bool, bool>> sp_etp;  // (sequence parallelism, whole experts)
+  std::vector<std::pair<bool, int>> sp_etp;  // (sequence parallelism, expert TP: 0 for tp)
   for (const bool sp : space.sequence_parallel) {
-    for (const bool whole : space.whole_experts) sp_etp.emplace_back(sp, whole);
+    for (const int e : space.expert_tp) sp_etp.emplace_back(sp, e);
   }
   for (const auto& [tp, ep] : tp_ep) {
     for (const int pp : space.pp) {
@@ -236,24 +239,25 @@ PlanSearch search_document(const std::string& path, const json& doc, const PlanS
         for (const int mb : space.micro_batch) {
           for (const std::string& rc : space.recompute) {
             for (const int zero : space.zero) {
-              for (const auto& [sp, whole_experts] : sp_etp) {
+              for (const auto& [sp, etp] : sp_etp) {
                 if (sp && tp == 1) continue;  // sequence parallelism splits a TP group
-                // Whole experts (expert TP 1) need TP ranks that are EP ranks too, under sequence
-                // parallelism; elsewhere they are the same plan as expert TP = TP. The plan then
-                // takes dp x pp x ep x cp GPUs.
-                if (whole_experts && !(tp > 1 && ep > 1 && sp && ep % tp == 0)) continue;
-                const int ranks = (whole_experts ? 1 : tp) * pp * ep * base.plan.cp;
+                // Experts split over e < tp TP ranks need TP ranks that are EP ranks too, under
+                // sequence parallelism; elsewhere the plan is expert TP = TP's, or not one. The
+                // plan then takes dp x e x pp x ep x cp GPUs.
+                const bool own_etp = etp > 0 && etp < tp;
+                if (etp > 0 && !(own_etp && tp % etp == 0 && ep > 1 && sp && ep % (tp / etp) == 0)) continue;
+                const int ranks = (own_etp ? etp : tp) * pp * ep * base.plan.cp;
                 if (ranks > gpus) continue;  // not a plan for this many GPUs
                 PlanRow row;
                 row.label = fmt::format("tp {} pp {}{} dp {}{} vs {} mb {} recompute {} zero {}{}", tp, pp,
                                         moe || ep > 1 ? fmt::format(" ep {}", ep) : "",
                                         ranks > 0 && gpus % ranks == 0 ? std::to_string(gpus / ranks) : "-",
                                         base.plan.cp > 1 ? fmt::format(" cp {}", base.plan.cp) : "", vs, mb, rc, zero,
-                                        std::string(sp ? " sp" : "") + (whole_experts ? " expert_tp 1" : ""));
+                                        std::string(sp ? " sp" : "") + (own_etp ? fmt::format(" expert_tp {}", etp) : ""));
                 if (ranks <= 0 || gpus % ranks != 0) {
                   row.status = PlanRow::Status::invalid;
                   row.reason = fmt::format("{} = {} does not divide the {} GPUs",
-                                           whole_experts ? "pp x ep x cp (expert_tp 1)" : "tp x pp x ep x cp", ranks, gpus);
+                                           own_etp ? "expert_tp x pp x ep x cp" : "tp x pp x ep x cp", ranks, gpus);
                   search.rows.push_back(std::move(row));
                   continue;
                 }
@@ -262,7 +266,7 @@ PlanSearch search_document(const std::string& path, const json& doc, const PlanS
                                 {"global_batch", global_batch}};
                 if (tp > 1) row.plan["sequence_parallel"] = sp;
                 if (moe || ep > 1) row.plan["ep"] = ep;
-                if (whole_experts) row.plan["expert_tp"] = 1;
+                if (own_etp) row.plan["expert_tp"] = etp;
                 if (pp > 1) {
                   row.plan["schedule"] = vs > 1 ? "interleaved" : "1f1b";
                   row.plan["virtual_stages"] = vs;

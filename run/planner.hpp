@@ -26,9 +26,10 @@ struct PlanSpace {
   std::vector<int> zero;
   std::vector<bool> sequence_parallel;
   std::vector<int> ep;  ///< expert-parallel sizes (models with routed experts)
-  /// Expert TP: false keeps it = tp, true is 1 (each routed expert whole; tried where tp > 1,
-  /// sequence parallelism on and tp dividing ep, else it is the same plan).
-  std::vector<bool> whole_experts;
+  /// Expert TP: 0 keeps it = tp; e > 0 splits each routed expert over e TP ranks (1: whole),
+  /// tried where e < tp divides tp, tp / e divides ep and sequence parallelism is on (elsewhere it
+  /// is the same plan as 0, or not one).
+  std::vector<int> expert_tp;
 };
 
 /// The default space for a scenario's `model` on `cluster`: tp over the powers of two up to a node's GPUs (1 for models

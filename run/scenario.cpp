@@ -320,22 +320,24 @@ Plan read_plan(const JsonReader& r, const json& o, const JsonPath& p, const std:
                                             plan.ep, plan.shard_group));
   }
   if (has("expert_tp") && plan.expert_tp != plan.tp) {
-    if (plan.expert_tp != 1) {
-      r.fail(p.at("expert_tp"), fmt::format("expected tp ({}) or 1: an expert TP between them is not modelled, found {}",
+    if (plan.expert_tp > plan.tp || plan.tp % plan.expert_tp != 0) {
+      r.fail(p.at("expert_tp"), fmt::format("expected a divisor of tp = {} (experts split over part of each TP group, "
+                                            "or whole at 1), found {}", plan.tp, plan.expert_tp));
+    }
+    const int across = plan.tp / plan.expert_tp;  // TP ranks each expert-TP group's EP group spans
+    if (plan.ep == 1) {
+      r.fail(p.at("expert_tp"), fmt::format("expected tp ({}) with ep = 1: experts split over fewer ranks than TP need "
+                                            "expert parallelism, an EP group over the TP ranks, found {}",
                                             plan.tp, plan.expert_tp));
     }
-    if (plan.ep == 1) {
-      r.fail(p.at("expert_tp"), fmt::format("expected tp ({}) with ep = 1: whole experts (expert_tp 1) need expert "
-                                            "parallelism, an EP group over the TP ranks, found 1", plan.tp));
-    }
-    if (plan.ep < plan.tp || plan.ep % plan.tp != 0) {
-      r.fail(p.at("ep"), fmt::format("expected a multiple of tp = {} with expert_tp 1: an EP group spans whole "
-                                     "tensor-parallel groups, found {}", plan.tp, plan.ep));
+    if (plan.ep % across != 0) {
+      r.fail(p.at("ep"), fmt::format("expected a multiple of tp / expert_tp = {} / {} = {}: an EP group spans whole "
+                                     "tensor-parallel groups, found {}", plan.tp, plan.expert_tp, across, plan.ep));
     }
     if (!plan.sequence_parallel) {
-      r.fail(p.at("sequence_parallel"), fmt::format("expected true with expert_tp 1 and tp = {}: Megatron-Core's MoE "
+      r.fail(p.at("sequence_parallel"), fmt::format("expected true with expert_tp {} and tp = {}: Megatron-Core's MoE "
                                                     "layer under tensor parallelism needs it (each TP rank routes its "
-                                                    "share of the sequence)", plan.tp));
+                                                    "share of the sequence)", plan.expert_tp, plan.tp));
     }
   }
   // Megatron-Core's order puts EP groups right after TP (tp-cp-ep-dp-pp), so they stay inside
@@ -559,8 +561,8 @@ Scenario parse_scenario(const json& doc, const std::string& origin) {
     const bool ep_hint = s.plan.ep > 1 && ranks > s.cluster.gpus;
     r.fail(root.at("plan"), fmt::format("{} = {}, but cluster.gpus is {}{}", ranks_formula(s.plan), ranks, s.cluster.gpus,
                                         ep_hint ? " (dp counts the replicas of each EP group: Megatron's data-parallel "
-                                                  "size is dp x ep, or dp x ep / tp with expert_tp 1, Megatron's "
-                                                  "expert_tensor_parallel_size)"
+                                                  "size is dp x ep, or dp x ep x expert_tp / tp with an expert_tp "
+                                                  "below tp, Megatron's expert_tensor_parallel_size)"
                                                 : ""));
   }
 

@@ -297,11 +297,11 @@ void report_memory(const SimulationOutput& out, const Plan& plan, Report& r) {
   const auto& graph = cg.graph;
   // Dispatch and combine buffers: a micro-batch's routed tokens sent and received, h each (the
   // combine reuses them), scaled by the most loaded rank's share. Under sequence parallelism a
-  // TP rank sends its 1/tp of them, and receives 1/tp too with whole experts (expert TP 1), or the
-  // TP group's gathered with experts split over TP.
+  // TP rank sends its 1/tp of them, and receives its expert-TP group's gathered: expert TP / tp
+  // (1/tp with whole experts).
   const bool sp = plan.tp > 1 && plan.sequence_parallel;
   const double sent_share = sp ? 1.0 / plan.tp : 1.0;
-  const double received_share = sp && plan.etp() == 1 ? 1.0 / plan.tp : 1.0;
+  const double received_share = sp ? static_cast<double>(plan.etp()) / plan.tp : 1.0;
   double token_buffers = 0.0;
   if (!r.expert_loads.empty()) {
     double top_k = 0.0, mean = 0.0, most = 0.0;

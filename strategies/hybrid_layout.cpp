@@ -14,6 +14,7 @@ HybridLayout::HybridLayout(const Plan& plan, int pp, const topo::Cluster& cluste
       pp_(pp),
       tp_(std::max(1, plan.tp)),
       ep_(std::max(1, plan.ep)),
+      etp_(plan.etp()),
       ep_across_tp_(plan.ep > 1 && plan.etp() != plan.tp),
       ep_replicas_(std::max(1, plan.ep_replicas())) {
   unit_ = ep_ranks_alike ? 1 : ep_replicas_;
@@ -169,13 +170,14 @@ MoeRank HybridLayout::moe_rank(sim::ExecutionGraph& g, MoeRouting* routing, int 
   m.routing = routing;
   if (routing == nullptr || ep_ == 1) return m;
   const int block = ep_replicas_;  // replicas per EP group
-  m.ep_rank = ep_across_tp_ ? j + tp_ * (d % block) : d % block;
+  m.ep_rank = (j + tp_ * (d % block)) / etp_;
   auto comm = [&](bool shard) {
-    // With expert TP 1 an EP group is one for every TP rank of its replicas.
-    const auto key = std::make_tuple(shard, s, shard && ep_across_tp_ ? -1 : j, shard ? d / block : d % block);
+    // Across TP ranks, an EP group is one per expert-TP rank (j mod expert TP) of its replicas.
+    const auto key = std::make_tuple(shard, s, shard && ep_across_tp_ ? j % etp_ : j, shard ? d / block : d % block);
     auto it = made.find(key);
     if (it == made.end()) {
-      const std::uint32_t c = shard && ep_across_tp_ ? add_ep_across_tp(g, s, d) : add_dp_subgroup(g, s, j, d, block, shard);
+      const std::uint32_t c =
+          shard && ep_across_tp_ ? add_ep_across_tp(g, s, d, j) : add_dp_subgroup(g, s, j, d, block, shard);
       it = made.emplace(key, c).first;
     }
     return it->second;
@@ -183,32 +185,67 @@ MoeRank HybridLayout::moe_rank(sim::ExecutionGraph& g, MoeRouting* routing, int 
   m.ep_comm = comm(true);
   m.expert_dp = dp_ > block;
   if (m.expert_dp) m.expert_dp_comm = comm(false);
+  if (etp_ > 1 && etp_ < tp_) {
+    // The expert-TP group: etp consecutive TP ranks (keyed apart from the EP and expert-data
+    // groups by a negative stage).
+    const auto key = std::make_tuple(false, -1 - s, j / etp_, d);
+    auto it = made.find(key);
+    if (it == made.end()) it = made.emplace(key, add_etp_communicator(g, s, d, j)).first;
+    m.etp_comm = it->second;
+  }
   return m;
 }
 
-std::uint32_t HybridLayout::add_ep_across_tp(sim::ExecutionGraph& g, int s, int d) const {
-  // Replica d's block of ep / tp replicas, every TP rank of each: EP rank j + tp x (place in
-  // the block), which is the communicator rank order.
+std::uint32_t HybridLayout::add_etp_communicator(sim::ExecutionGraph& g, int s, int d, int j) const {
+  const int q = j / etp_;
+  std::vector<sim::RankId> members;
+  for (int jj = q * etp_; jj < (q + 1) * etp_ && jj < live_tp(); ++jj) members.push_back(rank(d, s, jj));
+  if (!fold_dp_ && !fold_tp_) return g.add_communicator(std::move(members));
+  std::vector<std::vector<sim::GpuId>> groups;
+  for (int dd = 0; dd < dp_; ++dd) {
+    if (represented_by(dd) != d) continue;
+    for (int qq = 0; qq < tp_ / etp_; ++qq) {
+      if (!fold_tp_ && qq != q) continue;
+      std::vector<sim::GpuId>& group = groups.emplace_back();
+      for (int r = 0; r < etp_; ++r) group.push_back(gpu(dd, s, qq * etp_ + r));
+    }
+  }
+  const auto own = std::find_if(groups.begin(), groups.end(), [&](const auto& grp) {
+    return std::find(grp.begin(), grp.end(), gpu(d, s, j)) != grp.end();
+  });
+  std::rotate(groups.begin(), own, own + 1);
+  return g.add_communicator(std::move(members), std::move(groups));
+}
+
+std::uint32_t HybridLayout::add_ep_across_tp(sim::ExecutionGraph& g, int s, int d, int j) const {
+  // Replica d's block of ep_replicas_ replicas, the TP ranks of each whose expert-TP rank is j's:
+  // EP rank (TP rank + tp x place in the block) / expert TP, which is the communicator rank
+  // order (replica-major, then TP rank).
   const int block = ep_replicas_;
   const int k = d / block;
+  const int r = j % etp_;
   std::vector<sim::RankId> members;
   for (int dd = k * block; dd < (k + 1) * block && dd < live_dp(); ++dd) {
-    for (int j = 0; j < live_tp(); ++j) members.push_back(rank(dd, s, j));
+    for (int jj = r; jj < live_tp(); jj += etp_) members.push_back(rank(dd, s, jj));
   }
   if (!fold_dp_ && !fold_tp_) return g.add_communicator(std::move(members));
-  // Folded: every block whose replicas the simulated ones stand for (block k's own first).
+  // Folded: every block whose replicas the simulated ones stand for, for j's expert-TP rank or,
+  // with TP ranks folded, each (j's group first).
   std::vector<std::vector<sim::GpuId>> groups;
   for (int kk = 0; kk < dp_ / block; ++kk) {
     bool represented = false;
     for (int dd = kk * block; dd < (kk + 1) * block; ++dd) represented = represented || represented_by(dd) / block == k;
     if (!represented) continue;
-    std::vector<sim::GpuId>& group = groups.emplace_back();
-    for (int dd = kk * block; dd < (kk + 1) * block; ++dd) {
-      for (int j = 0; j < tp_; ++j) group.push_back(gpu(dd, s, j));
+    for (int rr = 0; rr < etp_; ++rr) {
+      if (!fold_tp_ && rr != r) continue;
+      std::vector<sim::GpuId>& group = groups.emplace_back();
+      for (int dd = kk * block; dd < (kk + 1) * block; ++dd) {
+        for (int jj = rr; jj < tp_; jj += etp_) group.push_back(gpu(dd, s, jj));
+      }
     }
   }
   const auto own = std::find_if(groups.begin(), groups.end(), [&](const auto& grp) {
-    return std::find(grp.begin(), grp.end(), gpu(d, s, 0)) != grp.end();
+    return std::find(grp.begin(), grp.end(), gpu(d, s, j)) != grp.end();
   });
   std::rotate(groups.begin(), own, own + 1);
   return g.add_communicator(std::move(members), std::move(groups));

@@ -131,16 +131,19 @@ class HybridLayout {
 
   /// Expert parallelism's part for simulated rank (d, s, j) (routing may be null: no MoE): its
   /// EP group (replicas [k ep, (k + 1) ep)) and its experts' data-parallel group (replicas
-  /// with the same d mod ep), each communicator made once in `made`. With expert TP 1 (tp > 1)
-  /// an EP group is every TP rank of replicas [k ep / tp, (k + 1) ep / tp), and the experts'
-  /// data-parallel group the replicas with the same d mod ep / tp and TP rank.
+  /// with the same d mod ep), each communicator made once in `made`. With an expert TP e below
+  /// tp an EP group is the TP ranks with j's rank mod e of replicas [k R, (k + 1) R), R = ep e /
+  /// tp, the experts' data-parallel group the replicas with the same d mod R and TP rank, and
+  /// (e > 1) the expert-TP group j's e consecutive TP ranks.
   MoeRank moe_rank(sim::ExecutionGraph& g, MoeRouting* routing, int d, int s, int j,
                    std::map<std::tuple<bool, int, int, int>, std::uint32_t>& made) const;
 
  private:
   void add_mirrors(sim::ExecutionGraph& g, sim::RankId r, int d, int s, int j) const;
-  /// The EP group of replica d's stage s under expert TP 1 (moe_rank).
-  std::uint32_t add_ep_across_tp(sim::ExecutionGraph& g, int s, int d) const;
+  /// The EP group of replica d's stage s holding TP rank j under an expert TP below TP (moe_rank).
+  std::uint32_t add_ep_across_tp(sim::ExecutionGraph& g, int s, int d, int j) const;
+  /// The expert-TP group of TP rank j of replica d's stage s: its expert TP consecutive TP ranks.
+  std::uint32_t add_etp_communicator(sim::ExecutionGraph& g, int s, int d, int j) const;
 
   int dp_ = 1;
   int pp_ = 1;
@@ -149,8 +152,9 @@ class HybridLayout {
   int represented_by(int d) const { return fold_dp_ ? d % live_dp() : d; }
 
   int ep_ = 1;
-  bool ep_across_tp_ = false;  ///< expert TP 1 under tp > 1: an EP group spans TP ranks
-  int ep_replicas_ = 1;        ///< replicas per EP group: ep, or ep / tp across TP ranks
+  int etp_ = 1;                ///< expert TP (plan.etp())
+  bool ep_across_tp_ = false;  ///< expert TP below tp: an EP group spans TP ranks
+  int ep_replicas_ = 1;        ///< replicas per EP group: ep, or ep x expert TP / tp across TP ranks
   int unit_ = 1;  ///< replicas simulated each when replicas fold: ep, or 1 when EP ranks are alike
   bool fold_dp_ = false;
   bool fold_tp_ = false;

@@ -280,13 +280,14 @@ void LayerPass::experts(std::size_t i, bool forward) {
   waits_ = {e_.expert_all_to_all(i, micro_, true, l.name + (forward ? " dispatch" : " combine backward"), std::move(deps),
                                  phase)};
   const int local = m.routing->experts_per_rank(i);
-  // Under sequence parallelism with expert TP = TP, each TP rank sends its own tokens over its
-  // EP group; the TP group then gathers what its ranks received, for their split experts, and
-  // reduce-scatters the experts' outputs before the all-to-all back (Megatron-Core's alltoall
-  // dispatcher: gather_from_sequence_parallel_region after the EP all-to-all). Backward: the
-  // output gradients gathered, the input gradients scattered.
-  const bool gather = plan_.tp > 1 && plan_.sequence_parallel && plan_.etp() == plan_.tp;
-  const double per_rank = gather ? plan_.tp : 1.0;  // tokens an expert runs per token it received
+  // Under sequence parallelism with experts split over an expert-TP group (expert TP > 1), each
+  // TP rank sends its own tokens over its EP group; the expert-TP group then gathers what its
+  // ranks received, for their split experts, and reduce-scatters the experts' outputs before the
+  // all-to-all back (Megatron-Core's alltoall dispatcher: gather_from_sequence_parallel_region
+  // over the expert-TP group after the EP all-to-all). Backward: the output gradients gathered,
+  // the input gradients scattered.
+  const bool gather = plan_.tp > 1 && plan_.sequence_parallel && plan_.etp() > 1;
+  const double per_rank = gather ? plan_.etp() : 1.0;  // tokens an expert runs per token it received
   double received = 0.0;  // tokens this rank's experts run
   for (int x = m.ep_rank * local; x < (m.ep_rank + 1) * local; ++x) received += per_rank * t.expert_tokens(x);
   double gathered = 0.0;
@@ -294,7 +295,8 @@ void LayerPass::experts(std::size_t i, bool forward) {
     gathered = received * model_.transformer->hidden * static_cast<double>(activation_bytes(plan_.precision));
     const TpCollective c{sim::CollectiveOp::all_gather, gathered,
                          fmt::format("all_gather {} {}", l.name, forward ? "dispatched tokens" : "output gradients")};
-    waits_ = {collectives({c}, waits_, phase)};
+    std::erase(waits_, kNoNode);
+    waits_ = {e_.expert_tp_collective(c, waits_, phase, micro_)};
   }
   // recompute_modules moe_act: each expert's activation output, dropped once the down
   // projection has consumed it, again before the down projection's backward (with FP8 its cast
@@ -323,7 +325,7 @@ void LayerPass::experts(std::size_t i, bool forward) {
   if (gather) {
     const TpCollective c{sim::CollectiveOp::reduce_scatter, gathered,
                          fmt::format("reduce_scatter {} {}", l.name, forward ? "expert outputs" : "input gradients")};
-    done = collectives({c}, {last_}, phase);
+    done = e_.expert_tp_collective(c, {last_}, phase, micro_);
   }
   waits_.push_back(
       e_.expert_all_to_all(i, micro_, false, l.name + (forward ? " combine" : " dispatch backward"), {done}, phase));

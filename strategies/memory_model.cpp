@@ -86,9 +86,9 @@ double discarded_expert_act_bytes(const Layer& l, double a) {
 }
 
 /// Of an experts layer's saved bytes per sample, its experts' inputs (the up projection's: 1 byte
-/// a value in FP8). Split over an expert TP group of t ranks, each of them runs every token its
-/// experts receive (all the TP group's, gathered under sequence parallelism) and keeps these
-/// whole: only the FFN's activations split t ways.
+/// a value in FP8). Split over an expert-TP group, each of its ranks runs every token its experts
+/// receive (all the group's, gathered under sequence parallelism) and keeps these whole: only the
+/// FFN's activations split.
 double whole_expert_input_bytes(const Layer& l, double a) {
   const OpTemplate* up = find_op(l.fwd, "expert_up_fwd");  // {1, up, hidden} per token
   if (up == nullptr) return 0.0;
@@ -172,7 +172,9 @@ double saved_activation_bytes(const Model& model, const Plan& plan, std::size_t 
       if (is_norm(norm) && norm.block == l.block) kept -= norm.output_elems * a;
     }
     bytes += kept / tp_divisor(l.tp, t, sp);
-    if (l.experts > 0 && t > 1 && plan.etp() == t) bytes += whole_expert_input_bytes(l, a) * (1.0 - 1.0 / t);
+    // Experts split over e TP ranks run e times the tokens of a rank's 1/t share, and keep their
+    // inputs whole: (e - 1) / t more than the split above counts (0 with whole experts).
+    if (l.experts > 0 && t > 1 && plan.etp() > 1) bytes += whole_expert_input_bytes(l, a) * (plan.etp() - 1.0) / t;
   }
   return bytes * plan.micro_batch;
 }

@@ -80,6 +80,10 @@ struct MoeRank {
   int ep_rank = 0;
   std::uint32_t expert_dp_comm = 0;  ///< the replicas holding the same experts
   bool expert_dp = false;            ///< that group has more than one member
+  /// The expert-TP group, where experts split over part of the TP group (1 < expert TP < tp);
+  /// otherwise kNoGroup (the TP group, or none).
+  std::uint32_t etp_comm = kNoGroup;
+  static constexpr std::uint32_t kNoGroup = 0xffffffffu;
 };
 
 struct Plan;

@@ -85,7 +85,7 @@ std::string ranks_formula(const Plan& plan) {
 
 std::string_view ep_factor(const Plan& plan) {
   if (plan.ep <= 1) return "";
-  return plan.etp() == plan.tp ? " x ep" : " x ep / tp";
+  return plan.etp() == plan.tp ? " x ep" : " x ep x expert_tp / tp";
 }
 
 int activation_bytes(Precision p) { return p == Precision::fp32 ? 4 : 2; }

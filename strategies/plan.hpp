@@ -146,9 +146,10 @@ struct Plan {
   int pp = 1;  ///< pipeline stages
   int ep = 1;  ///< expert-parallel ranks (MoE models)
   /// Expert tensor parallelism (Megatron-Core's expert_tensor_parallel_size): 0 takes tp, as
-  /// Megatron does; 1 with tp > 1 keeps each routed expert whole on its rank, and an EP group of
-  /// ep ranks then spans tp TP ranks x ep / tp replicas (Megatron's expert order tp-ep-dp with
-  /// ETP 1). dp stays the experts' data-parallel size: GPUs = dp x etp x pp x ep (x cp).
+  /// Megatron does; a divisor e of tp splits each routed expert over e consecutive TP ranks (1:
+  /// whole), and an EP group of ep ranks then spans tp / e TP ranks x ep e / tp replicas
+  /// (Megatron's expert order tp-ep-dp). dp stays the experts' data-parallel size: GPUs = dp x e
+  /// x pp x ep (x cp).
   int expert_tp = 0;
   int etp() const { return expert_tp > 0 ? expert_tp : tp; }
   /// Context-parallel ranks (Megatron-Core with Transformer Engine's attention): each takes 1/cp
@@ -343,16 +344,17 @@ struct Plan {
   int replicas() const { return ep_replicas() * dp * cp; }
   /// Replicas that train on samples of their own: dp x ep (context-parallel ranks share theirs).
   int sample_replicas() const { return ep_replicas() * dp; }
-  /// Replicas one EP group spans: ep, or ep / tp when expert TP is 1 (its ranks are then a
-  /// replica's TP ranks, read_plan checks tp divides ep).
+  /// Replicas one EP group spans: ep, or ep x expert TP / tp (its ranks are then TP ranks of
+  /// several replicas; read_plan checks it divides).
   int ep_replicas() const { return ep * etp() / tp; }
-  /// GPUs the plan takes: dp x tp x pp x ep x cp (dp x pp x ep with expert TP 1).
+  /// GPUs the plan takes: dp x tp x pp x ep x cp (dp x expert TP x pp x ep x cp).
   long long ranks() const { return static_cast<long long>(dp) * etp() * pp * ep * cp; }
-  /// The EP rank, and the EP group of a stage, of TP rank j of dense replica d: with expert TP =
-  /// TP, replica d's place in its group of ep replicas; with expert TP 1, j + tp x (d's place in
-  /// its group of ep / tp replicas).
-  int expert_rank(int d, int j) const { return etp() == tp ? d % ep : j + tp * (d % ep_replicas()); }
-  int expert_group(int d, int j) const { return etp() == tp ? (d / ep) * tp + j : d / ep_replicas(); }
+  /// The EP rank, and the EP group of a stage, of TP rank j of dense replica d, in Megatron's
+  /// expert order: with L = j + tp x (d's place in its group of ep_replicas()), EP rank L /
+  /// expert TP, one EP group per expert-TP rank j mod expert TP and group of replicas. With expert
+  /// TP = TP: d's place in its group of ep replicas, one group per TP rank.
+  int expert_rank(int d, int j) const { return (j + tp * (d % ep_replicas())) / etp(); }
+  int expert_group(int d, int j) const { return (d / ep_replicas()) * etp() + j % etp(); }
   /// The framework's matrix kernels (GEMMs, fused attention) relative to the compute model's
   /// benchmark-derived rate, where no profile measured them: 1 means cuBLASLt benchmark speed.
   /// A user's factor, on top of the kernel generation's rate (kernel_generation).
@@ -372,7 +374,7 @@ double straggler_factor(const Plan& plan, int gpu, int step);
 /// 2 x 4 x 1 x 1 x 1", or with expert TP 1 "dp x expert_tp x pp x ep x cp = ...".
 std::string ranks_formula(const Plan& plan);
 /// What multiplies dp to count the replicas with samples of their own, for messages: "", " x ep"
-/// or " x ep / tp" (expert TP 1).
+/// or " x ep x expert_tp / tp".
 std::string_view ep_factor(const Plan& plan);
 
 /// Bytes per element of activations, of parameters as stored (master weights), and of gradients.

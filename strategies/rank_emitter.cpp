@@ -212,15 +212,21 @@ sim::NodeId RankEmitter::kernel(const KernelInfo& info, std::size_t index, int m
 }
 
 sim::NodeId RankEmitter::tp_collective(const TpCollective& c, std::vector<sim::NodeId> deps, sim::Phase phase,
-                                      int micro, sim::StreamId stream) {
+                                      int micro, sim::StreamId stream, std::uint32_t communicator) {
   sim::Node n = make(sim::OpKind::collective, stream,
                      c.label == TpCollective::kNoLabel ? g_.intern(c.name) : c.label, phase);
   n.op = c.op;
   n.bytes = c.bytes;
-  n.communicator = tp_comm_;
+  n.communicator = communicator == kNoCommunicator ? tp_comm_ : communicator;
   n.micro_batch = micro;
   n.deps = std::move(deps);
   return g_.add(std::move(n));
+}
+
+sim::NodeId RankEmitter::expert_tp_collective(const TpCollective& c, std::vector<sim::NodeId> deps, sim::Phase phase,
+                                             int micro) {
+  return tp_collective(c, std::move(deps), phase, micro, streams::tensor_parallel,
+                       moe_.etp_comm != MoeRank::kNoGroup ? moe_.etp_comm : kNoCommunicator);
 }
 
 sim::NodeId RankEmitter::cp_exchange(double bytes, std::string_view name, std::size_t layer, std::vector<sim::NodeId> deps,

@@ -123,8 +123,14 @@ class RankEmitter {
   sim::NodeId expert_counts_gather(std::size_t index, int micro, const std::string& name, std::vector<sim::NodeId> deps,
                                    sim::Phase phase);
   /// One tensor-parallel collective of a micro-batch on the TP stream, after `deps`.
+  /// `communicator`: the TP group's (kNoCommunicator), or another.
+  static constexpr std::uint32_t kNoCommunicator = 0xffffffffu;
   sim::NodeId tp_collective(const TpCollective& c, std::vector<sim::NodeId> deps, sim::Phase phase, int micro,
-                            sim::StreamId stream = streams::tensor_parallel);
+                            sim::StreamId stream = streams::tensor_parallel,
+                            std::uint32_t communicator = kNoCommunicator);
+  /// The same over the experts' TP group: the expert-TP group where experts split over part of
+  /// the TP group, else the TP group.
+  sim::NodeId expert_tp_collective(const TpCollective& c, std::vector<sim::NodeId> deps, sim::Phase phase, int micro);
   /// The communicator of this rank's context-parallel group (plan.cp > 1).
   void set_cp_communicator(std::uint32_t c) { cp_comm_ = c; }
   /// One step of the context-parallel ring on its stream, after `deps`: every rank of the group

@@ -230,7 +230,7 @@ TpExchanges tp_exchanges(const Model& model, std::size_t index, const Plan& plan
       // the dispatch (LayerPass::experts). Without it, every TP rank routes the whole sequence to
       // experts split as an MLP's column-then-row pair: the outputs all-reduced after, the
       // input gradient in the backward pass.
-      if (plan.etp() == 1 || sp) break;
+      if (plan.etp() != plan.tp || sp) break;
       x.forward_after.push_back({CollectiveOp::all_reduce, out, l.name + " output"});
       x.backward_after_dgrad.push_back({CollectiveOp::all_reduce, in, l.name + " input gradient"});
       break;

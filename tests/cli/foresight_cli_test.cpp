@@ -468,7 +468,7 @@ TEST_CASE("foresight plan: the best plans, a row simulate can run, and why the r
            {" --tp 0", "--tp: expected integers >= 1"},
            {" --memory-margin 1.5", "--memory-margin: expected a fraction in [0, 1)"},
            {" --sequence-parallel maybe", "expected on or off"},
-           {" --expert-tp 2", "--expert-tp: expected tp or 1, found \"2\""}}) {
+           {" --expert-tp 0", "--expert-tp: expected tp or an integer >= 1, found \"0\""}}) {
     const auto bad = run_foresight("plan " + s + flags);
     REQUIRE(bad.status == 1);
     REQUIRE(bad.out.find(says) != std::string::npos);

@@ -63,8 +63,8 @@ def test_plan_searches_expert_parallelism_as_the_cli(cli, test_data):
     search = foresight.plan(scenario, jobs=1, **space)
     assert search == cli.json("plan", scenario, *flags, "--jobs", "1", "--json")
     assert sorted(p["plan"].get("expert_tp", 2) for p in search["plans"]) == [1, 2]
-    with pytest.raises(foresight.ConfigError, match=r"expert_tp: expected \"tp\" or 1, found 2"):
-        foresight.plan(scenario, expert_tp=[2])
+    with pytest.raises(foresight.ConfigError, match=r"expert_tp: expected \"tp\" or an integer >= 1, found 0"):
+        foresight.plan(scenario, expert_tp=[0])
 
 
 def test_plan_argument_errors(test_data):

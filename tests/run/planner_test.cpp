@@ -194,6 +194,16 @@ TEST_CASE("for a model with experts the planner searches ep too, with ZeRO-1 sha
   }
   REQUIRE(by_variant == std::map<std::pair<int, bool>, int>{{{2, false}, 2}, {{4, false}, 1}, {{2, true}, 4},
                                                              {{4, true}, 2}, {{8, true}, 1}});
+  // An expert TP between 1 and tp: experts split over TP pairs at tp 4 (ep 4 x 2 = 8 GPUs: dp 1).
+  space.tp = {4};
+  space.ep = {4};
+  space.expert_tp = {2};
+  const auto pairs = strategy::search_plans(path, {}, space, options, inputs());
+  REQUIRE(pairs.rows.size() == 1);
+  REQUIRE((pairs.rows.front().status == Status::best));
+  REQUIRE(pairs.rows.front().plan.at("expert_tp").get<int>() == 2);
+  REQUIRE(pairs.rows.front().plan.at("dp").get<int>() == 1);
+  simulate_row(path, pairs.rows.front());
   // A dense model's space has ep 1 only, and its labels do not name it.
   const auto dense = strategy::default_plan_space(strategy::build_model("gpt2"), topo::resolve_cluster("dgx-a100", 8));
   REQUIRE(dense.ep == std::vector<int>{1});

@@ -480,10 +480,12 @@ TEST_CASE("Expert TP 1 under TP 2: whole experts, EP groups across the TP ranks,
   }
   // Refused: an expert TP between 1 and tp, an EP group that does not span whole TP groups, no
   // sequence parallelism.
-  json bad = tiny({{"tp", 4}, {"ep", 4}, {"expert_tp", 2}, {"sequence_parallel", true}}, 8);
-  REQUIRE_THROWS_WITH(run(bad), Contains("/plan/expert_tp") && Contains("expected tp (4) or 1") && Contains("found 2"));
+  json bad = tiny({{"tp", 4}, {"ep", 4}, {"expert_tp", 3}, {"sequence_parallel", true}}, 8);
+  REQUIRE_THROWS_WITH(run(bad), Contains("/plan/expert_tp") && Contains("expected a divisor of tp = 4") &&
+                                    Contains("found 3"));
   bad = tiny({{"tp", 4}, {"ep", 2}, {"expert_tp", 1}, {"sequence_parallel", true}}, 8);
-  REQUIRE_THROWS_WITH(run(bad), Contains("/plan/ep") && Contains("multiple of tp = 4") && Contains("found 2"));
+  REQUIRE_THROWS_WITH(run(bad), Contains("/plan/ep") && Contains("multiple of tp / expert_tp = 4 / 1 = 4") &&
+                                    Contains("found 2"));
   bad = tiny({{"tp", 2}, {"ep", 4}, {"expert_tp", 1}}, 8);
   REQUIRE_THROWS_WITH(run(bad), Contains("/plan/sequence_parallel") && Contains("expert_tp 1"));
   bad = tiny({{"tp", 2}, {"expert_tp", 1}, {"sequence_parallel", true}}, 8);
@@ -493,6 +495,67 @@ TEST_CASE("Expert TP 1 under TP 2: whole experts, EP groups across the TP ranks,
                                    "moe.json").plan.dp == 2);
   bad = tiny({{"tp", 2}, {"ep", 4}, {"expert_tp", 1}, {"sequence_parallel", true}, {"dp", 4}}, 8);
   REQUIRE_THROWS_WITH(run(bad), Contains("dp x expert_tp x pp x ep x cp = 4 x 1 x 1 x 4 x 1 = 16"));
+}
+
+TEST_CASE("Expert TP 2 under TP 4: experts split over TP pairs, EP groups across the pairs", "[training][moe][expert_tp]") {
+  // Megatron-Core's expert order tp-ep-dp with expert TP e = 2 of TP 4: a rank's expert-TP group
+  // is its TP pair, its EP group the ranks with its place in the pair of ep e / tp = 2 replicas
+  // (EP rank (j + 4 x place) / 2). 16 GPUs: dp = 16 / (ep 4 x e 2) = 2, 4 dense replicas.
+  const json plan = {{"tp", 4}, {"ep", 4}, {"expert_tp", 2}, {"sequence_parallel", true}, {"global_batch", 16},
+                     {"fold", false}};
+  const auto out = run(tiny(plan, 16));
+  const auto& g = out.compiled.graph;
+  const double h = 512, f = 1024, tokens = 2.0 * 256 / 4;  // a TP rank's share of micro-batch 2 x 256
+  const double per_expert = 4 * tokens * 2 / 8;            // 4 EP ranks x top 2 over 8 experts
+  std::set<std::vector<sim::GpuId>> a2a, gathers;
+  for (const auto& n : g.nodes) {
+    if (n.kind != sim::OpKind::collective) continue;
+    const std::string& name = g.names[n.name];
+    std::vector<sim::GpuId> gpus;
+    for (const auto r : g.communicators[n.communicator].ranks) gpus.push_back(g.rank_gpu[r]);
+    if (n.op == sim::CollectiveOp::all_to_all) {
+      a2a.insert(gpus);
+      if (n.rank == 0) REQUIRE(n.bytes == Approx(tokens * 2 * h * 2));
+    }
+    if (name.find("dispatched tokens") != std::string::npos) {
+      gathers.insert(gpus);
+      // The pair's received tokens for the rank's 2 experts, h bf16 each.
+      if (n.rank == 0) REQUIRE(n.bytes == Approx(2 * 2 * per_expert * h * 2));
+    }
+    if (n.rank == 0 && n.kind == sim::OpKind::compute && name.find("expert_up_fwd") != std::string::npos) {
+      REQUIRE(g.signatures[n.signature].shape[0] == 2 * per_expert);  // the pair's tokens
+      REQUIRE(g.signatures[n.signature].shape[1] == 2 * f / 2);       // the gate/up projection halved
+    }
+  }
+  REQUIRE(a2a == std::set<std::vector<sim::GpuId>>{{0, 2, 4, 6}, {1, 3, 5, 7}, {8, 10, 12, 14}, {9, 11, 13, 15}});
+  REQUIRE(gathers == std::set<std::vector<sim::GpuId>>{{0, 1}, {2, 3}, {4, 5}, {6, 7}, {8, 9}, {10, 11}, {12, 13},
+                                                       {14, 15}});
+  // A rank holds 1/ep of the experts, each halved.
+  json whole = plan;
+  whole["expert_tp"] = 1;
+  whole["dp"] = 4;  // the same 16 GPUs: dp x pp x ep = 4 x 1 x 4
+  const auto w = run(tiny(whole, 16));
+  const double experts_all = 4 * 8 * expert_params(h, f);
+  REQUIRE(w.report.memory[0].bytes.weights - out.report.memory[0].bytes.weights ==
+          Approx(experts_all * (1.0 / 4 - 1.0 / 8) * 2).epsilon(1e-9));
+  // Folding equals the unfolded run, balanced or skewed, on both network models.
+  for (const char* network : {"analytical", "flow"}) {
+    for (const char* routing : {"balanced", "zipf"}) {
+      json unfolded = tiny(plan, 32);
+      unfolded["plan"]["pp"] = 2;
+      unfolded["plan"]["global_batch"] = 32;
+      unfolded["plan"]["network"] = network;
+      unfolded["plan"]["moe_routing"] = {{"distribution", routing}};
+      json folded = unfolded;
+      folded["plan"]["fold"] = true;
+      const auto a = run(unfolded);
+      const auto b = run(folded);
+      INFO(network << " " << routing);
+      REQUIRE(a.compiled.graph.ranks() == 32);
+      REQUIRE(b.compiled.graph.ranks() < 32);
+      REQUIRE(b.report.iteration_time_s == a.report.iteration_time_s);
+    }
+  }
 }
 
 TEST_CASE("ZeRO-1 with experts: dense states over dp x ep, the experts' over dp, each reduced and gathered there",
