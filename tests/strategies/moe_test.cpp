@@ -37,6 +37,28 @@ strategy::SimulationOutput run(const json& doc) {
 /// Per expert: gate/up h -> 2f and down f -> h.
 double expert_params(double h, double f) { return 3.0 * h * f; }
 
+/// The tiny model under `plan` on `gpus` folded (`fold` true) gives the unfolded answer bit for
+/// bit on both network models, with balanced routing (then `balanced` ranks simulated) and
+/// skewed (`skewed` ranks: whole EP groups).
+void require_exact_folding(json plan, int gpus, std::size_t balanced, std::size_t skewed) {
+  for (const char* network : {"analytical", "flow"}) {
+    for (const char* routing : {"balanced", "zipf"}) {
+      json unfolded = tiny(plan, gpus);
+      unfolded["plan"]["fold"] = false;
+      unfolded["plan"]["network"] = network;
+      unfolded["plan"]["moe_routing"] = {{"distribution", routing}};
+      json folded = unfolded;
+      folded["plan"]["fold"] = true;
+      const auto a = run(unfolded);
+      const auto b = run(folded);
+      INFO(network << " " << routing);
+      REQUIRE(a.compiled.graph.ranks() == static_cast<std::size_t>(gpus));
+      REQUIRE(b.compiled.graph.ranks() == (std::string(routing) == "balanced" ? balanced : skewed));
+      REQUIRE(b.report.iteration_time_s == a.report.iteration_time_s);
+    }
+  }
+}
+
 }  // namespace
 
 TEST_CASE("Mixtral 8x7B has 46.7 B parameters, 12.9 B active per token", "[training][moe]") {
@@ -460,24 +482,11 @@ TEST_CASE("Expert TP 1 under TP 2: whole experts, EP groups across the TP ranks,
   REQUIRE(expert_group);
   // Folding: every rank alike (balanced) folds to one; skewed routing folds whole EP groups and
   // not the TP ranks. Each gives the unfolded answer bit for bit, on both network models.
-  for (const char* network : {"analytical", "flow"}) {
-    for (const char* routing : {"balanced", "zipf"}) {
-      json unfolded = tiny(plan, 64);
-      unfolded["plan"]["ep"] = 8;
-      unfolded["plan"]["pp"] = 2;
-      unfolded["plan"]["global_batch"] = 64;
-      unfolded["plan"]["network"] = network;
-      unfolded["plan"]["moe_routing"] = {{"distribution", routing}};
-      json folded = unfolded;
-      folded["plan"]["fold"] = true;
-      const auto a = run(unfolded);
-      const auto b = run(folded);
-      INFO(network << " " << routing);
-      REQUIRE(a.compiled.graph.ranks() == 64);
-      REQUIRE(b.compiled.graph.ranks() == (std::string(routing) == "balanced" ? 2u : 16u));
-      REQUIRE(b.report.iteration_time_s == a.report.iteration_time_s);
-    }
-  }
+  json at64 = plan;
+  at64["ep"] = 8;
+  at64["pp"] = 2;
+  at64["global_batch"] = 64;
+  require_exact_folding(at64, 64, 2, 16);
   // Refused: an expert TP between 1 and tp, an EP group that does not span whole TP groups, no
   // sequence parallelism.
   json bad = tiny({{"tp", 4}, {"ep", 4}, {"expert_tp", 3}, {"sequence_parallel", true}}, 8);
@@ -539,23 +548,10 @@ TEST_CASE("Expert TP 2 under TP 4: experts split over TP pairs, EP groups across
   REQUIRE(w.report.memory[0].bytes.weights - out.report.memory[0].bytes.weights ==
           Approx(experts_all * (1.0 / 4 - 1.0 / 8) * 2).epsilon(1e-9));
   // Folding equals the unfolded run, balanced or skewed, on both network models.
-  for (const char* network : {"analytical", "flow"}) {
-    for (const char* routing : {"balanced", "zipf"}) {
-      json unfolded = tiny(plan, 32);
-      unfolded["plan"]["pp"] = 2;
-      unfolded["plan"]["global_batch"] = 32;
-      unfolded["plan"]["network"] = network;
-      unfolded["plan"]["moe_routing"] = {{"distribution", routing}};
-      json folded = unfolded;
-      folded["plan"]["fold"] = true;
-      const auto a = run(unfolded);
-      const auto b = run(folded);
-      INFO(network << " " << routing);
-      REQUIRE(a.compiled.graph.ranks() == 32);
-      REQUIRE(b.compiled.graph.ranks() < 32);
-      REQUIRE(b.report.iteration_time_s == a.report.iteration_time_s);
-    }
-  }
+  json at32 = plan;
+  at32["pp"] = 2;
+  at32["global_batch"] = 32;
+  require_exact_folding(at32, 32, 2, 16);
 }
 
 TEST_CASE("ZeRO-1 with experts: dense states over dp x ep, the experts' over dp, each reduced and gathered there",
