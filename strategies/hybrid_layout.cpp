@@ -170,7 +170,7 @@ MoeRank HybridLayout::moe_rank(sim::ExecutionGraph& g, MoeRouting* routing, int 
   m.routing = routing;
   if (routing == nullptr || ep_ == 1) return m;
   const int block = ep_replicas_;  // replicas per EP group
-  m.ep_rank = (j + tp_ * (d % block)) / etp_;
+  m.ep_rank = Plan::expert_rank_of(d, j, tp_, etp_, block);
   auto comm = [&](bool shard) {
     // Across TP ranks, an EP group is one per expert-TP rank (j mod expert TP) of its replicas.
     const auto key = std::make_tuple(shard, s, shard && ep_across_tp_ ? j % etp_ : j, shard ? d / block : d % block);

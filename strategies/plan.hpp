@@ -353,7 +353,10 @@ struct Plan {
   /// expert order: with L = j + tp x (d's place in its group of ep_replicas()), EP rank L /
   /// expert TP, one EP group per expert-TP rank j mod expert TP and group of replicas. With expert
   /// TP = TP: d's place in its group of ep replicas, one group per TP rank.
-  int expert_rank(int d, int j) const { return (j + tp * (d % ep_replicas())) / etp(); }
+  int expert_rank(int d, int j) const { return expert_rank_of(d, j, tp, etp(), ep_replicas()); }
+  /// The same from the sizes: TP rank j of replica d, TP size tp, expert TP etp, ep_replicas
+  /// replicas per EP group.
+  static int expert_rank_of(int d, int j, int tp, int etp, int ep_replicas) { return (j + tp * (d % ep_replicas)) / etp; }
   int expert_group(int d, int j) const { return (d / ep_replicas()) * etp() + j % etp(); }
   /// The framework's matrix kernels (GEMMs, fused attention) relative to the compute model's
   /// benchmark-derived rate, where no profile measured them: 1 means cuBLASLt benchmark speed.
