@@ -107,7 +107,7 @@ std::string table(const strategy::PlanSearch& s, int top, const std::string& sce
   return out;
 }
 
-/// A plan row's expert TP: its own (1), or tp's where the plan leaves it (experts split as TP);
+/// A plan row's expert TP: its own, or tp's where the plan leaves it (experts split as TP);
 /// empty for plans without experts.
 std::string expert_tp(const nlohmann::json& plan) {
   if (!plan.contains("ep")) return "";

@@ -209,7 +209,6 @@ PlanSearch search_document(const std::string& path, const json& doc, const PlanS
     if (space.zero.empty()) space.zero = d.zero;
     if (space.sequence_parallel.empty()) space.sequence_parallel = d.sequence_parallel;
     if (space.ep.empty()) space.ep = d.ep;
-    // A base plan's expert_tp 1 is kept at every tp; otherwise models with experts try both.
     // A base plan's own expert TP (other than its tp) is kept at every tp; otherwise models with
     // experts try split as TP and whole.
     const bool own = base.plan.expert_tp == 1 || (base.plan.expert_tp > 0 && base.plan.expert_tp != base.plan.tp);
