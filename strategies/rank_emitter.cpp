@@ -413,6 +413,15 @@ sim::NodeId RankEmitter::finish_step(const std::vector<sim::NodeId>& comm, const
       for (const GradientBucket& b : buckets) memory("bucket copy out", 2.0 * b.bytes, streams::compute, {}, sim::Time{});
     }
   }
+  if (plan_.precision == Precision::amp_fp16) {
+    // torch.amp.GradScaler.step: unscale_ runs _amp_foreach_non_finite_check_and_unscale_ over
+    // the gradients (each read and written once), then _maybe_opt_step reads found_inf with
+    // .item(), so the host waits for the GPU before it launches the optimizer step
+    // (torch/amp/grad_scaler.py). update()'s one-element kernel is left out.
+    const sim::NodeId unscale = memory("unscale gradients", 2.0 * params * gradient_bytes_per_param(plan_), streams::compute,
+                                       {}, sim::Time{}, sim::Phase::optimizer);
+    host_wait(unscale, "found_inf.item()", sim::Phase::optimizer);
+  }
   return memory("optimizer step", params * optimizer_bytes_per_param(plan_.optimizer, plan_.optimizer_impl), streams::compute, {},
                 plan_.dispatch_optimizer, sim::Phase::optimizer);
 }

@@ -364,3 +364,46 @@ TEST_CASE(
     for (const auto& [stream, count] : per_worker) REQUIRE(count >= 4);
   }
 }
+
+TEST_CASE("amp_fp16: GradScaler unscales every gradient and the host reads found_inf before the optimizer step",
+          "[training]") {
+  const auto model = test::toy_mlp(6, 2048);
+  strategy::Plan p;
+  p.dp = 2;
+  p.micro_batch = 64;
+  p.optimizer = strategy::Optimizer::adam;
+  p.dispatch_optimizer = 40_us;
+  p.steps = 1;
+  const auto count = [](const Run& r, const std::string& name) {
+    const auto& g = r.compiled.graph;
+    return std::count_if(g.nodes.begin(), g.nodes.end(),
+                         [&](const sim::Node& n) { return n.rank == 0 && g.names[n.name] == name; });
+  };
+  p.precision = strategy::Precision::amp_bf16;  // no loss scaling: no unscale, no sync
+  const Run bf16 = run(model, p);
+  REQUIRE(count(bf16, "unscale gradients") == 0);
+  REQUIRE(count(bf16, "found_inf.item()") == 0);
+
+  p.precision = strategy::Precision::amp_fp16;
+  const Run r = run(model, p);
+  const auto& g = r.compiled.graph;
+  REQUIRE(count(r, "unscale gradients") == 1);
+  REQUIRE(count(r, "found_inf.item()") == 1);
+  sim::NodeId unscale = 0, found_inf = 0, step = 0;
+  for (sim::NodeId n = 0; n < g.nodes.size(); ++n) {
+    if (g.nodes[n].rank != 0) continue;
+    const std::string& name = g.names[g.nodes[n].name];
+    if (name == "unscale gradients") unscale = n;
+    if (name == "found_inf.item()") found_inf = n;
+    if (name == "optimizer step") step = n;
+  }
+  // The pass reads and writes each fp32 gradient of the rank's parameters once: 2 x 4 bytes each.
+  REQUIRE(g.signatures[g.nodes[unscale].signature].bytes == Approx(8.0 * static_cast<double>(model.params())));
+  // The host waits for the pass, then launches the optimizer step: it starts no earlier than the
+  // pass's end plus the step's launch cost (the GPU has nothing else queued meanwhile).
+  REQUIRE(g.nodes[found_inf].kind == sim::OpKind::sync);
+  REQUIRE(g.nodes[found_inf].deps.size() == 1);
+  REQUIRE(*g.nodes[found_inf].deps.begin() == unscale);
+  REQUIRE(found_inf < step);
+  REQUIRE(r.result.start[step] >= r.result.end[unscale] + 40_us);
+}

@@ -33,7 +33,7 @@ strategy::Plan base_plan(strategy::Schedule schedule, int m) {
   p.micro_batch = 256;
   p.grad_accum = m;
   p.global_batch = 256 * m;
-  p.precision = strategy::Precision::amp_fp16;
+  p.precision = strategy::Precision::amp_bf16;  // no loss scaler: the optimizer phase is the step alone
   p.schedule = schedule;
   p.partition = strategy::PartitionMode::explicit_units;
   p.partition_units = {2, 2, 2, 3};
