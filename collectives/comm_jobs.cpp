@@ -15,7 +15,6 @@
 namespace foresight::sim {
 namespace {
 
-using comm_jobs_detail::remap;
 
 /// Rings of a phase over the same links with the same latencies (the channels of a communicator
 /// with one GPU per node all use its NIC; under adaptive routing their spine links pool) move in
@@ -69,19 +68,28 @@ CommJobs::Job& CommJobs::build(std::uint32_t job, const PlanSource& plans) {
     for (const LinkId l : footprint) in_footprint_[l] = 0;
   };
   try {
-    for (const CollectivePlan& p : plans()) {
-      CollectivePlan pooled = remap(p, [&](const std::vector<LinkId>& path) {
-        auto out = pools_.translate(path);
-        for (const LinkId l : out) {
-          if (in_footprint_[l] == 0) {
-            in_footprint_[l] = 1;
-            footprint.push_back(l);
-          }
+    // The plans are ours: their paths become pools where they are (a job of thousands of groups
+    // would otherwise copy every path twice).
+    std::vector<CollectivePlan> planned = plans();
+    const auto pool = [&](std::vector<LinkId>& path) {
+      pools_.translate_in_place(path);
+      for (const LinkId l : path) {
+        if (in_footprint_[l] == 0) {
+          in_footprint_[l] = 1;
+          footprint.push_back(l);
         }
-        return out;
-      });
-      merge_identical_rings(pooled);
-      j.plans.push_back(std::make_shared<const CollectivePlan>(std::move(pooled)));
+      }
+    };
+    j.plans.reserve(planned.size());
+    for (CollectivePlan& p : planned) {
+      for (PlannedPhase& ph : p.phases) {
+        for (PlannedFlow& f : ph.flows) pool(f.path);
+        for (PlannedRing& r : ph.rings) {
+          for (auto& hop : r.hops) pool(hop);
+        }
+      }
+      merge_identical_rings(p);
+      j.plans.push_back(std::make_shared<const CollectivePlan>(std::move(p)));
     }
   } catch (...) {
     unmark();

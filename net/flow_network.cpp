@@ -98,7 +98,7 @@ FlowId FlowNetwork::start_flow(const FlowRequest& request) {
   }
   const std::uint32_t slot = new_slot();
   Flow& f = flows_[slot];
-  f.path = request.path;
+  f.path.assign(request.path.begin(), request.path.end());
   f.remaining = request.bytes;
   f.rate = 0.0;
   f.max_rate = request.max_rate;

@@ -35,4 +35,18 @@ std::vector<LinkId> LinkPools::translate(const std::vector<LinkId>& path) const 
   return out;
 }
 
+void LinkPools::translate_in_place(std::vector<LinkId>& path) const {
+  // Pools are written over the prefix already read: the k-th pool kept never lies past the k-th
+  // link, so the links still to read are intact.
+  std::size_t kept = 0;
+  for (const LinkId l : path) {
+    if (l >= pool_of.size()) throw InternalError(fmt::format("network: path names link {} of {}", l, pool_of.size()));
+    const LinkId p = pool_of[l];
+    if (std::find(path.begin(), path.begin() + static_cast<std::ptrdiff_t>(kept), p) == path.begin() + static_cast<std::ptrdiff_t>(kept)) {
+      path[kept++] = p;
+    }
+  }
+  path.resize(kept);
+}
+
 }  // namespace foresight::sim

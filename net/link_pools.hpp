@@ -23,6 +23,8 @@ struct LinkPools {
   bool trivial() const { return pool_of.size() == capacity.size(); }
   /// `path` (fabric links) as pools, in order, each once.
   std::vector<LinkId> translate(const std::vector<LinkId>& path) const;
+  /// translate(path), written over `path` (no allocation).
+  void translate_in_place(std::vector<LinkId>& path) const;
 };
 
 }  // namespace foresight::sim

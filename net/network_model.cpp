@@ -40,8 +40,10 @@ class PooledNetwork final : public NetworkModel {
       : inner_(std::move(inner)), pools_(std::move(pools)) {}
   std::string_view name() const override { return inner_->name(); }
   FlowId start_flow(const FlowRequest& request) override {
+    std::vector<LinkId> path(request.path.begin(), request.path.end());
+    pools_.translate_in_place(path);
     FlowRequest r = request;
-    r.path = pools_.translate(request.path);
+    r.path = path;
     return inner_->start_flow(r);
   }
   std::size_t active_flows() const override { return inner_->active_flows(); }
@@ -62,7 +64,7 @@ std::unique_ptr<NetworkModel> make_network(NetworkKind kind, Simulator& sim, con
   return std::make_unique<PooledNetwork>(make_network(kind, sim, std::move(caps)), std::move(pools));
 }
 
-double standalone_rate(const std::vector<LinkId>& path, double max_rate, const std::vector<double>& capacity) {
+double standalone_rate(std::span<const LinkId> path, double max_rate, const std::vector<double>& capacity) {
   double rate = max_rate;
   for (const LinkId l : path) {
     if (l >= capacity.size()) {
@@ -73,7 +75,7 @@ double standalone_rate(const std::vector<LinkId>& path, double max_rate, const s
   return rate;
 }
 
-double standalone_rate(const std::vector<LinkId>& path, double max_rate, const std::vector<double>& capacity,
+double standalone_rate(std::span<const LinkId> path, double max_rate, const std::vector<double>& capacity,
                        std::uint32_t weight) {
   if (weight <= 1) return standalone_rate(path, max_rate, capacity);
   double rate = max_rate;

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -32,7 +33,9 @@ struct FlowNotify {
 };
 
 struct FlowRequest {
-  std::vector<LinkId> path;  ///< directed links, in order; may be empty (local copy)
+  /// Directed links, in order; may be empty (local copy). A view: the links must outlive the
+  /// start_flow call, which keeps its own copy.
+  std::span<const LinkId> path;
   double bytes = 0.0;        ///< bytes to move, >= 0
   /// Cap on this flow's rate in bytes/s (a protocol or per-channel limit); +inf for none.
   double max_rate = std::numeric_limits<double>::infinity();
@@ -74,11 +77,11 @@ std::unique_ptr<NetworkModel> make_network(NetworkKind kind, Simulator& sim, con
 /// The rate of a flow alone on `path` (links indexing `capacity`, bytes/s) with a cap of
 /// `max_rate`: the smaller of the cap and the slowest link. The analytical model runs every flow
 /// at it; the flow-level model does whenever the flow's links have room for it.
-double standalone_rate(const std::vector<LinkId>& path, double max_rate, const std::vector<double>& capacity);
+double standalone_rate(std::span<const LinkId> path, double max_rate, const std::vector<double>& capacity);
 /// The same on the flow-level model for a flow of `weight` > 1: alone on its links with the
 /// identical flows it stands for, each gets the smaller of its cap and the slowest link's
 /// capacity / weight.
-double standalone_rate(const std::vector<LinkId>& path, double max_rate, const std::vector<double>& capacity,
+double standalone_rate(std::span<const LinkId> path, double max_rate, const std::vector<double>& capacity,
                        std::uint32_t weight);
 /// How long `bytes` take at `rate` in both models: zero for no bytes or an unlimited rate, else
 /// transfer_time.

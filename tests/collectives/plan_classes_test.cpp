@@ -76,7 +76,8 @@ TEST_CASE("standalone_load: each link's flows, rates and bound; a reused scratch
   const std::vector<double> capacity(20, 50e9);
   const auto a = ring_on(0, 19), b = ring_on(3, 19), c = ring_on(6, std::nullopt);
   // Each hop runs at its standalone rate r; a ring's three hops all cross link 19.
-  const double r = sim::standalone_rate({0, 19}, 20e9, capacity, 1);
+  const std::vector<sim::LinkId> path{0, 19};
+  const double r = sim::standalone_rate(path, 20e9, capacity, 1);
   REQUIRE(r == 20e9);
   const auto ab = sim::standalone_load({&a, &b}, capacity);
   REQUIRE(ab.size() == 7);  // links 0-5 and 19, by link
