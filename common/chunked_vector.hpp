@@ -5,12 +5,18 @@
 /// build machine the 3072-GPU SC21 row spent a fifth of its time zeroing those pages. Appending
 /// here writes each element once; element addresses stay valid as it grows.
 ///
-/// Indexing costs one more load (the chunk's address) than a vector's. Chunks are whole 2 MiB huge
-/// pages (LargeAllocator): their element count is the smallest power of two from 2^15 whose bytes
-/// are a multiple of 2 MiB (2^18 nodes of 104 bytes, 26 MiB), so no chunk ends in a part page; only
-/// the pages a graph touches are resident. With 2^15-node chunks (3.25 MiB, a huge page and 1.25
-/// MiB of 4 KiB pages each) the SC21 3072-GPU row took 62 k page faults; with whole huge pages
-/// throughout it takes about 23 k, and a third less time on this project's virtual machine.
+/// Indexing costs one more load (the chunk's address) than a vector's. Chunks are mapped from the
+/// kernel (detail::map_huge), aligned to 2 MiB and sized to whole 2 MiB blocks: their element
+/// count is the smallest power of two from 2^15 whose bytes are a multiple of 2 MiB (2^18 nodes of
+/// 104 bytes, 26 MiB); only the pages a graph touches are resident. They take 4 KiB pages, not
+/// transparent huge pages: the graph is written once and read mostly in order, so huge pages
+/// save little translation, while on this project's virtual machine each fresh 2 MiB page cost
+/// a slow first touch. The 3072-GPU SC21 row took 2.19-2.30 s (0.55-0.71 s of system time) with
+/// huge-page chunks and 1.82-1.85 s (0.13-0.17 s) without, in interleaved runs on one core
+/// (2026-11-29); GPT-3 175B (flow) and the MoE benchmark (analytical) moved by 0.01-0.03 s. On
+/// 2026-11-27 whole huge pages had been a third faster there than chunks of a huge page and 1.25
+/// MiB of 4 KiB pages (62 k faults against 23 k): the machine's state decides, and the system
+/// time varied from run to run with them.
 
 #include <cstddef>
 #include <iterator>
@@ -117,11 +123,10 @@ class ChunkedVector {
   template <typename... Args>
   T& emplace_back(Args&&... args) {
     if ((size_ & kMask) == 0 && (size_ >> kShift) == chunks_.size()) {
-      // The first chunk's first 2 MiB in 4 KiB pages: a small graph touches a few of them
-      // rather than a whole huge page (zeroed, or found by compacting memory).
+      // 4 KiB pages throughout (no huge-page hint: it starts at the chunk's end), see above.
       const std::size_t bytes = LargeAllocator<T>::rounded(kChunk);
       chunks_.reserve(chunks_.size() + 1);  // so that nothing throws once the chunk is mapped
-      chunks_.push_back(static_cast<T*>(detail::map_huge(bytes, chunks_.empty() ? detail::kHugePageBytes : 0)));
+      chunks_.push_back(static_cast<T*>(detail::map_huge(bytes, bytes)));
     }
     T* slot = &chunks_[size_ >> kShift][size_ & kMask];
     ::new (static_cast<void*>(slot)) T(std::forward<Args>(args)...);

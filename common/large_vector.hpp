@@ -11,7 +11,8 @@
 /// transparent_hugepage=madvise). Blocks malloc'ed and then marked, as before 2026-11-27, got a
 /// huge page only where one fitted whole, and faulted the rest 4 KiB at a time: the SC21
 /// 3072-GPU row took 62 k faults instead of 23 k. Where the kernel offers no huge pages the hint
-/// is ignored.
+/// is ignored. The graph's own nodes (ChunkedVector) take 4 KiB pages since 2026-11-29: see
+/// common/chunked_vector.hpp.
 ///
 /// DepList holds a node's dependencies: up to three inline (nearly every node has one or two), more
 /// on the heap, so a graph of millions of nodes does not make millions of small allocations.

@@ -1,5 +1,5 @@
 // ChunkedVector: a sequence in chunks of at least 2^15 elements, each a whole number of 2 MiB
-// huge pages; appending never moves an element.
+// blocks; appending never moves an element.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -15,7 +15,7 @@ TEST_CASE("ChunkedVector: indexing, iteration and growth across chunks", "[chunk
   ChunkedVector<std::uint64_t> v;
   CHECK(v.empty());
   constexpr std::size_t chunk = ChunkedVector<std::uint64_t>::chunk_elements;
-  // The smallest power of two from 2^15 whose bytes are whole huge pages: 2^18 of 8 bytes.
+  // The smallest power of two from 2^15 whose bytes are whole 2 MiB blocks: 2^18 of 8 bytes.
   STATIC_REQUIRE(chunk == (std::size_t{1} << 18));
   STATIC_REQUIRE(ChunkedVector<std::array<char, 104>>::chunk_elements == (std::size_t{1} << 18));  // a graph node's size
   STATIC_REQUIRE(ChunkedVector<std::array<char, 96>>::chunk_elements == (std::size_t{1} << 16));
