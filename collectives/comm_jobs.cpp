@@ -15,7 +15,6 @@
 namespace foresight::sim {
 namespace {
 
-
 /// Rings of a phase over the same links with the same latencies (the channels of a communicator
 /// with one GPU per node all use its NIC; under adaptive routing their spine links pool) move in
 /// lock step: one ring standing for all of them runs them with a fraction of the flows.

@@ -3,7 +3,9 @@
 #include <map>
 #include <random>
 
+#include "common/error.hpp"
 #include "net/flow_network.hpp"
+#include "net/link_pools.hpp"
 #include "net/network_model.hpp"
 #include "sim/simulator.hpp"
 
@@ -197,4 +199,21 @@ TEST_CASE("flow-level runs are deterministic", "[sim]") {
   const auto b = run(NetworkKind::flow, caps, plan);
   REQUIRE(a.fingerprint == b.fingerprint);
   REQUIRE(a.done == b.done);
+}
+
+TEST_CASE("LinkPools: a path's pools in order, each once, in place as in a copy", "[network]") {
+  LinkPools pools;
+  pools.pool_of = {0, 0, 1, 2, 1, 3};  // links 0 and 1 pool, and links 2 and 4
+  pools.capacity = {2e9, 2e9, 1e9, 1e9};
+  const std::vector<std::vector<LinkId>> paths{{0, 1, 2}, {4, 2, 3, 0, 1, 5}, {}, {5}, {3, 4, 1}};
+  const std::vector<std::vector<LinkId>> expected{{0, 1}, {1, 2, 0, 3}, {}, {3}, {2, 1, 0}};
+  for (std::size_t i = 0; i < paths.size(); ++i) {
+    INFO("path " << i);
+    REQUIRE(pools.translate(paths[i]) == expected[i]);
+    std::vector<LinkId> p = paths[i];
+    pools.translate_in_place(p);
+    REQUIRE(p == expected[i]);
+  }
+  std::vector<LinkId> bad{0, 6};
+  REQUIRE_THROWS_AS(pools.translate_in_place(bad), InternalError);
 }
