@@ -24,14 +24,9 @@ LinkPools LinkPools::of(const Fabric& fabric, const LinkEfficiency& efficiency) 
   return p;
 }
 
-std::vector<LinkId> LinkPools::translate(const std::vector<LinkId>& path) const {
-  std::vector<LinkId> out;
-  out.reserve(path.size());
-  for (const LinkId l : path) {
-    if (l >= pool_of.size()) throw InternalError(fmt::format("network: path names link {} of {}", l, pool_of.size()));
-    const LinkId p = pool_of[l];
-    if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
-  }
+std::vector<LinkId> LinkPools::translate(std::span<const LinkId> path) const {
+  std::vector<LinkId> out(path.begin(), path.end());
+  translate_in_place(out);
   return out;
 }
 

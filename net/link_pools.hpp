@@ -5,6 +5,7 @@
 /// link-class efficiency), and a path crosses each of its pools once.
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "net/fabric.hpp"
@@ -22,7 +23,7 @@ struct LinkPools {
   /// Every link its own pool.
   bool trivial() const { return pool_of.size() == capacity.size(); }
   /// `path` (fabric links) as pools, in order, each once.
-  std::vector<LinkId> translate(const std::vector<LinkId>& path) const;
+  std::vector<LinkId> translate(std::span<const LinkId> path) const;
   /// translate(path), written over `path` (no allocation).
   void translate_in_place(std::vector<LinkId>& path) const;
 };

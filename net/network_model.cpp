@@ -40,8 +40,7 @@ class PooledNetwork final : public NetworkModel {
       : inner_(std::move(inner)), pools_(std::move(pools)) {}
   std::string_view name() const override { return inner_->name(); }
   FlowId start_flow(const FlowRequest& request) override {
-    std::vector<LinkId> path(request.path.begin(), request.path.end());
-    pools_.translate_in_place(path);
+    const std::vector<LinkId> path = pools_.translate(request.path);
     FlowRequest r = request;
     r.path = path;
     return inner_->start_flow(r);
