@@ -25,6 +25,10 @@ using topo::JsonReader;
 /// bound (run/params.cpp's kMaxRanks), kept by their products, which are ints.
 constexpr double kMaxPlanProduct = 1 << 30;
 
+/// The plan key whose value counts GPUs beside dp, pp, ep and cp: expert_tp where given (with
+/// expert_tp below tp the TP ranks are EP ranks too: GPUs = dp x expert_tp x pp x ep x cp), else tp.
+const char* tp_rank_key(const json& plan) { return plan.contains("expert_tp") ? "expert_tp" : "tp"; }
+
 std::string resolve_path(const std::string& origin, const std::string& p) {
   if (p.empty() || std::filesystem::path(p).is_absolute()) return p;
   const auto base = std::filesystem::path(origin).parent_path();
@@ -475,9 +479,7 @@ void apply_overrides(json& doc, const std::vector<Override>& overrides) {
       const std::string axis = plan.contains("scale_axis") && plan["scale_axis"] == "pp" ? "pp" : "dp";
       long long others = 1;
       bool overflow = false;  // raw values (tp 2^62 x pp 4) overflowed; such a product divides no count
-      // With expert_tp 1 the TP ranks are EP ranks too: GPUs = dp x expert_tp x pp x ep x cp.
-      const char* tp_key = plan.contains("expert_tp") ? "expert_tp" : "tp";
-      for (const char* k : {"dp", tp_key, "pp", "ep", "cp"}) {
+      for (const char* k : {"dp", tp_rank_key(plan), "pp", "ep", "cp"}) {
         if (k != axis && plan.contains(k) && plan[k].is_number_integer()) {
           overflow = __builtin_mul_overflow(others, plan[k].get<long long>(), &others) || overflow;
         }
@@ -539,7 +541,7 @@ Scenario parse_scenario(const json& doc, const std::string& origin) {
     // Capped past gpus (which it then cannot divide): a product of raw values overflowed.
     const long long cap = s.cluster.gpus + 1LL;
     long long others = 1;
-    for (const char* k : {plan_doc.contains("expert_tp") ? "expert_tp" : "tp", "pp", "ep", "cp"}) {
+    for (const char* k : {tp_rank_key(plan_doc), "pp", "ep", "cp"}) {
       if (plan_doc.contains(k) && plan_doc[k].is_number_integer() && plan_doc[k].get<long long>() > 0) {
         others = std::min(others * std::min(plan_doc[k].get<long long>(), cap), cap);
       }
