@@ -3,7 +3,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
-#include <map>
+#include <vector>
 
 #include "common/error.hpp"
 
@@ -13,13 +13,20 @@ LinkPools LinkPools::of(const Fabric& fabric, const LinkEfficiency& efficiency) 
   const std::vector<double> link_caps = effective_capacities(fabric, efficiency);
   LinkPools p;
   p.pool_of.resize(link_caps.size());
-  std::map<std::uint32_t, std::uint32_t> dense;  // fabric pool id -> index
+  // Fabric pool id (below the link count, Fabric::link_pool) -> index, in the order first met.
+  constexpr std::uint32_t kUnseen = 0xffffffffu;
+  std::vector<std::uint32_t> dense(link_caps.size(), kUnseen);
   for (std::size_t l = 0; l < link_caps.size(); ++l) {
-    const auto [it, added] =
-        dense.emplace(fabric.link_pool(static_cast<LinkId>(l)), static_cast<std::uint32_t>(p.capacity.size()));
-    if (added) p.capacity.push_back(0.0);
-    p.pool_of[l] = it->second;
-    p.capacity[it->second] += link_caps[l];
+    const std::uint32_t pool = fabric.link_pool(static_cast<LinkId>(l));
+    if (pool >= dense.size()) {
+      throw InternalError(fmt::format("network: link {} is in pool {}, past the fabric's {} links", l, pool, dense.size()));
+    }
+    if (dense[pool] == kUnseen) {
+      dense[pool] = static_cast<std::uint32_t>(p.capacity.size());
+      p.capacity.push_back(0.0);
+    }
+    p.pool_of[l] = dense[pool];
+    p.capacity[dense[pool]] += link_caps[l];
   }
   return p;
 }
