@@ -272,7 +272,59 @@ bool keeps_standalone_rates(const std::vector<LinkLoad>& load, const std::vector
 
 bool keeps_standalone_rates(const std::vector<const CollectivePlan*>& plans, const std::vector<double>& capacity,
                             StandaloneLoadScratch* scratch) {
-  return keeps_standalone_rates(standalone_load(plans, capacity, scratch), capacity);
+  // standalone_load's flows and rates, summed in the same order, without the peaks the check
+  // does not read: no path is copied or sorted and nothing is returned (the analytical network
+  // asks this of every group of every job).
+  StandaloneLoadScratch own;
+  StandaloneLoadScratch& s = scratch != nullptr ? *scratch : own;
+  const std::size_t links = capacity.size();
+  s.total_.size(links);
+  s.plan_.size(links);
+  s.phase_.size(links);
+  const auto add = [&](const std::vector<LinkId>& path, double rate, std::uint32_t weight) {
+    rate *= weight;
+    for (const LinkId l : path) {
+      LinkLoad& p = s.phase_.at(l);
+      p.flows += 1;
+      p.rate += rate;
+    }
+  };
+  for (const CollectivePlan* plan : plans) {
+    s.plan_.reset();
+    for (const PlannedPhase& ph : plan->phases) {
+      s.phase_.reset();
+      if (ph.kind == PlannedPhase::Kind::flows) {
+        for (const PlannedFlow& f : ph.flows) {
+          if (!f.path.empty()) add(f.path, standalone_rate(f.path, f.cap, capacity, f.weight), f.weight);
+        }
+      } else if (ph.steps > 0) {
+        for (const PlannedRing& ring : ph.rings) {
+          for (const auto& hop : ring.hops) {
+            if (!hop.empty()) add(hop, standalone_rate(hop, ph.step_cap, capacity, ring.weight), ring.weight);
+          }
+        }
+      }
+      for (const LinkId l : s.phase_.links) {
+        const LinkLoad& load = s.phase_.load[l];
+        LinkLoad& p = s.plan_.at(l);
+        p.flows = std::max(p.flows, load.flows);
+        p.rate = std::max(p.rate, load.rate);
+      }
+    }
+    for (const LinkId l : s.plan_.links) {
+      const LinkLoad& load = s.plan_.load[l];
+      LinkLoad& t = s.total_.at(l);
+      t.flows += load.flows;
+      t.rate += load.rate;
+    }
+  }
+  const bool room = std::all_of(s.total_.links.begin(), s.total_.links.end(), [&](LinkId l) {
+    return leaves_room(s.total_.load[l].flows, s.total_.load[l].rate, capacity[l]);
+  });
+  s.total_.reset();
+  s.plan_.reset();
+  s.phase_.reset();
+  return room;
 }
 
 }  // namespace foresight::sim

@@ -80,6 +80,8 @@ class StandaloneLoadScratch {
  private:
   friend std::vector<LinkLoad> standalone_load(const std::vector<const CollectivePlan*>&, const std::vector<double>&,
                                                StandaloneLoadScratch*);
+  friend bool keeps_standalone_rates(const std::vector<const CollectivePlan*>&, const std::vector<double>&,
+                                     StandaloneLoadScratch*);
   /// Accumulators by link, and the links set since the last reset (each listed once).
   struct Layer {
     std::vector<LinkLoad> load;

@@ -109,3 +109,44 @@ TEST_CASE("standalone_load: each link's flows, rates and bound; a reused scratch
   }
   REQUIRE(sim::keeps_standalone_rates({&c}, capacity, &scratch));  // links of its own, one flow each
 }
+
+TEST_CASE("keeps_standalone_rates from plans answers as the check over their standalone_load", "[collectives]") {
+  // Capacity 50 GB/s everywhere but link 18 (60 GB/s, exactly three 20 GB/s hops' worth).
+  std::vector<double> capacity(20, 50e9);
+  capacity[18] = 60e9;
+  const auto crowded = ring_on(0, 19);  // three 20 GB/s hops through link 19: 60 > 50 GB/s
+  const auto full = ring_on(3, 18);     // three through link 18: 60 GB/s, exactly its capacity
+  const auto own = ring_on(6);          // links of its own
+  // Two flow phases over link 10: two flows of 20 GB/s, then one of weight 2 (twice its rate).
+  // A plan counts the busier phase, so it takes 40 of link 10's 50 GB/s and leaves room alone;
+  // two such plans together put 80 GB/s through it.
+  sim::CollectivePlan phased;
+  for (const std::vector<std::uint32_t>& weights : {std::vector<std::uint32_t>{1, 1}, std::vector<std::uint32_t>{2}}) {
+    sim::PlannedPhase ph;
+    ph.kind = sim::PlannedPhase::Kind::flows;
+    for (const std::uint32_t w : weights) {
+      sim::PlannedFlow f;
+      f.path = {10, static_cast<sim::LinkId>(11 + ph.flows.size())};
+      f.bytes = 1e6;
+      f.cap = 20e9;
+      f.weight = w;
+      ph.flows.push_back(f);
+    }
+    phased.phases.push_back(ph);
+  }
+  const auto phased_twin = phased;
+  struct Case {
+    std::vector<const sim::CollectivePlan*> plans;
+    bool keeps;
+  };
+  const std::vector<Case> cases{{{&crowded}, false},         {{&full}, true},  {{&own}, true},
+                                {{&phased}, true},           {{&phased, &phased_twin}, false},
+                                {{&own, &full, &phased}, true}, {{&own, &crowded}, false}};
+  sim::StandaloneLoadScratch scratch;
+  for (const Case& c : cases) {
+    const bool from_load = sim::keeps_standalone_rates(sim::standalone_load(c.plans, capacity), capacity);
+    REQUIRE(from_load == c.keeps);
+    REQUIRE(sim::keeps_standalone_rates(c.plans, capacity) == c.keeps);
+    REQUIRE(sim::keeps_standalone_rates(c.plans, capacity, &scratch) == c.keeps);  // reused, as the jobs do
+  }
+}
