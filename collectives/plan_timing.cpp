@@ -274,7 +274,8 @@ bool keeps_standalone_rates(const std::vector<const CollectivePlan*>& plans, con
                             StandaloneLoadScratch* scratch) {
   // standalone_load's flows and rates, summed in the same order, without the peaks the check
   // does not read: no path is copied or sorted and nothing is returned (the analytical network
-  // asks this of every group of every job).
+  // asks this of every group of every job). A plan of one phase is its phase, and one plan is
+  // the total, so those layers are not filled again.
   StandaloneLoadScratch own;
   StandaloneLoadScratch& s = scratch != nullptr ? *scratch : own;
   const std::size_t links = capacity.size();
@@ -289,10 +290,18 @@ bool keeps_standalone_rates(const std::vector<const CollectivePlan*>& plans, con
       p.rate += rate;
     }
   };
+  const auto max_into = [](StandaloneLoadScratch::Layer& from, StandaloneLoadScratch::Layer& into) {
+    for (const LinkId l : from.links) {
+      const LinkLoad& load = from.load[l];
+      LinkLoad& p = into.at(l);
+      p.flows = std::max(p.flows, load.flows);
+      p.rate = std::max(p.rate, load.rate);
+    }
+    from.reset();
+  };
+  StandaloneLoadScratch::Layer* last = &s.total_;  // the layer holding the answer
   for (const CollectivePlan* plan : plans) {
-    s.plan_.reset();
     for (const PlannedPhase& ph : plan->phases) {
-      s.phase_.reset();
       if (ph.kind == PlannedPhase::Kind::flows) {
         for (const PlannedFlow& f : ph.flows) {
           if (!f.path.empty()) add(f.path, standalone_rate(f.path, f.cap, capacity, f.weight), f.weight);
@@ -304,22 +313,23 @@ bool keeps_standalone_rates(const std::vector<const CollectivePlan*>& plans, con
           }
         }
       }
-      for (const LinkId l : s.phase_.links) {
-        const LinkLoad& load = s.phase_.load[l];
-        LinkLoad& p = s.plan_.at(l);
-        p.flows = std::max(p.flows, load.flows);
-        p.rate = std::max(p.rate, load.rate);
-      }
+      if (plan->phases.size() > 1) max_into(s.phase_, s.plan_);
     }
-    for (const LinkId l : s.plan_.links) {
-      const LinkLoad& load = s.plan_.load[l];
+    StandaloneLoadScratch::Layer& whole = plan->phases.size() > 1 ? s.plan_ : s.phase_;
+    if (plans.size() == 1) {
+      last = &whole;
+      break;
+    }
+    for (const LinkId l : whole.links) {
+      const LinkLoad& load = whole.load[l];
       LinkLoad& t = s.total_.at(l);
       t.flows += load.flows;
       t.rate += load.rate;
     }
+    whole.reset();
   }
-  const bool room = std::all_of(s.total_.links.begin(), s.total_.links.end(), [&](LinkId l) {
-    return leaves_room(s.total_.load[l].flows, s.total_.load[l].rate, capacity[l]);
+  const bool room = std::all_of(last->links.begin(), last->links.end(), [&](LinkId l) {
+    return leaves_room(last->load[l].flows, last->load[l].rate, capacity[l]);
   });
   s.total_.reset();
   s.plan_.reset();
