@@ -161,16 +161,22 @@ Time CommJobs::plan_alone(Job& job, std::size_t plan) {
 
 const std::vector<LinkId>& CommJobs::shared(std::uint32_t a, std::uint32_t b) {
   if (a > b) std::swap(a, b);
-  const std::uint64_t key = (static_cast<std::uint64_t>(a) << 32) | b;
-  const std::uint32_t k = shared_index_.get_or_make(key, [&] {
+  const auto intersect = [&] {
     std::vector<LinkId> both;
     std::set_intersection(footprints_[a].begin(), footprints_[a].end(), footprints_[b].begin(), footprints_[b].end(),
                           std::back_inserter(both));
     if (both.empty()) return std::uint32_t{0};  // most pairs: kept in no list
     shared_.push_back(std::move(both));
     return static_cast<std::uint32_t>(shared_.size() - 1);
-  });
-  return shared_[k];
+  };
+  if (b < kDenseFootprints) {
+    if (shared_dense_.empty()) shared_dense_.assign(std::size_t{kDenseFootprints} * kDenseFootprints, 0);
+    std::uint32_t& entry = shared_dense_[std::size_t{a} * kDenseFootprints + b];
+    if (entry == 0) entry = intersect() + 1;
+    return shared_[entry - 1];
+  }
+  const std::uint64_t key = (static_cast<std::uint64_t>(a) << 32) | b;
+  return shared_[shared_index_.get_or_make(key, intersect)];
 }
 
 std::vector<std::uint32_t> CommJobs::contended(const Job& job, bool& crowded, std::uint32_t self) {

@@ -185,11 +185,15 @@ class CommJobs final : private EventHandler {
   std::vector<std::uint8_t> in_footprint_;        ///< per pool, while build() gathers a footprint
   std::map<std::vector<LinkId>, std::uint32_t> footprint_ids_;
   /// Pools two footprints share (shared()): per pair (lower id in the high word), an index into
-  /// shared_, whose first list is the empty one. Looked up for every running job at each start.
+  /// shared_, whose first list is the empty one. Looked up for every running job at each start,
+  /// so pairs of the first kDenseFootprints footprints (most scenarios have a few hundred) are
+  /// in a dense table instead: the index + 1, 0 until worked out.
   struct PairHash {
     std::size_t operator()(std::uint64_t k) const noexcept { return static_cast<std::size_t>(k ^ (k >> 29)); }
   };
   FlatMap<std::uint64_t, std::uint32_t, PairHash> shared_index_;
+  static constexpr std::uint32_t kDenseFootprints = 512;
+  std::vector<std::uint32_t> shared_dense_;  ///< kDenseFootprints x kDenseFootprints, by (lower, higher)
   /// A deque: shared() hands out references that outlive later insertions.
   std::deque<std::vector<LinkId>> shared_ = std::deque<std::vector<LinkId>>(1);
   std::vector<Active> actives_;

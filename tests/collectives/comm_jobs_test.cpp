@@ -7,6 +7,7 @@
 #include <random>
 
 #include "collectives/collective_engine.hpp"
+#include "collectives/comm_jobs.hpp"
 #include "exec/executor.hpp"
 #include "net/flow_network.hpp"
 #include "collectives/plan_timing.hpp"
@@ -516,5 +517,63 @@ TEST_CASE("on the analytical network an all-to-all takes its time alone on the f
   for (const auto& options : {sim::ExecutorOptions{}, sampled}) {
     const auto kept = sim::execute(crowded, four_nodes(), config, sim::NetworkKind::analytical, options);
     REQUIRE(kept.end[0] == analytical.end[0]);
+  }
+}
+
+TEST_CASE("jobs meet on the links their footprints share, however many footprints there are", "[collectives]") {
+  // shared() keeps the pairs of the first footprints in a dense table and the rest in a hash
+  // table: 600 jobs, each one flow alone on a link of its own, run in closed form together; then
+  // a job on the link of job 599 and one on the link of job 1 (footprints 600 and 601 against 599
+  // and 1) crowd them, and each pair ends as two equal flows sharing a link do.
+  const topo::Cluster& fabric = topo::resolve_cluster("dgx-a100", 256);
+  const auto efficiency = sim::LinkEfficiency::defaults();
+  const std::vector<double> capacity = sim::effective_capacities(fabric, efficiency);
+  constexpr std::uint32_t kAlone = 600;
+  REQUIRE(fabric.link_count() > kAlone);
+  constexpr double kBytes = 1e8;
+  const auto one_flow = [&](sim::LinkId link) {
+    sim::PlannedPhase ph;
+    ph.kind = sim::PlannedPhase::Kind::flows;
+    sim::PlannedFlow f;
+    f.path = {link};
+    f.bytes = kBytes;
+    f.cap = std::numeric_limits<double>::infinity();
+    ph.flows.push_back(f);
+    sim::CollectivePlan plan;
+    plan.phases.push_back(ph);
+    return std::vector<sim::CollectivePlan>{plan};
+  };
+  // Links of distinct pools (adaptive routing pools a switch's uplinks), so each job is alone.
+  std::vector<sim::LinkId> links;
+  std::vector<std::uint8_t> pool_taken(fabric.link_count(), 0);
+  for (sim::LinkId l = 0; l < fabric.link_count() && links.size() < kAlone; ++l) {
+    if (std::exchange(pool_taken[fabric.link_pool(l)], 1) == 0) links.push_back(l);
+  }
+  REQUIRE(links.size() == kAlone);
+  sim::Simulator sim;
+  sim::CommJobs jobs(sim, sim::NetworkKind::flow, fabric, efficiency, true);
+  struct Ends final : sim::EventHandler {
+    std::vector<sim::Time> at = std::vector<sim::Time>(kAlone + 2, sim::Time::max());
+    void handle(sim::Simulator& s, const sim::Event& e) override { at[e.data] = s.now(); }
+  } ends;
+  const sim::HandlerId h = sim.add_handler(ends, "ends");
+  for (std::uint32_t k = 0; k < kAlone; ++k) jobs.start(k, [&, k] { return one_flow(links[k]); }, {h, 0, k});
+  jobs.start(kAlone, [&] { return one_flow(links[kAlone - 1]); }, {h, 0, kAlone});
+  jobs.start(kAlone + 1, [&] { return one_flow(links[1]); }, {h, 0, kAlone + 1});
+  sim.run();
+  REQUIRE(jobs.stats().closed_form == kAlone);
+  REQUIRE(jobs.stats().flow_by_flow == 2);
+  REQUIRE(jobs.stats().rebuilt == 2);
+  const auto alone = [&](sim::LinkId l) { return sim::Time::from_seconds(kBytes / capacity[l]); };
+  // Two flows of one size on one link, started together: each moves at half its rate.
+  const auto shared = [&](sim::LinkId l) { return sim::Time::from_seconds(2 * kBytes / capacity[l]); };
+  for (const std::uint32_t k : {0u, 2u, kAlone - 2}) {
+    CAPTURE(k);
+    REQUIRE(std::abs((ends.at[k] - alone(links[k])).ps()) <= 1);  // to the picosecond it rounds to
+  }
+  for (const std::uint32_t k : {1u, kAlone - 1, kAlone, kAlone + 1}) {
+    CAPTURE(k);
+    const sim::LinkId l = k < kAlone ? links[k] : links[k == kAlone ? kAlone - 1 : 1];
+    REQUIRE(std::abs((ends.at[k] - shared(l)).ps()) <= 1);
   }
 }
