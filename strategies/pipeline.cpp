@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <map>
 #include <optional>
-#include <set>
 #include <tuple>
 #include <utility>
 
@@ -546,7 +545,15 @@ CompiledGraph compile_pipeline(const Model& model, const Plan& plan, const topo:
     // task feeding it (the previous chunk's forward, the next chunk's backward) is emitted. A
     // single-process driver dispatches in exactly this order (torchgpipe's clock cycles).
     const int chunks_total = p * plan.virtual_stages;
-    std::set<std::tuple<int, int, int, bool>> done;  // (step, micro, global chunk, forward)
+    // Emitted tasks, by (step, micro-batch, global chunk, forward): one flag each.
+    std::vector<std::uint8_t> done(static_cast<std::size_t>(plan.steps) * static_cast<std::size_t>(plan.grad_accum) *
+                                       static_cast<std::size_t>(chunks_total) * 2,
+                                   0);
+    const auto task = [&](int step, int micro, int gc, bool forward) {
+      return ((static_cast<std::size_t>(step) * static_cast<std::size_t>(plan.grad_accum) + static_cast<std::size_t>(micro)) *
+                  static_cast<std::size_t>(chunks_total) +
+              static_cast<std::size_t>(gc)) * 2 + (forward ? 1 : 0);
+    };
     std::vector<std::size_t> next(static_cast<std::size_t>(p), 0);
     std::vector<int> started(static_cast<std::size_t>(p), -1);
     std::size_t remaining = 0;
@@ -568,8 +575,8 @@ CompiledGraph compile_pipeline(const Model& model, const Plan& plan, const topo:
         if (next[si] >= orders[si].size()) continue;
         const RunTask& t = orders[si][next[si]];
         const int gc = stages[si].global_chunk(t.task.chunk);
-        const bool ready = t.task.forward ? (gc == 0 || done.count({t.step, t.task.micro, gc - 1, true}))
-                                          : (gc == chunks_total - 1 || done.count({t.step, t.task.micro, gc + 1, false}));
+        const bool ready = t.task.forward ? (gc == 0 || done[task(t.step, t.task.micro, gc - 1, true)] != 0)
+                                          : (gc == chunks_total - 1 || done[task(t.step, t.task.micro, gc + 1, false)] != 0);
         if (!ready) continue;
         const auto r = static_cast<std::size_t>(stage_ranks[si]);
         const bool begins = t.step > started[si];
@@ -597,7 +604,7 @@ CompiledGraph compile_pipeline(const Model& model, const Plan& plan, const topo:
             this_cycle.clear();
           }
         }
-        done.insert({t.step, t.task.micro, gc, t.task.forward});
+        done[task(t.step, t.task.micro, gc, t.task.forward)] = 1;
         ++next[si];
         --remaining;
         progressed = true;
