@@ -163,18 +163,42 @@ std::optional<Time> ring_end_from(const PlannedPhase& ph, const PlannedRing& rin
   return Time::from_ps(end);
 }
 
+namespace {
+
+/// Calls fn(path, standalone rate, weight) for each flow of phase `ph` that crosses a link: its
+/// flows, or its rings' hops when it has steps.
+template <typename Fn>
+void each_standalone_flow(const PlannedPhase& ph, const std::vector<double>& capacity, Fn&& fn) {
+  if (ph.kind == PlannedPhase::Kind::flows) {
+    for (const PlannedFlow& f : ph.flows) {
+      if (!f.path.empty()) fn(f.path, standalone_rate(f.path, f.cap, capacity, f.weight), f.weight);
+    }
+  } else if (ph.steps > 0) {
+    for (const PlannedRing& ring : ph.rings) {
+      for (const auto& hop : ring.hops) {
+        if (!hop.empty()) fn(hop, standalone_rate(hop, ph.step_cap, capacity, ring.weight), ring.weight);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void StandaloneLoadScratch::prepare(std::size_t links) {
+  total_.size(links);
+  plan_.size(links);
+  phase_.size(links);
+}
+
 std::vector<LinkLoad> standalone_load(const std::vector<const CollectivePlan*>& plans,
                                       const std::vector<double>& capacity, StandaloneLoadScratch* scratch) {
   StandaloneLoadScratch own;
   StandaloneLoadScratch& s = scratch != nullptr ? *scratch : own;
   const std::size_t links = capacity.size();
-  s.total_.size(links);
-  s.plan_.size(links);
-  s.phase_.size(links);
+  s.prepare(links);
   if (s.group_of_.size() < links) s.group_of_.resize(links, 0);
   std::vector<LinkId> group_keys;  // this phase's groups' first links, to clear group_of_
   auto add = [&](const std::vector<LinkId>& path, double rate, std::uint32_t weight) {
-    if (path.empty()) return;
     rate *= weight;
     s.sorted_.assign(path.begin(), path.end());
     std::sort(s.sorted_.begin(), s.sorted_.end());
@@ -212,13 +236,7 @@ std::vector<LinkLoad> standalone_load(const std::vector<const CollectivePlan*>& 
     s.plan_.reset();
     for (const PlannedPhase& ph : plan->phases) {
       s.phase_.reset();
-      if (ph.kind == PlannedPhase::Kind::flows) {
-        for (const PlannedFlow& f : ph.flows) add(f.path, standalone_rate(f.path, f.cap, capacity, f.weight), f.weight);
-      } else if (ph.steps > 0) {
-        for (const PlannedRing& ring : ph.rings) {
-          for (const auto& hop : ring.hops) add(hop, standalone_rate(hop, ph.step_cap, capacity, ring.weight), ring.weight);
-        }
-      }
+      each_standalone_flow(ph, capacity, add);
       for (std::size_t gi = 0; gi < s.live_groups_; ++gi) {
         const StandaloneLoadScratch::Group& g = s.groups_[gi];
         double cap = std::numeric_limits<double>::infinity();
@@ -278,10 +296,7 @@ bool keeps_standalone_rates(const std::vector<const CollectivePlan*>& plans, con
   // the total, so those layers are not filled again.
   StandaloneLoadScratch own;
   StandaloneLoadScratch& s = scratch != nullptr ? *scratch : own;
-  const std::size_t links = capacity.size();
-  s.total_.size(links);
-  s.plan_.size(links);
-  s.phase_.size(links);
+  s.prepare(capacity.size());
   const auto add = [&](const std::vector<LinkId>& path, double rate, std::uint32_t weight) {
     rate *= weight;
     for (const LinkId l : path) {
@@ -302,17 +317,7 @@ bool keeps_standalone_rates(const std::vector<const CollectivePlan*>& plans, con
   StandaloneLoadScratch::Layer* last = &s.total_;  // the layer holding the answer
   for (const CollectivePlan* plan : plans) {
     for (const PlannedPhase& ph : plan->phases) {
-      if (ph.kind == PlannedPhase::Kind::flows) {
-        for (const PlannedFlow& f : ph.flows) {
-          if (!f.path.empty()) add(f.path, standalone_rate(f.path, f.cap, capacity, f.weight), f.weight);
-        }
-      } else if (ph.steps > 0) {
-        for (const PlannedRing& ring : ph.rings) {
-          for (const auto& hop : ring.hops) {
-            if (!hop.empty()) add(hop, standalone_rate(hop, ph.step_cap, capacity, ring.weight), ring.weight);
-          }
-        }
-      }
+      each_standalone_flow(ph, capacity, add);
       if (plan->phases.size() > 1) max_into(s.phase_, s.plan_);
     }
     StandaloneLoadScratch::Layer& whole = plan->phases.size() > 1 ? s.plan_ : s.phase_;

@@ -82,6 +82,8 @@ class StandaloneLoadScratch {
                                                StandaloneLoadScratch*);
   friend bool keeps_standalone_rates(const std::vector<const CollectivePlan*>&, const std::vector<double>&,
                                      StandaloneLoadScratch*);
+  /// Sizes the accumulators for `links` links (they only grow).
+  void prepare(std::size_t links);
   /// Accumulators by link, and the links set since the last reset (each listed once).
   struct Layer {
     std::vector<LinkLoad> load;
