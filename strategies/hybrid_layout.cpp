@@ -42,21 +42,66 @@ HybridLayout::HybridLayout(const Plan& plan, int pp, const topo::Cluster& cluste
       }
     }
   }
-  if (dp_ > unit_) {
-    fold_dp_ = true;
-    for (int d = unit_; d < dp_ && fold_dp_; ++d) {
-      const int d0 = d % unit_;  // the replica standing for d
-      const sim::GpuFacts& first0 = cluster.gpu(gpu(d0, 0, 0));
-      const sim::GpuFacts& first = cluster.gpu(gpu(d, 0, 0));
-      for (int s = 0; s < pp_ && fold_dp_; ++s) {
-        for (int j = 0; j < tp_ && fold_dp_; ++j) {
-          const sim::GpuFacts& a = cluster.gpu(gpu(d0, s, j));
-          const sim::GpuFacts& b = cluster.gpu(gpu(d, s, j));
-          fold_dp_ = a.node - first0.node == b.node - first.node &&
-                     a.local_index - first0.local_index == b.local_index - first.local_index;
-        }
+  if (dp_ > unit_) fold_replicas(plan, cluster);
+}
+
+void HybridLayout::fold_replicas(const Plan& plan, const topo::Cluster& cluster) {
+  // Where replica d's GPUs sit, relative to its first GPU: the node and local-index offset of
+  // each (stage, TP rank).
+  std::vector<std::int64_t> placement;
+  const auto relative = [&](int d) {
+    placement.clear();
+    const sim::GpuFacts& first = cluster.gpu(gpu(d, 0, 0));
+    for (int s = 0; s < pp_; ++s) {
+      for (int j = 0; j < tp_; ++j) {
+        const sim::GpuFacts& a = cluster.gpu(gpu(d, s, j));
+        placement.push_back(static_cast<std::int64_t>(a.node) - static_cast<std::int64_t>(first.node));
+        placement.push_back(static_cast<std::int64_t>(a.local_index) - static_cast<std::int64_t>(first.local_index));
       }
     }
+    return placement;
+  };
+  // Every replica sits as replica d mod unit_ does: those fold into the first unit_.
+  bool alike = true;
+  {
+    std::vector<std::vector<std::int64_t>> firsts;
+    for (int d = 0; d < unit_; ++d) firsts.push_back(relative(d));
+    for (int d = unit_; d < dp_ && alike; ++d) alike = relative(d) == firsts[static_cast<std::size_t>(d % unit_)];
+  }
+  if (alike) {
+    fold_dp_ = true;
+    for (int d = 0; d < unit_; ++d) live_.push_back(d);
+    for (int d = 0; d < dp_; ++d) class_of_.push_back(d % unit_);
+    return;
+  }
+  // Replicas with experts, context-parallel groups or hybrid-sharding groups fold no further:
+  // those subgroups are keyed by replica index.
+  if (unit_ > 1 || ep_ > 1 || plan.cp > 1 || plan.hybrid_shard()) return;
+  // Otherwise one replica is simulated per placement: the same node offsets and the same local
+  // indices (so the placement is the first one's moved by whole nodes, and so are the replicas
+  // sharing its nodes), on nodes of the same size holding as many of the plan's GPUs (a partly
+  // used last node differs). 16-GPU replicas on 72-GPU racks: 9 placements repeat every two
+  // racks, and the replicas on the last rack have their own.
+  std::vector<int> used(cluster.node_count(), 0);
+  for (int g = 0; g < gpus(); ++g) ++used[static_cast<std::size_t>(cluster.gpu(static_cast<sim::GpuId>(g)).node)];
+  std::map<std::vector<std::int64_t>, int> simulated;
+  for (int d = 0; d < dp_; ++d) {
+    std::vector<std::int64_t> key = relative(d);
+    for (int s = 0; s < pp_; ++s) {
+      for (int j = 0; j < tp_; ++j) {
+        const sim::GpuFacts& a = cluster.gpu(gpu(d, s, j));
+        const sim::NodeFacts& n = cluster.node(a.node);
+        key.insert(key.end(), {a.local_index, n.gpus, n.nics, used[static_cast<std::size_t>(a.node)]});
+      }
+    }
+    const auto [it, added] = simulated.emplace(std::move(key), static_cast<int>(live_.size()));
+    if (added) live_.push_back(d);
+    class_of_.push_back(it->second);
+  }
+  fold_dp_ = static_cast<int>(live_.size()) < dp_;
+  if (!fold_dp_) {
+    live_.clear();
+    class_of_.clear();
   }
 }
 
@@ -74,7 +119,7 @@ void HybridLayout::add_mirrors(sim::ExecutionGraph& g, sim::RankId r, int d, int
     if (represented_by(dd) != d) continue;
     for (int jj = 0; jj < tp_; ++jj) {
       if (!fold_tp_ && jj != j) continue;
-      if (dd != d || jj != j) mirrors.push_back(gpu(dd, s, jj));
+      if (dd != real(d) || jj != j) mirrors.push_back(gpu(dd, s, jj));
     }
   }
 }
@@ -122,7 +167,7 @@ std::uint32_t HybridLayout::add_dp_subgroup(sim::ExecutionGraph& g, int s, int j
   }
   // The simulated members' own group first.
   const auto own = std::find_if(groups.begin(), groups.end(), [&](const auto& grp) {
-    return std::find(grp.begin(), grp.end(), gpu(d, s, j)) != grp.end();
+    return std::find(grp.begin(), grp.end(), gpu(real(d), s, j)) != grp.end();
   });
   std::rotate(groups.begin(), own, own + 1);
   return g.add_communicator(std::move(members), std::move(groups));
@@ -211,7 +256,7 @@ std::uint32_t HybridLayout::add_etp_communicator(sim::ExecutionGraph& g, int s, 
     }
   }
   const auto own = std::find_if(groups.begin(), groups.end(), [&](const auto& grp) {
-    return std::find(grp.begin(), grp.end(), gpu(d, s, j)) != grp.end();
+    return std::find(grp.begin(), grp.end(), gpu(real(d), s, j)) != grp.end();
   });
   std::rotate(groups.begin(), own, own + 1);
   return g.add_communicator(std::move(members), std::move(groups));
@@ -245,7 +290,7 @@ std::uint32_t HybridLayout::add_ep_across_tp(sim::ExecutionGraph& g, int s, int 
     }
   }
   const auto own = std::find_if(groups.begin(), groups.end(), [&](const auto& grp) {
-    return std::find(grp.begin(), grp.end(), gpu(d, s, j)) != grp.end();
+    return std::find(grp.begin(), grp.end(), gpu(real(d), s, j)) != grp.end();
   });
   std::rotate(groups.begin(), own, own + 1);
   return g.add_communicator(std::move(members), std::move(groups));
@@ -292,7 +337,9 @@ std::string HybridLayout::describe() const {
   const std::string what = fold_dp_ && fold_tp_ ? fmt::format("{} and tensor-parallel ranks", replicas)
                            : fold_dp_           ? std::string(replicas)
                                                 : std::string("tensor-parallel ranks");
-  return fmt::format("{} of {} ranks simulated ({} folded)", simulated_ranks(), gpus(), what);
+  const std::string placements =
+      fold_dp_ && live_dp() > unit_ ? fmt::format("; replicas by placement, {} simulated", live_dp()) : std::string();
+  return fmt::format("{} of {} ranks simulated ({} folded{})", simulated_ranks(), gpus(), what, placements);
 }
 
 }  // namespace foresight::strategy

@@ -23,7 +23,12 @@
 ///
 /// TP folds when every TP group is inside one node; replicas fold when every replica's GPUs
 /// sit on their nodes as the replica standing for them does (the same node and local-index offsets from the
-/// replica's first GPU, so the same stage boundaries cross nodes). Neither folds
+/// replica's first GPU, so the same stage boundaries cross nodes). Without experts, context
+/// parallelism or hybrid sharding, one replica is simulated per such placement: where replicas
+/// straddle nodes in different ways (16-GPU replicas on 72-GPU racks: those inside a rack, and
+/// those split 8 + 8 across two), the first replica of each placement stands for the others of
+/// it, and the simulated replicas are not consecutive (real(d)). With them, replica d must sit as
+/// replica d mod (its unit) does, or nothing folds. Neither folds
 /// when the plan says `fold: false` or the GPUs are not all of one model (a straggler would be
 /// one too).
 
@@ -52,7 +57,9 @@ class HybridLayout {
   /// Replicas and TP ranks per stage that are simulated (1 when folded; with expert
   /// parallelism the ep replicas of one EP group, whose routed loads differ, unless they are
   /// alike).
-  int live_dp() const { return fold_dp_ ? unit_ : dp_; }
+  int live_dp() const { return fold_dp_ ? static_cast<int>(live_.size()) : dp_; }
+  /// The replica that simulated replica d (< live_dp) is: the first of those it stands for.
+  int real(int d) const { return fold_dp_ ? live_[static_cast<std::size_t>(d)] : d; }
   /// Expert-parallel ranks fold into one (ep > 1 with alike ranks).
   bool folds_ep() const { return fold_dp_ && ep_ > 1 && unit_ == 1; }
   int live_tp() const { return fold_tp_ ? 1 : tp_; }
@@ -75,7 +82,7 @@ class HybridLayout {
     for (int d = 0; d < live_dp(); ++d) {
       for (int s = 0; s < pp_; ++s) {
         for (int j = 0; j < live_tp(); ++j) {
-          const sim::RankId r = g.add_rank(gpu(d, s, j), rank(d, s, j));
+          const sim::RankId r = g.add_rank(gpu(real(d), s, j), rank(d, s, j));
           g.host_process.push_back(process_of(d, s, j));
           add_mirrors(g, r, d, s, j);
         }
@@ -83,13 +90,13 @@ class HybridLayout {
     }
   }
   void add_ranks(sim::ExecutionGraph& g) const;
-  /// (replica, stage, TP rank) of each simulated rank, in rank order.
+  /// (replica, stage, TP rank) of each simulated rank, in rank order (the replica it is, real(d)).
   template <typename Coords>
   std::vector<Coords> coords() const {
     std::vector<Coords> out;
     for (int d = 0; d < live_dp(); ++d) {
       for (int s = 0; s < pp_; ++s) {
-        for (int j = 0; j < live_tp(); ++j) out.push_back(Coords{d, s, j});
+        for (int j = 0; j < live_tp(); ++j) out.push_back(Coords{real(d), s, j});
       }
     }
     return out;
@@ -149,7 +156,9 @@ class HybridLayout {
   int pp_ = 1;
   int tp_ = 1;
   /// The simulated replica that stands for replica d.
-  int represented_by(int d) const { return fold_dp_ ? d % live_dp() : d; }
+  int represented_by(int d) const { return fold_dp_ ? class_of_[static_cast<std::size_t>(d)] : d; }
+  /// Sets fold_dp_, live_ and class_of_ (the constructor, once the strides are known).
+  void fold_replicas(const Plan& plan, const topo::Cluster& cluster);
 
   int ep_ = 1;
   int etp_ = 1;                ///< expert TP (plan.etp())
@@ -158,6 +167,10 @@ class HybridLayout {
   int unit_ = 1;  ///< replicas simulated each when replicas fold: ep, or 1 when EP ranks are alike
   bool fold_dp_ = false;
   bool fold_tp_ = false;
+  /// Folded replicas: the replica each simulated one is, and per replica the simulated one
+  /// standing for it (empty unless fold_dp_).
+  std::vector<int> live_;
+  std::vector<int> class_of_;
   int stride_dp_ = 1;
   int stride_pp_ = 1;
   int stride_tp_ = 1;

@@ -104,6 +104,22 @@ TEST_CASE("folding data-parallel replicas and TP ranks gives the unfolded answer
                             {"partition", "uniform"}, {"placement", "tp-dp-pp"}, {"network", network}}),
                   2);
     }
+    SECTION(std::string("dp 12 x pp 3 x tp 2 on 72 GPUs, replicas straddling nodes (four placements), ") + network) {
+      json doc = scenario({{"dp", 12}, {"pp", 3}, {"tp", 2}, {"global_batch", 48}, {"schedule", "1f1b"},
+                           {"partition", "uniform"}, {"zero", 1}, {"network", network}});
+      doc["cluster"]["gpus"] = 72;
+      same_answer(doc, 12);
+    }
+    SECTION(std::string("dp 20 x pp 4 x tp 4 on 320 GB200s, 16-GPU replicas on 72-GPU racks (eleven placements), ") +
+            network) {
+      // Nine placements repeat every two racks; the fifth rack holds 32 GPUs, so replicas 18 and
+      // 19 are simulated too.
+      json doc = scenario({{"dp", 20}, {"pp", 4}, {"tp", 4}, {"global_batch", 160}, {"schedule", "interleaved"},
+                           {"virtual_stages", 3}, {"partition", "uniform"}, {"sequence_parallel", true},
+                           {"network", network}});
+      doc["cluster"] = {{"preset", "gb200-nvl72"}, {"gpus", 320}};
+      same_answer(doc, 44);
+    }
     SECTION(std::string("dp 4 x pp 4, interleaved, data-parallel groups across both nodes, ") + network) {
       same_answer(scenario({{"dp", 4}, {"pp", 4}, {"global_batch", 32}, {"schedule", "interleaved"},
                             {"virtual_stages", 3}, {"partition", "uniform"}, {"network", network}}),
@@ -123,6 +139,47 @@ TEST_CASE("only ranks that sit alike fold", "[training][fold]") {
     REQUIRE_FALSE(l.folds_dp());
     REQUIRE(l.simulated_ranks() == 15);
     REQUIRE(l.describe().empty());
+  }
+  SECTION("replicas that straddle nodes fold by placement") {
+    // pp 3 on 8-GPU nodes: replica d starts at GPU 3d, so replicas d and d + 8 sit alike (24 GPUs
+    // are three whole nodes) and replicas 0-7 sit each its own way (replica 2 runs on GPUs 6, 7
+    // and 8). 36 GPUs leave node 4 half used: replicas 10 (GPUs 30-32) and 11 (33-35) are
+    // simulated too, as nothing else shares a half-used node.
+    p.dp = 12;
+    const auto c = topo::resolve_cluster("dgx-a100", 36);
+    const strategy::HybridLayout l(p, 3, c);
+    REQUIRE(l.folds_dp());
+    REQUIRE(l.live_dp() == 10);
+    for (int d = 0; d < 8; ++d) REQUIRE(l.real(d) == d);
+    REQUIRE(l.real(8) == 10);
+    REQUIRE(l.real(9) == 11);
+    REQUIRE(l.simulated_ranks() == 30);
+    REQUIRE(l.describe() == "30 of 36 ranks simulated (data-parallel replicas folded; replicas by placement, 10 simulated)");
+    sim::ExecutionGraph g;
+    l.add_ranks(g);
+    REQUIRE(g.rank_gpu[24] == 30);  // simulated replica 8, stage 0: replica 10's GPU
+    // Replica 0 stands for replica 8 (GPUs 24-26); replicas 2 and 10 for nothing else.
+    REQUIRE(g.rank_mirrors[0] == std::vector<sim::GpuId>{24});
+    REQUIRE(g.rank_mirrors[2] == std::vector<sim::GpuId>{26});
+    REQUIRE(g.rank_mirrors[6].empty());
+    REQUIRE(g.rank_mirrors[24].empty());
+    // Stage 1's data-parallel group: the ten simulated replicas, standing for all twelve.
+    const auto dp = l.add_dp_communicator(g, 1, 0);
+    REQUIRE(g.communicators[dp].ranks.size() == 10);
+    REQUIRE(g.communicators[dp].ranks[8] == 25);
+    std::vector<sim::GpuId> stage1;
+    for (int d = 0; d < 12; ++d) stage1.push_back(static_cast<sim::GpuId>(3 * d + 1));
+    REQUIRE(g.communicators[dp].groups == std::vector<std::vector<sim::GpuId>>{stage1});
+  }
+  SECTION("with hybrid sharding, replicas that straddle nodes do not fold") {
+    // Shard groups are keyed by replica index: every replica must sit as replica 0 does.
+    p.dp = 16;
+    p.zero = 3;
+    p.shard_group = 8;
+    const auto c = topo::resolve_cluster("dgx-a100", 48);
+    const strategy::HybridLayout l(p, 3, c);
+    REQUIRE_FALSE(l.folds_dp());
+    REQUIRE(l.simulated_ranks() == 48);
   }
   SECTION("TP groups split across nodes keep every TP rank") {
     p.dp = 2;
