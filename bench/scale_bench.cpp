@@ -123,12 +123,16 @@ std::vector<Row> rows(bool sweep) {
                          Scale{"FSDP Llama-2 70B", 512, "fsdp-llama2-70b-512"},
                          Scale{"FSDP Llama-2 7B", 128, "fsdp-llama2-7b-128"},
                          Scale{"SC21 1008B row (PP64 TP8 DP6)", 3072, "sc21-1008b-3072"},
-                         Scale{"GPT-3 175B dgx-h100 3-level fabric", 6144, "gpt3-175b-6144-dgx-h100"}}) {
+                         Scale{"GPT-3 175B dgx-h100 3-level fabric", 6144, "gpt3-175b-6144-dgx-h100"},
+                         Scale{"Llama-2 70B TP2 PP8x2 DP32 on GB200 racks", 512, "llama2-70b-512-gb200"}}) {
     for (const char* net : {"analytical", "flow"}) {
       r.push_back({fmt::format("{}, {}", k.label, net), k.gpus,
                    simulate(fmt::format("bench/scenarios/{}.json", k.file), net)});
     }
   }
+  // Folding by placement against every rank simulated (the same answer).
+  r.push_back({"Llama-2 70B TP2 PP8x2 DP32 on GB200 racks, analytical, unfolded", 512,
+               simulate("bench/scenarios/llama2-70b-512-gb200.json", "analytical", {"--set", "plan.fold=false"})});
   // DP growth at fixed TP x PP = 2 x 2 (GPT-2 large, dgx-a100 fat tree): DP 1 -> 4096.
   for (int dp : {1, 64, 4096}) {
     for (const char* net : {"analytical", "flow"}) {

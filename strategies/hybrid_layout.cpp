@@ -77,6 +77,11 @@ void HybridLayout::fold_replicas(const Plan& plan, const topo::Cluster& cluster)
   // Replicas with experts, context-parallel groups or hybrid-sharding groups fold no further:
   // those subgroups are keyed by replica index.
   if (unit_ > 1 || ep_ > 1 || plan.cp > 1 || plan.hybrid_shard()) return;
+  // Only on the analytical network, where jobs never meet: a replica's timeline is then its own
+  // placement's and the shared collectives'. On the flow network a replica's flows meet its
+  // neighbours', and those differ between placements that repeat (a ring's exit NIC, a leaf
+  // switch's uplinks), so the answer would not be the unfolded one bit for bit.
+  if (plan.network != sim::NetworkKind::analytical) return;
   // Otherwise one replica is simulated per placement: the same node offsets and the same local
   // indices (so the placement is the first one's moved by whole nodes, and so are the replicas
   // sharing its nodes), on nodes of the same size holding as many of the plan's GPUs (a partly

@@ -108,7 +108,8 @@ TEST_CASE("folding data-parallel replicas and TP ranks gives the unfolded answer
       json doc = scenario({{"dp", 12}, {"pp", 3}, {"tp", 2}, {"global_batch", 48}, {"schedule", "1f1b"},
                            {"partition", "uniform"}, {"zero", 1}, {"network", network}});
       doc["cluster"]["gpus"] = 72;
-      same_answer(doc, 12);
+      // By placement on the analytical network only; on the flow network only the TP ranks fold.
+      same_answer(doc, std::string(network) == "analytical" ? 12 : 36);
     }
     SECTION(std::string("dp 20 x pp 4 x tp 4 on 320 GB200s, 16-GPU replicas on 72-GPU racks (eleven placements), ") +
             network) {
@@ -118,7 +119,7 @@ TEST_CASE("folding data-parallel replicas and TP ranks gives the unfolded answer
                            {"virtual_stages", 3}, {"partition", "uniform"}, {"sequence_parallel", true},
                            {"network", network}});
       doc["cluster"] = {{"preset", "gb200-nvl72"}, {"gpus", 320}};
-      same_answer(doc, 44);
+      same_answer(doc, std::string(network) == "analytical" ? 44 : 80);
     }
     SECTION(std::string("dp 4 x pp 4, interleaved, data-parallel groups across both nodes, ") + network) {
       same_answer(scenario({{"dp", 4}, {"pp", 4}, {"global_batch", 32}, {"schedule", "interleaved"},
@@ -146,6 +147,7 @@ TEST_CASE("only ranks that sit alike fold", "[training][fold]") {
     // and 8). 36 GPUs leave node 4 half used: replicas 10 (GPUs 30-32) and 11 (33-35) are
     // simulated too, as nothing else shares a half-used node.
     p.dp = 12;
+    p.network = sim::NetworkKind::analytical;
     const auto c = topo::resolve_cluster("dgx-a100", 36);
     const strategy::HybridLayout l(p, 3, c);
     REQUIRE(l.folds_dp());
@@ -170,12 +172,16 @@ TEST_CASE("only ranks that sit alike fold", "[training][fold]") {
     std::vector<sim::GpuId> stage1;
     for (int d = 0; d < 12; ++d) stage1.push_back(static_cast<sim::GpuId>(3 * d + 1));
     REQUIRE(g.communicators[dp].groups == std::vector<std::vector<sim::GpuId>>{stage1});
+    // On the flow network replicas that straddle nodes differently are all simulated.
+    p.network = sim::NetworkKind::flow;
+    REQUIRE_FALSE(strategy::HybridLayout(p, 3, c).folds_dp());
   }
   SECTION("with hybrid sharding, replicas that straddle nodes do not fold") {
     // Shard groups are keyed by replica index: every replica must sit as replica 0 does.
     p.dp = 16;
     p.zero = 3;
     p.shard_group = 8;
+    p.network = sim::NetworkKind::analytical;
     const auto c = topo::resolve_cluster("dgx-a100", 48);
     const strategy::HybridLayout l(p, 3, c);
     REQUIRE_FALSE(l.folds_dp());
