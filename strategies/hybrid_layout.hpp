@@ -23,8 +23,9 @@
 ///
 /// TP folds when every TP group is inside one node; replicas fold when every replica's GPUs
 /// sit on their nodes as the replica standing for them does (the same node and local-index offsets from the
-/// replica's first GPU, so the same stage boundaries cross nodes). Without experts, context
-/// parallelism or hybrid sharding, one replica is simulated per such placement: where replicas
+/// replica's first GPU, so the same stage boundaries cross nodes). On the analytical network
+/// (where jobs never meet) and without experts, context parallelism or hybrid sharding, one
+/// replica is simulated per placement otherwise: where replicas
 /// straddle nodes in different ways (16-GPU replicas on 72-GPU racks: those inside a rack, and
 /// those split 8 + 8 across two), the first replica of each placement stands for the others of
 /// it, and the simulated replicas are not consecutive (real(d)). With them, replica d must sit as
