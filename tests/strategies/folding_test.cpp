@@ -129,6 +129,29 @@ TEST_CASE("folding data-parallel replicas and TP ranks gives the unfolded answer
   }
 }
 
+TEST_CASE("folding by placement gives the unfolded answer on the analytical network", "[training][fold]") {
+  struct Layout {
+    int gpus, tp, pp, dp, simulated;
+    const char* why;
+  };
+  for (const Layout& l : {
+           // 3-GPU replicas on 8-GPU nodes repeat every 8 replicas (three nodes); node 7 holds 4
+           // GPUs, so replicas 18 and 19 sit apart from replicas 2 and 3: 10 placements.
+           Layout{60, 1, 3, 20, 30, "3-GPU replicas, a half-used last node"},
+           // 6-GPU replicas repeat every 4 (three nodes), TP pairs inside a node: 4 placements.
+           Layout{96, 2, 3, 16, 12, "6-GPU replicas on twelve nodes"},
+           // 12-GPU replicas repeat every 2 (three nodes): 2 placements.
+           Layout{72, 4, 3, 6, 6, "12-GPU replicas on nine nodes"},
+       }) {
+    CAPTURE(l.why);
+    json doc = scenario({{"dp", l.dp}, {"tp", l.tp}, {"pp", l.pp}, {"global_batch", l.dp * 2 * l.pp},
+                         {"schedule", "1f1b"}, {"partition", "uniform"}, {"network", "analytical"}});
+    doc["cluster"]["gpus"] = l.gpus;
+    same_answer(doc, l.simulated);
+    REQUIRE(run_folded(doc, true).report.folding.find("replicas by placement") != std::string::npos);
+  }
+}
+
 TEST_CASE("only ranks that sit alike fold", "[training][fold]") {
   strategy::Plan p;
   p.dp = 5;
