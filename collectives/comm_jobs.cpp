@@ -121,22 +121,34 @@ Time CommJobs::alone(std::uint32_t job) {
     // one of each class runs.
     std::optional<PlanClasses> classes;
     bool classified = false;
-    Time longest;
+    std::optional<Time> longest;
+    std::optional<Time> shortest;
+    const auto note = [&](Time t) {
+      longest = std::max(longest.value_or(t), t);
+      shortest = std::min(shortest.value_or(t), t);
+    };
     for (std::size_t i = 0; i < plans.size(); ++i) {
       if (keeps_standalone_rates(std::vector<const CollectivePlan*>{plans[i]}, pools_.capacity, &load_scratch_)) {
-        longest = std::max(longest, standalone_duration(*plans[i], pools_.capacity, false));
+        note(standalone_duration(*plans[i], pools_.capacity, false));
         continue;
       }
       if (!classified && plans.size() > 1) classes = plan_classes(plans, pools_.capacity, {});
       classified = true;
       if (classes && classes->copies[i].empty()) continue;  // a member: its representative runs
-      longest = std::max(longest, plan_alone(j, i));
+      note(plan_alone(j, i));
     }
-    j.alone = longest;
+    j.alone = longest.value_or(Time{});
+    j.alone_first = shortest.value_or(Time{});
   } else if (keeps_standalone_rates(j.load, pools_.capacity)) {
-    Time longest;
-    for (const CollectivePlan* p : plans) longest = std::max(longest, standalone_duration(*p, pools_.capacity, true));
-    j.alone = longest;
+    std::optional<Time> longest;
+    std::optional<Time> shortest;
+    for (const CollectivePlan* p : plans) {
+      const Time t = standalone_duration(*p, pools_.capacity, true);
+      longest = std::max(longest.value_or(t), t);
+      shortest = std::min(shortest.value_or(t), t);
+    }
+    j.alone = longest.value_or(Time{});
+    j.alone_first = shortest.value_or(Time{});
   } else {
     auto run = own_run(j);
     run->sim.run();
@@ -144,6 +156,7 @@ Time CommJobs::alone(std::uint32_t job) {
       throw InternalError(fmt::format("comm jobs: job {} did not finish on a network of its own", job));
     }
     j.alone = run->finished.last;
+    j.alone_first = run->finished.first.value_or(run->finished.last);
   }
   return *j.alone;
 }
@@ -244,6 +257,8 @@ void CommJobs::start(std::uint32_t job, const PlanSource& plans, FlowNotify done
   a.instances.clear();
   a.resume.reset();
   a.may_return = true;
+  a.first_end.reset();
+  a.closed_first.reset();
   ++a.generation;
   bool crowded = !closed_form_;
   if (kind_ == NetworkKind::analytical) {
@@ -270,6 +285,7 @@ void CommJobs::start(std::uint32_t job, const PlanSource& plans, FlowNotify done
   Active& b = actives_[slot];
   b.closed = true;
   b.end = sim_.now() + duration;
+  b.closed_first = sim_.now() + jobs_[job].alone_first;
   sim_.schedule_at(b.end, self_, kClosedDone, (static_cast<std::uint64_t>(b.generation) << 32) | slot);
 }
 
@@ -327,6 +343,9 @@ void CommJobs::rebuild(std::uint32_t slot) {
   const Time base = a.resume ? a.resume->at : a.start;
   auto run = a.resume ? resumed_run(j, *a.resume, replay) : own_run(j, &replay);
   run->sim.run_before(sim_.now() - base, priority::settle);
+  // Plans that ended before now in that run ended then; the closed form's other ends do not hold.
+  a.closed_first.reset();
+  if (run->finished.first) note_end(a, base + *run->finished.first);
   if (a.resume) {
     // Going back and forth copies its state each way (positions, flows in flight); when the
     // stretch in closed form saved less than one event per eight of them (a job crowded again
@@ -440,12 +459,14 @@ void CommJobs::return_to_closed_form(std::uint32_t slot) {
   // from that state, below (one replay per class of alike plans in equal states).
   const auto leaves = [this](FlowId id) { return flow_->leaves_alone(id); };
   Time end = sim_.now();
+  std::optional<Time> first;  // its first running plan's end from here
   if (*j.keeps_alone) {
     for (const std::uint32_t id : a.instances) {
       if (id == kNone) continue;
       const auto e = engine_.end_alone(id, pools_.capacity, leaves);
       if (!e) return;
       end = std::max(end, *e);
+      first = std::min(first.value_or(*e), *e);
     }
   }
   auto resume = std::make_unique<Resume>();
@@ -486,6 +507,7 @@ void CommJobs::return_to_closed_form(std::uint32_t slot) {
       }
     }
     end = std::max(end, a.resume->at + run->finished.last);
+    if (run->finished.first) first = a.resume->at + *run->finished.first;
   }
   for (const std::uint32_t id : a.instances) {
     if (id == kNone) continue;
@@ -497,12 +519,20 @@ void CommJobs::return_to_closed_form(std::uint32_t slot) {
   a.pending = 0;
   a.closed = true;
   a.end = end;
+  a.closed_first = first;
   ++a.generation;
   sim_.schedule_at(a.end, self_, kClosedDone, (static_cast<std::uint64_t>(a.generation) << 32) | slot);
 }
 
+void CommJobs::note_end(Active& a, Time t) { a.first_end = std::min(a.first_end.value_or(t), t); }
+
 void CommJobs::finish(std::uint32_t slot) {
   Active& a = actives_[slot];
+  if (a.closed && a.closed_first) note_end(a, *a.closed_first);
+  if (jobs_[a.job].plans.size() > 1 && a.first_end && *a.first_end < sim_.now()) {
+    ++stats_.uneven_jobs;
+    stats_.uneven_spread = std::max(stats_.uneven_spread, sim_.now() - *a.first_end);
+  }
   ++a.generation;
   a.resume.reset();
   a.instances.clear();
@@ -538,6 +568,7 @@ void CommJobs::handle(Simulator& /*sim*/, const Event& event) {
       Active& a = actives_.at(slot);
       if (a.closed || a.pending == 0) throw InternalError("comm jobs: a plan ended for a job not running flow by flow");
       a.instances.at(event.data >> 32) = kNone;
+      note_end(a, sim_.now());
       if (--a.pending == 0) finish(slot);
       return;
     }

@@ -79,6 +79,12 @@ class CommJobs final : private EventHandler {
     std::uint64_t returned = 0;      ///< flow-by-flow jobs back in closed form once alone again
     std::uint64_t own_runs = 0;      ///< runs of a job's plans on a network of their own
     std::uint64_t plans_copied = 0;  ///< rebuilt plans copied from an alike plan's replay
+    /// Jobs of two or more plans (a folded collective's groups, a folded transfer's mirrors)
+    /// whose plans did not all end at the same instant, and the longest time from a job's first
+    /// plan's end to its last's. Zero: every folded group ended with its representative, so the
+    /// folded run is the unfolded one (each replica's timeline stayed its representative's).
+    std::uint64_t uneven_jobs = 0;
+    Time uneven_spread;
   };
   const Stats& stats() const noexcept { return stats_; }
 
@@ -89,6 +95,7 @@ class CommJobs final : private EventHandler {
     std::uint32_t footprint = 0;                               ///< its pools, interned
     std::vector<LinkLoad> load;                                ///< flow-level: per pool, by pool
     std::optional<Time> alone;                                 ///< duration alone, once known
+    Time alone_first;  ///< alone: when its first plan ends (its shortest plan's duration)
     std::optional<bool> keeps_alone;  ///< flow-level: its own flows never crowd a link
     std::vector<std::shared_ptr<const CollectivePlan>> local_plans;  ///< over its footprint's places, once needed
     /// Flow-level, once a rebuild needs them: its alike plans (collectives/plan_classes.hpp),
@@ -122,6 +129,10 @@ class CommJobs final : private EventHandler {
     std::vector<std::uint32_t> instances;  ///< flow by flow: each plan's engine instance, or kNone
     std::unique_ptr<Resume> resume;        ///< closed again after running flow by flow: from here
     bool may_return = true;  ///< no return has failed to pay for itself (rebuild)
+    /// The earliest end of one of its plans seen so far, and, while in closed form, when its
+    /// first plan ends in that form (kept if the form holds to the job's end).
+    std::optional<Time> first_end;
+    std::optional<Time> closed_first;
   };
   static constexpr std::uint32_t kNone = 0xffffffffU;
   struct OwnRun;
@@ -145,6 +156,8 @@ class CommJobs final : private EventHandler {
   void run_flow_by_flow(std::uint32_t slot);
   void rebuild(std::uint32_t slot);
   void finish(std::uint32_t slot);
+  /// One of a's plans ended at `t` (Active::first_end).
+  static void note_end(Active& a, Time t);
   /// Jobs running flow by flow that shared links with jobs ending now go back to closed form
   /// where nothing crowds them any more (return_to_closed_form).
   void check_returns();

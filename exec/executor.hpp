@@ -110,6 +110,12 @@ struct ExecutionResult {
   std::uint64_t jobs_rebuilt = 0;
   std::uint64_t jobs_returned = 0;
   std::uint64_t plans_copied = 0;
+  /// Folded collectives and transfers whose groups or mirrors did not all end at the same
+  /// instant, and the longest time from one's first group's end to its last's (CommJobs::Stats).
+  /// Zero: the folded run is the unfolded one; otherwise a replica it stands for would have run
+  /// ahead of its representative by up to that much.
+  std::uint64_t folded_uneven = 0;
+  Time folded_spread;
 };
 
 /// Validates `graph` against `fabric` (GraphError naming the node and what is wrong: a dangling

@@ -311,6 +311,8 @@ nlohmann::json to_json(const Report& r, const nlohmann::json& plan) {
                 {"events", r.events},
                 {"simulated_ranks", r.simulated_ranks},
                 {"folding", r.folding.empty() ? json(nullptr) : json(r.folding)},
+                {"folding_exact", r.folding.empty() ? json(nullptr) : json(r.folding_uneven == 0)},
+                {"folding_spread_s", r.folding_spread_s},
                 {"fingerprint", fmt::format("{:016x}", r.fingerprint)}}}};
   if (r.measured.present) doc["measured"] = measured;
   return doc;
@@ -333,7 +335,15 @@ std::string to_text(const Report& r) {
                      static_cast<double>(r.model_params) * 1e-6, flop_text(r.model_fwd_flops));
   out += fmt::format("cluster     {}: {} x {} on {} node{}\n", r.cluster, r.gpus, r.gpu, r.nodes, r.nodes == 1 ? "" : "s");
   out += fmt::format("plan        {}\n", r.plan_summary);
-  if (!r.folding.empty()) out += fmt::format("simulation  {}\n", r.folding);
+  if (!r.folding.empty()) {
+    out += fmt::format("simulation  {}{}\n", r.folding,
+                       r.folding_uneven == 0
+                           ? std::string()
+                           : fmt::format("; groups of {} folded collective{} or transfer{} ended up to {} apart, "
+                                         "so replicas may differ by that much",
+                                         r.folding_uneven, r.folding_uneven == 1 ? "" : "s",
+                                         r.folding_uneven == 1 ? "" : "s", seconds_text(r.folding_spread_s)));
+  }
   out += fmt::format("iteration   {}\n", seconds_text(r.iteration_time_s));
   out += fmt::format("run         {} steps: {}\n", r.steps_total, run_text(r.run_time_s));
   out += fmt::format("throughput  {:.1f} samples/s{}, {:.2f} TFLOP/s per GPU, MFU {:.1f}% of {:.0f} TFLOP/s\n",

@@ -114,6 +114,11 @@ struct Report {
   /// Identical ranks folded (HybridLayout::describe); empty when every rank was simulated.
   std::string folding;
   int simulated_ranks = 0;
+  /// Folded runs: collectives and transfers whose groups or mirrors did not all end together,
+  /// and the longest time between one's first and last (sim::ExecutionResult::folded_spread).
+  /// None: the folded run is the unfolded one.
+  std::uint64_t folding_uneven = 0;
+  double folding_spread_s = 0.0;
 
   MeasuredComparison measured;
   double iteration_time_s = 0.0;

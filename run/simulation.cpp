@@ -515,6 +515,8 @@ SimulationOutput simulate_compiled(SimulationOutput out, const Scenario& scenari
   }
   r.folding = out.compiled.folding;
   r.simulated_ranks = static_cast<int>(out.compiled.graph.ranks());
+  r.folding_uneven = out.result.folded_uneven;
+  r.folding_spread_s = out.result.folded_spread.seconds();
   const std::int64_t tokens_per_step = static_cast<std::int64_t>(plan.global_batch) * std::max(0, out.model.seq_len);
   report_timing(out, plan, compute, ranks, gpu.compute_capability, scenario.total_steps(tokens_per_step), r);
   if (scenario.measured.present) {

@@ -3,6 +3,7 @@
 /// comm_jobs.cpp and comm_jobs_own_run.cpp share.
 
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 #include "collectives/collective_engine.hpp"
@@ -18,9 +19,11 @@ namespace comm_jobs_detail {
 struct Finished final : EventHandler {
   std::vector<std::uint8_t> plans;
   Time last;
+  std::optional<Time> first;
   void handle(Simulator& sim, const Event& event) override {
     plans.at(event.data) = 1;
     last = sim.now();
+    if (!first) first = sim.now();
   }
 };
 

@@ -124,6 +124,66 @@ TEST_CASE("a folded transfer's mirrors contend as the full run's transfers do", 
   REQUIRE(single.makespan < folded.makespan);
 }
 
+namespace {
+
+/// One all-reduce of `bytes` by rank 0 (GPU 0), its communicator standing for `groups`.
+sim::ExecutionGraph one_all_reduce(const std::vector<std::vector<sim::GpuId>>& groups, double bytes) {
+  sim::ExecutionGraph g;
+  g.add_rank(0, 0);
+  Node ar = op(OpKind::collective, 0, 2);
+  ar.communicator = g.add_communicator({0}, groups);
+  ar.bytes = bytes;
+  g.add(ar);
+  return g;
+}
+
+/// The same all-reduce run by `group`'s own ranks, unfolded.
+sim::Time alone(const std::vector<sim::GpuId>& group, double bytes, sim::NetworkKind network) {
+  sim::ExecutionGraph g;
+  for (std::size_t r = 0; r < group.size(); ++r) g.add_rank(group[r], static_cast<std::uint32_t>(r));
+  std::vector<sim::RankId> ranks;
+  for (std::size_t r = 0; r < group.size(); ++r) ranks.push_back(static_cast<sim::RankId>(r));
+  const auto c = g.add_communicator(ranks);
+  for (const sim::RankId r : ranks) {
+    Node ar = op(OpKind::collective, r, 2);
+    ar.communicator = c;
+    ar.bytes = bytes;
+    g.add(ar);
+  }
+  return sim::execute(g, two_nodes(), test::executor_config(), network).makespan;
+}
+
+}  // namespace
+
+TEST_CASE("a folded collective whose groups end apart is reported as not exact", "[collectives][fold]") {
+  const double bytes = 64e6;
+  sim::ExecutorOptions flow_by_flow;  // every job flow by flow: the ends come from each group's last flow
+  flow_by_flow.closed_form = false;
+  for (const auto network : {sim::NetworkKind::flow, sim::NetworkKind::analytical}) {
+   for (const bool closed : {true, false}) {
+    CAPTURE(sim::to_string(network), closed);
+    const sim::ExecutorOptions options = closed ? sim::ExecutorOptions{} : flow_by_flow;
+    // Two pairs over NVLink inside node 0: they end together, so the folded run is exact.
+    const auto even =
+        sim::execute(one_all_reduce({{0, 1}, {2, 3}}, bytes), two_nodes(), test::executor_config(), network, options);
+    REQUIRE(even.folded_uneven == 0);
+    REQUIRE(even.folded_spread == sim::Time::zero());
+    // A pair inside node 0 and one across the nodes (InfiniBand): the folded collective ends
+    // with the slower group, and the faster one's replica would have gone on that much earlier.
+    const std::vector<sim::GpuId> inside{0, 1};
+    const std::vector<sim::GpuId> across{2, 10};
+    const auto uneven =
+        sim::execute(one_all_reduce({inside, across}, bytes), two_nodes(), test::executor_config(), network, options);
+    const sim::Time fast = alone(inside, bytes, network);
+    const sim::Time slow = alone(across, bytes, network);
+    REQUIRE(fast < slow);
+    REQUIRE(uneven.makespan == slow);
+    REQUIRE(uneven.folded_uneven == 1);
+    REQUIRE(uneven.folded_spread == slow - fast);
+   }
+  }
+}
+
 TEST_CASE("collectives in closed form reproduce the flow-by-flow run with fewer events", "[collectives]") {
   sim::ExecutorOptions off;
   off.closed_form = false;
