@@ -113,6 +113,13 @@ Time CommJobs::alone(std::uint32_t job) {
   if (j.alone) return *j.alone;
   std::vector<const CollectivePlan*> plans;
   for (const auto& p : j.plans) plans.push_back(p.get());
+  // Its plans' durations alone: the longest is the job's, the shortest its first plan's end.
+  std::optional<Time> longest;
+  std::optional<Time> shortest;
+  const auto note = [&](Time t) {
+    longest = std::max(longest.value_or(t), t);
+    shortest = std::min(shortest.value_or(t), t);
+  };
   if (kind_ == NetworkKind::analytical) {
     // Each group's collective (plan) as if alone on the fabric: its closed form when its own
     // flows never crowd a link, else a run of it on a network of its own, where they share
@@ -121,12 +128,6 @@ Time CommJobs::alone(std::uint32_t job) {
     // one of each class runs.
     std::optional<PlanClasses> classes;
     bool classified = false;
-    std::optional<Time> longest;
-    std::optional<Time> shortest;
-    const auto note = [&](Time t) {
-      longest = std::max(longest.value_or(t), t);
-      shortest = std::min(shortest.value_or(t), t);
-    };
     for (std::size_t i = 0; i < plans.size(); ++i) {
       if (keeps_standalone_rates(std::vector<const CollectivePlan*>{plans[i]}, pools_.capacity, &load_scratch_)) {
         note(standalone_duration(*plans[i], pools_.capacity, false));
@@ -140,13 +141,7 @@ Time CommJobs::alone(std::uint32_t job) {
     j.alone = longest.value_or(Time{});
     j.alone_first = shortest.value_or(Time{});
   } else if (keeps_standalone_rates(j.load, pools_.capacity)) {
-    std::optional<Time> longest;
-    std::optional<Time> shortest;
-    for (const CollectivePlan* p : plans) {
-      const Time t = standalone_duration(*p, pools_.capacity, true);
-      longest = std::max(longest.value_or(t), t);
-      shortest = std::min(shortest.value_or(t), t);
-    }
+    for (const CollectivePlan* p : plans) note(standalone_duration(*p, pools_.capacity, true));
     j.alone = longest.value_or(Time{});
     j.alone_first = shortest.value_or(Time{});
   } else {
@@ -327,7 +322,8 @@ void CommJobs::run_flow_by_flow(std::uint32_t slot) {
 
 void CommJobs::rebuild(std::uint32_t slot) {
   Active& a = actives_[slot];
-  ++a.generation;  // its closed-form end no longer holds
+  ++a.generation;  // its closed-form end no longer holds, nor its first plan's
+  a.closed_first.reset();
   ++stats_.rebuilt;
   if (!a.resume && a.start == sim_.now()) {  // nothing has happened yet: start its plans here
     run_flow_by_flow(slot);
@@ -343,8 +339,7 @@ void CommJobs::rebuild(std::uint32_t slot) {
   const Time base = a.resume ? a.resume->at : a.start;
   auto run = a.resume ? resumed_run(j, *a.resume, replay) : own_run(j, &replay);
   run->sim.run_before(sim_.now() - base, priority::settle);
-  // Plans that ended before now in that run ended then; the closed form's other ends do not hold.
-  a.closed_first.reset();
+  // Plans that ended before now in that run ended then.
   if (run->finished.first) note_end(a, base + *run->finished.first);
   if (a.resume) {
     // Going back and forth copies its state each way (positions, flows in flight); when the
