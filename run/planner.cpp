@@ -3,8 +3,8 @@
 #include <fmt/core.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
+#include <condition_variable>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -347,38 +347,55 @@ PlanSearch search_document(const std::string& path, const json& doc, const PlanS
   std::stable_sort(candidates.begin(), candidates.end(),
                    [](const Candidate& a, const Candidate& b) { return a.row.bound_s < b.row.bound_s; });
 
-  // 3. In rounds of `jobs` (so that what is pruned does not depend on thread timing): a candidate
-  // whose bound is no better than the top-th best of the rounds before is pruned; the others are
-  // compiled, checked against the memory limit, bounded again by their busiest stream, and
-  // simulated.
+  // 3. In bound order, on `jobs` threads without rounds: candidate i is weighed against the
+  // top-th best of the candidates before i - lag (lag 0 on one thread, 4 x jobs on more), which
+  // are done before it is taken up (a thread waits when a slower one still holds one of them),
+  // so that what is pruned depends on i and jobs alone, not on thread timing. The lag lets a
+  // thread run past a long candidate on another; what it costs is a threshold that sees up to
+  // lag fewer results. A candidate whose bound is no better is pruned; the others are compiled,
+  // checked against the memory limit, bounded again by their busiest stream, and simulated.
   const std::size_t top = static_cast<std::size_t>(std::max(1, options.top));
-  std::vector<PlanRow> fitting;
-  std::mutex lock;
   const auto prune = [&](PlanRow& row, double threshold) {
     row.status = PlanRow::Status::bound;
     row.reason = fmt::format("lower bound {:.4g} s, no better than the {}th best {:.4g} s", row.bound_s, top, threshold);
   };
+  const std::size_t count = candidates.size();
+  const std::size_t lag = jobs > 1 ? 4 * jobs : 0;
+  std::vector<std::string> errors(count);
+  std::vector<char> compiled_ones(count, 0);
+  std::vector<char> done(count, 0);
   std::size_t next = 0;
-  while (next < candidates.size()) {
-    const double threshold =
-        fitting.size() >= top ? fitting[top - 1].iteration_s : std::numeric_limits<double>::infinity();
-    std::vector<std::size_t> round;
-    while (next < candidates.size() && round.size() < jobs) {
-      Candidate& c = candidates[next];
+  std::size_t done_before = 0;  // candidates [0, done_before) are done
+  std::mutex lock;
+  std::condition_variable progressed;
+  // The top-th best iteration among the fitting candidates of [0, end); all of them done.
+  const auto threshold_of = [&](std::size_t end) {
+    std::vector<double> times;
+    for (std::size_t k = 0; k < end; ++k) {
+      if (candidates[k].row.status == PlanRow::Status::fits) times.push_back(candidates[k].row.iteration_s);
+    }
+    if (times.size() < top) return std::numeric_limits<double>::infinity();
+    std::nth_element(times.begin(), times.begin() + static_cast<std::ptrdiff_t>(top - 1), times.end());
+    return times[top - 1];
+  };
+  auto worker = [&] {
+    for (;;) {
+      std::size_t i = 0;
+      double threshold = 0.0;
+      {
+        std::unique_lock<std::mutex> g(lock);
+        if (next >= count) return;
+        i = next++;
+        const std::size_t seen = i > lag ? i - lag : 0;
+        progressed.wait(g, [&] { return done_before >= seen; });
+        threshold = threshold_of(seen);
+      }
+      Candidate& c = candidates[i];
+      bool simulated = false;
       if (c.row.bound_s >= threshold) {
         prune(c.row, threshold);
-        search.rows.push_back(std::move(c.row));
       } else {
-        round.push_back(next);
-      }
-      ++next;
-    }
-    std::vector<std::string> errors(round.size());
-    std::atomic<std::size_t> taken{0};
-    auto worker = [&] {
-      for (std::size_t k = taken++; k < round.size(); k = taken++) {
-        Candidate& c = candidates[round[k]];
-        bool simulated = false;
+        compiled_ones[i] = 1;
         try {
           SimulationOutput compiled = compile_scenario(c.scenario, shared);
           for (const RankMemory& m : compiled.report.memory) {
@@ -411,34 +428,34 @@ PlanSearch search_document(const std::string& path, const json& doc, const PlanS
             if (out.report.oom()) c.row.reason = "out of memory in simulation (MoE dispatch buffers)";
           }
         } catch (const sim::Error& e) {
-          errors[k] = e.what();
-        }
-        if (progress && (simulated || !errors[k].empty())) {
-          const std::lock_guard<std::mutex> g(lock);
-          progress(fmt::format("{}: {}", c.row.label,
-                               errors[k].empty() ? fmt::format("{:.4g} s", c.row.iteration_s) : errors[k]));
+          errors[i] = e.what();
+          c.row.status = PlanRow::Status::invalid;
+          c.row.reason = reason_of(errors[i], path);
         }
       }
-    };
-    std::vector<std::thread> pool;
-    for (std::size_t t = 1; t < std::min(jobs, round.size()); ++t) pool.emplace_back(worker);
-    worker();
-    for (auto& t : pool) t.join();
-    for (std::size_t k = 0; k < round.size(); ++k) {
-      Candidate& c = candidates[round[k]];
-      ++search.compiled;
-      if (!errors[k].empty()) {
-        c.row.status = PlanRow::Status::invalid;
-        c.row.reason = reason_of(errors[k], path);
-      } else if (c.row.status == PlanRow::Status::fits || c.row.status == PlanRow::Status::oom) {
-        ++search.simulated;
+      const std::lock_guard<std::mutex> g(lock);
+      if (progress && (simulated || !errors[i].empty())) {
+        progress(fmt::format("{}: {}", c.row.label,
+                             errors[i].empty() ? fmt::format("{:.4g} s", c.row.iteration_s) : errors[i]));
       }
-      if (c.row.status == PlanRow::Status::fits) {
-        fitting.push_back(c.row);
-        std::sort(fitting.begin(), fitting.end(), better);
-      } else {
-        search.rows.push_back(std::move(c.row));
-      }
+      done[i] = 1;
+      while (done_before < count && done[done_before]) ++done_before;
+      progressed.notify_all();
+    }
+  };
+  std::vector<std::thread> pool;
+  for (std::size_t t = 1; t < std::min(jobs, count); ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+  std::vector<PlanRow> fitting;
+  for (std::size_t i = 0; i < count; ++i) {
+    Candidate& c = candidates[i];
+    if (compiled_ones[i]) ++search.compiled;
+    if (c.row.status == PlanRow::Status::fits || c.row.status == PlanRow::Status::oom) ++search.simulated;
+    if (c.row.status == PlanRow::Status::fits) {
+      fitting.push_back(std::move(c.row));
+    } else {
+      search.rows.push_back(std::move(c.row));
     }
   }
   std::sort(fitting.begin(), fitting.end(), better);

@@ -103,6 +103,45 @@ TEST_CASE("plans are pruned only when their lower bound cannot enter the best", 
   REQUIRE(search.simulated <= full.simulated);
 }
 
+TEST_CASE("on several threads, what is pruned depends on the candidates' order alone, not on timing",
+          "[planner]") {
+  // Candidate i is weighed against the candidates before i - 4 x jobs, whichever thread ends
+  // first: repeated searches on 3 threads give the same rows, and the same best as one thread.
+  const std::string path = test::data_path("scenarios/plan_gpt2.json");
+  strategy::PlanOptions one;
+  one.top = 1;
+  one.jobs = 1;
+  const auto serial = strategy::search_plans(path, {}, small_space(), one, inputs());
+  strategy::PlanOptions three = one;
+  three.jobs = 3;
+  const auto first = strategy::search_plans(path, {}, small_space(), three, inputs());
+  REQUIRE(first.rows.front().status == Status::best);
+  REQUIRE(first.rows.front().label == serial.rows.front().label);
+  REQUIRE(first.rows.front().iteration_s == serial.rows.front().iteration_s);
+  // Three threads see less before each candidate than one does: they prune no more.
+  REQUIRE(first.simulated >= serial.simulated);
+  int pruned = 0;
+  for (const auto& row : first.rows) {
+    if (row.status != Status::bound) continue;
+    ++pruned;
+    REQUIRE(row.bound_s >= first.rows.front().iteration_s);
+  }
+  REQUIRE(pruned > 0);
+  for (int repeat = 0; repeat < 3; ++repeat) {
+    const auto again = strategy::search_plans(path, {}, small_space(), three, inputs());
+    REQUIRE(again.rows.size() == first.rows.size());
+    REQUIRE(again.simulated == first.simulated);
+    REQUIRE(again.compiled == first.compiled);
+    for (std::size_t k = 0; k < first.rows.size(); ++k) {
+      INFO(first.rows[k].label);
+      REQUIRE(again.rows[k].label == first.rows[k].label);
+      REQUIRE(again.rows[k].status == first.rows[k].status);
+      REQUIRE(again.rows[k].reason == first.rows[k].reason);
+      REQUIRE(again.rows[k].iteration_s == first.rows[k].iteration_s);
+    }
+  }
+}
+
 TEST_CASE("a memory margin leaves out plans whose peak passes it", "[planner]") {
   const std::string path = test::data_path("scenarios/plan_gpt2.json");
   strategy::PlanOptions options;
