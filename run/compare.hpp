@@ -37,10 +37,12 @@ struct HardwareRow {
 std::vector<HardwareOption> hardware_options(const Scenario& base, const std::vector<std::string>& clusters,
                                              const std::vector<int>& gpus);
 
-/// Runs the plan search of `doc` (read from `path`) on every option, in order, with `space`'s
-/// dimensions (empty ones: each cluster's defaults). An option whose cluster cannot be built or
-/// whose search fails gets its reason, not an exception. `budget_usd` > 0 marks rows whose run
-/// costs more. `progress` gets a line per option and per simulation.
+/// Runs the plan search of `doc` (read from `path`) on every option, with `space`'s dimensions
+/// (empty ones: each cluster's defaults); rows in the options' order. The searches run side by
+/// side on plan_options.jobs threads (0: all cores), each on jobs / min(jobs, options) of them.
+/// An option whose cluster cannot be built or whose search fails gets its reason, not an
+/// exception. `budget_usd` > 0 marks rows whose run costs more. `progress` gets a line per
+/// option and per simulation, one call at a time, the options' lines interleaved.
 std::vector<HardwareRow> compare_hardware(const std::string& path, const nlohmann::json& doc,
                                           const std::vector<HardwareOption>& options, const PlanSpace& space,
                                           const PlanOptions& plan_options, const SimulationInputs& inputs,

@@ -2,6 +2,12 @@
 // front holds exactly the options no other beats on both run time and run cost; budgets mark.
 #include <catch2/catch.hpp>
 
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include "common/json_reader.hpp"
 #include "run/calibration.hpp"
 #include "run/compare.hpp"
@@ -86,4 +92,47 @@ TEST_CASE("each hardware option's best plan is the plan search's on that cluster
   // An option whose cluster cannot be built says why instead of stopping the comparison.
   REQUIRE_FALSE(rows[3].best.has_value());
   REQUIRE_THAT(rows[3].reason, Contains("thetagpu has 192 GPUs"));
+}
+
+TEST_CASE("the options' searches run side by side and give what one thread gives", "[compare]") {
+  // 3 threads for 4 options: three searches at a time, one thread each; the rows come back in
+  // the options' order, each as its search alone finds it, and every progress line arrives whole.
+  const std::string path = test::data_path("scenarios/plan_gpt2.json");
+  strategy::SimulationInputs inputs;
+  inputs.collectives = run::default_collective_config();
+  const topo::JsonReader reader(path, sim::ErrorKind::config);
+  const auto doc = reader.parse_file();
+  const std::vector<strategy::HardwareOption> hardware{{"dgx-a100", 8}, {"dgx-h100", 8}, {"dgx-h100", 4}, {"thetagpu", 1000}};
+  strategy::PlanOptions serial;
+  serial.top = 1;
+  serial.jobs = 1;
+  const auto one = strategy::compare_hardware(path, doc, hardware, small_space(), serial, inputs);
+  strategy::PlanOptions threads = serial;
+  threads.jobs = 3;
+  std::vector<std::string> lines;
+  const auto three = strategy::compare_hardware(path, doc, hardware, small_space(), threads, inputs, 0.0,
+                                                [&](const std::string& line) { lines.push_back(line); });
+  REQUIRE(three.size() == one.size());
+  for (std::size_t i = 0; i < one.size(); ++i) {
+    INFO(hardware[i].cluster << " x " << hardware[i].gpus);
+    REQUIRE(three[i].option.cluster == hardware[i].cluster);
+    REQUIRE(three[i].option.gpus == hardware[i].gpus);
+    REQUIRE(three[i].best.has_value() == one[i].best.has_value());
+    REQUIRE(three[i].reason == one[i].reason);
+    REQUIRE(three[i].simulated == one[i].simulated);
+    if (one[i].best) {
+      REQUIRE(three[i].best->label == one[i].best->label);
+      REQUIRE(three[i].best->iteration_s == one[i].best->iteration_s);
+    }
+  }
+  for (const auto& option : hardware) {
+    const std::string name = fmt::format("{} x {}: ", option.cluster, option.gpus);
+    REQUIRE(std::count(lines.begin(), lines.end(), name + "searching") == 1);
+  }
+  for (const auto& line : lines) {
+    INFO(line);
+    REQUIRE(std::count_if(hardware.begin(), hardware.end(), [&](const auto& o) {
+              return line.rfind(fmt::format("{} x {}: ", o.cluster, o.gpus), 0) == 0;
+            }) == 1);
+  }
 }
