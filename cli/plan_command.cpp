@@ -349,7 +349,7 @@ void add_plan_command(CLI::App& app, Runner& run) {
   cmd->add_option("--sequence-parallel", o->sequence_parallel, "on, off or on,off (default: both, with tp > 1)");
   cmd->add_option("--memory-margin", o->search.memory_margin,
                   "Fraction of each GPU's memory a plan must leave free (default: 0.1)");
-  cmd->add_option("--top", o->search.top, "Plans to print (default: 10)")->check(at_least(1));
+  cmd->add_option("--top", o->search.top, "Plans to print (default: 10; with --clusters each option's best alone)")->check(at_least(1));
   cmd->add_option("--jobs", o->search.jobs, "Parallel simulations (default: all cores)")->check(at_least(0));
   cmd->add_option("--clusters", o->clusters,
                   "Compare hardware: clusters (presets or topology files) to search, comma-separated (default: the "

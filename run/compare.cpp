@@ -83,6 +83,9 @@ std::vector<HardwareRow> compare_hardware(const std::string& path, const nlohman
   const std::size_t side_by_side = std::max<std::size_t>(1, std::min(jobs, options.size()));
   PlanOptions each = plan_options;
   each.jobs = static_cast<int>(std::max<std::size_t>(1, jobs / side_by_side));
+  // A row keeps its option's best plan alone, so each search prunes against its best so far
+  // rather than its top-th: the same best, fewer plans simulated.
+  each.top = 1;
   std::mutex lock;
   const std::function<void(const std::string&)> report = [&](const std::string& line) {
     const std::lock_guard<std::mutex> g(lock);

@@ -39,7 +39,8 @@ std::vector<HardwareOption> hardware_options(const Scenario& base, const std::ve
 
 /// Runs the plan search of `doc` (read from `path`) on every option, with `space`'s dimensions
 /// (empty ones: each cluster's defaults); rows in the options' order. The searches run side by
-/// side on plan_options.jobs threads (0: all cores), each on jobs / min(jobs, options) of them.
+/// side on plan_options.jobs threads (0: all cores), each on jobs / min(jobs, options) of them,
+/// and each keeps its best alone (top 1, whatever plan_options.top says).
 /// An option whose cluster cannot be built or whose search fails gets its reason, not an
 /// exception. `budget_usd` > 0 marks rows whose run costs more. `progress` gets a line per
 /// option and per simulation, one call at a time, the options' lines interleaved.
