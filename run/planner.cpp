@@ -348,11 +348,11 @@ PlanSearch search_document(const std::string& path, const json& doc, const PlanS
                    [](const Candidate& a, const Candidate& b) { return a.row.bound_s < b.row.bound_s; });
 
   // 3. In bound order, on `jobs` threads without rounds: candidate i is weighed against the
-  // top-th best of the candidates before i - lag (lag 0 on one thread, 4 x jobs on more), which
-  // are done before it is taken up (a thread waits when a slower one still holds one of them),
-  // so that what is pruned depends on i and jobs alone, not on thread timing. The lag lets a
-  // thread run past a long candidate on another; what it costs is a threshold that sees up to
-  // lag fewer results. A candidate whose bound is no better is pruned; the others are compiled,
+  // top-th best of the candidates before i - lag (lag 0 on one thread, jobs - 1 + 8 on more),
+  // which are done before it is taken up (a thread waits when a slower one still holds one of
+  // them), so that what is pruned depends on i and jobs alone, not on thread timing. The slack of
+  // 8 lets the threads pass a long candidate by 8 before they wait; what it costs is a threshold
+  // that sees up to lag fewer results. A candidate whose bound is no better is pruned; the others are compiled,
   // checked against the memory limit, bounded again by their busiest stream, and simulated.
   const std::size_t top = static_cast<std::size_t>(std::max(1, options.top));
   const auto prune = [&](PlanRow& row, double threshold) {
@@ -360,7 +360,7 @@ PlanSearch search_document(const std::string& path, const json& doc, const PlanS
     row.reason = fmt::format("lower bound {:.4g} s, no better than the {}th best {:.4g} s", row.bound_s, top, threshold);
   };
   const std::size_t count = candidates.size();
-  const std::size_t lag = jobs > 1 ? 4 * jobs : 0;
+  const std::size_t lag = jobs > 1 ? jobs - 1 + 8 : 0;
   std::vector<std::string> errors(count);
   std::vector<char> compiled_ones(count, 0);
   std::vector<char> done(count, 0);

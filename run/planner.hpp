@@ -6,8 +6,8 @@
 /// checked against the GPUs' memory less a margin, bounded again by its busiest stream, and
 /// simulated, until no plan left can enter the best `top` (its lower bound is no faster than the
 /// top-th best found). On N > 1 threads a candidate is weighed against the candidates before it
-/// but the 4N just before it, all done before it starts: what is pruned never depends on thread
-/// timing.
+/// but the N + 7 just before it, all done before it starts: what is pruned never depends on
+/// thread timing.
 
 #include <functional>
 #include <nlohmann/json.hpp>

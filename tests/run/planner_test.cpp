@@ -105,7 +105,7 @@ TEST_CASE("plans are pruned only when their lower bound cannot enter the best", 
 
 TEST_CASE("on several threads, what is pruned depends on the candidates' order alone, not on timing",
           "[planner]") {
-  // Candidate i is weighed against the candidates before i - 4 x jobs, whichever thread ends
+  // Candidate i is weighed against the candidates before i - (jobs + 7), whichever thread ends
   // first: repeated searches on 3 threads give the same rows, and the same best as one thread.
   const std::string path = test::data_path("scenarios/plan_gpt2.json");
   strategy::PlanOptions one;
