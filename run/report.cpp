@@ -340,7 +340,7 @@ std::string to_text(const Report& r) {
                        r.folding_uneven == 0
                            ? std::string()
                            : fmt::format("; groups of {} folded collective{} or transfer{} ended up to {} apart, "
-                                         "so replicas may differ by that much",
+                                         "so replicas may differ by that much (plan.fold false simulates each)",
                                          r.folding_uneven, r.folding_uneven == 1 ? "" : "s",
                                          r.folding_uneven == 1 ? "" : "s", seconds_text(r.folding_spread_s)));
   }

@@ -320,3 +320,22 @@ TEST_CASE("placement orders TP, PP and DP as the plan says, innermost first", "[
   REQUIRE(g.communicators[dp].groups[0] == std::vector<sim::GpuId>{8, 12});
   REQUIRE(g.communicators[dp].groups[3] == std::vector<sim::GpuId>{11, 15});
 }
+
+TEST_CASE("a folded run whose groups ended apart says by how much, and how to simulate every replica", "[fold]") {
+  strategy::Report r;
+  r.folding = "16 of 512 ranks simulated (data-parallel replicas folded)";
+  const auto line = [&] {
+    const std::string text = strategy::to_text(r);
+    const std::size_t at = text.find("simulation  ");
+    REQUIRE(at != std::string::npos);
+    return text.substr(at, text.find('\n', at) - at);
+  };
+  REQUIRE(line() == "simulation  16 of 512 ranks simulated (data-parallel replicas folded)");
+  r.folding_uneven = 91;
+  r.folding_spread_s = 43.52e-6;
+  REQUIRE(line() == "simulation  16 of 512 ranks simulated (data-parallel replicas folded); groups of 91 folded "
+                    "collectives or transfers ended up to 43.52 us apart, so replicas may differ by that much "
+                    "(plan.fold false simulates each)");
+  r.folding_uneven = 1;
+  REQUIRE_THAT(line(), Catch::Contains("groups of 1 folded collective or transfer ended up to"));
+}
