@@ -38,9 +38,14 @@ std::string list_text() {
   for (const auto& [name, description] : topo::known_cluster_presets()) out += fmt::format("  {:<14} {}\n", name, description);
   out += "\nGPU models (topology files):\n";
   for (const auto& spec : topo::gpu_catalog()) {
-    out += fmt::format("  {:<16} sm{}, {} SMs, {:.0f} GiB at {:.0f} GB/s, BF16 {:.1f} TFLOP/s dense\n", spec.name,
+    // Tensor-core peaks, dense, the modes the GPU has (a V100 has neither BF16 nor FP8).
+    std::string peaks = spec.bf16.per_second() > 0.0
+                            ? fmt::format("BF16 {:.1f}", spec.bf16.per_second() * 1e-12)
+                            : fmt::format("FP16 {:.1f} (no BF16)", spec.fp16.per_second() * 1e-12);
+    if (spec.fp8.per_second() > 0.0) peaks += fmt::format(", FP8 {:.1f}", spec.fp8.per_second() * 1e-12);
+    out += fmt::format("  {:<16} sm{}, {} SMs, {:.0f} GiB at {:.0f} GB/s, {} TFLOP/s dense\n", spec.name,
                        spec.compute_capability, spec.sm_count, spec.memory.as_double() / (1 << 30),
-                       spec.memory_bandwidth.gigabytes_per_second(), spec.bf16.per_second() * 1e-12);
+                       spec.memory_bandwidth.gigabytes_per_second(), peaks);
   }
   out += "\nModels (scenario model.name; any decoder-only transformer also from model.hf_config):\n";
   for (const auto& m : strategy::known_models()) out += fmt::format("  {:<16} {}\n", m.name, m.description);

@@ -31,6 +31,18 @@ TEST_CASE("foresight --list shows every registry", "[cli]") {
     INFO(s);
     REQUIRE(r.out.find(s) != std::string::npos);
   }
+  // Each GPU with the tensor-core modes it has, at its datasheet's dense peaks: the V100 its FP16
+  // (125 TFLOP/s, V100 datasheet; it has no BF16), the A100 BF16 alone (312; no FP8), the H100
+  // SXM BF16 and FP8 (989.4 and 1979, H100 datasheet, half the sparse figures).
+  const auto gpu_line = [&](const std::string& name) {
+    const std::size_t at = r.out.find("  " + name + " ");
+    REQUIRE(at != std::string::npos);
+    return r.out.substr(at, r.out.find('\n', at) - at);
+  };
+  REQUIRE_THAT(gpu_line("V100-SXM2-32GB"), Catch::Contains("FP16 125.0 (no BF16) TFLOP/s dense"));
+  REQUIRE_THAT(gpu_line("A100-SXM4-80GB"), Catch::Contains("BF16 312.0 TFLOP/s dense"));
+  REQUIRE(gpu_line("A100-SXM4-80GB").find("FP8") == std::string::npos);
+  REQUIRE_THAT(gpu_line("H100-SXM5-80GB"), Catch::Contains("BF16 989.4, FP8 1979.0 TFLOP/s dense"));
 }
 
 TEST_CASE("foresight collective --json has nccl-tests' columns", "[cli]") {
