@@ -361,7 +361,6 @@ PlanSearch search_document(const std::string& path, const json& doc, const PlanS
   };
   const std::size_t count = candidates.size();
   const std::size_t lag = jobs > 1 ? jobs - 1 + 8 : 0;
-  std::vector<std::string> errors(count);
   std::vector<char> compiled_ones(count, 0);
   std::vector<char> done(count, 0);
   std::size_t next = 0;
@@ -392,6 +391,7 @@ PlanSearch search_document(const std::string& path, const json& doc, const PlanS
       }
       Candidate& c = candidates[i];
       bool simulated = false;
+      std::string error;
       if (c.row.bound_s >= threshold) {
         prune(c.row, threshold);
       } else {
@@ -428,15 +428,15 @@ PlanSearch search_document(const std::string& path, const json& doc, const PlanS
             if (out.report.oom()) c.row.reason = "out of memory in simulation (MoE dispatch buffers)";
           }
         } catch (const sim::Error& e) {
-          errors[i] = e.what();
+          error = e.what();
           c.row.status = PlanRow::Status::invalid;
-          c.row.reason = reason_of(errors[i], path);
+          c.row.reason = reason_of(error, path);
         }
       }
       const std::lock_guard<std::mutex> g(lock);
-      if (progress && (simulated || !errors[i].empty())) {
+      if (progress && (simulated || !error.empty())) {
         progress(fmt::format("{}: {}", c.row.label,
-                             errors[i].empty() ? fmt::format("{:.4g} s", c.row.iteration_s) : errors[i]));
+                             error.empty() ? fmt::format("{:.4g} s", c.row.iteration_s) : error));
       }
       done[i] = 1;
       while (done_before < count && done[done_before]) ++done_before;
