@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <numeric>
 #include <string_view>
 
 #include "common/error.hpp"
@@ -74,36 +75,50 @@ void HybridLayout::fold_replicas(const Plan& plan, const topo::Cluster& cluster)
     for (int d = 0; d < dp_; ++d) class_of_.push_back(d % unit_);
     return;
   }
-  // Replicas with experts, context-parallel groups or hybrid-sharding groups fold no further:
-  // those subgroups are keyed by replica index.
-  if (unit_ > 1 || ep_ > 1 || plan.cp > 1 || plan.hybrid_shard()) return;
   // Only on the analytical network, where jobs never meet: a replica's timeline is then its own
   // placement's and the shared collectives'. On the flow network a replica's flows meet its
   // neighbours', and those differ between placements that repeat (a ring's exit NIC, a leaf
   // switch's uplinks), so the answer would not be the unfolded one bit for bit.
   if (plan.network != sim::NetworkKind::analytical) return;
-  // Otherwise one replica is simulated per placement: the same node offsets and the same local
-  // indices (so the placement is the first one's moved by whole nodes, and so are the replicas
-  // sharing its nodes), on nodes of the same size holding as many of the plan's GPUs (a partly
-  // used last node differs). 16-GPU replicas on 72-GPU racks: 9 placements repeat every two
-  // racks, and the replicas on the last rack have their own.
+  // Otherwise one block of replicas is simulated per placement. Experts, context-parallel groups
+  // and hybrid-sharding groups are keyed by replica index (EP groups and shard groups are blocks
+  // of consecutive replicas; the experts' and replicas' data-parallel groups take one replica of
+  // each block): whole blocks of the least common multiple of their sizes fold, so that a
+  // simulated block's groups are its own and those across blocks take one member per block.
+  // Without them a block is one replica.
+  const int block = std::lcm(std::lcm(ep_ > 1 ? ep_replicas_ : 1, std::max(1, plan.cp)),
+                             std::lcm(unit_, plan.hybrid_shard() ? plan.shard_size() : 1));
+  if (dp_ % block != 0 || dp_ == block) return;
+  // Blocks sit alike when their GPUs have the same node offsets and the same local indices from
+  // the block's first GPU (so the placement is the first one's moved by whole nodes, and so are
+  // the replicas sharing its nodes), on nodes of the same size holding as many of the plan's GPUs
+  // (a partly used last node differs). 16-GPU replicas on 72-GPU racks: 9 placements repeat
+  // every two racks, and the replicas on the last rack have their own.
   std::vector<int> used(cluster.node_count(), 0);
   for (int g = 0; g < gpus(); ++g) ++used[static_cast<std::size_t>(cluster.gpu(static_cast<sim::GpuId>(g)).node)];
-  std::map<std::vector<std::int64_t>, int> simulated;
-  for (int d = 0; d < dp_; ++d) {
-    std::vector<std::int64_t> key = relative(d);
-    for (int s = 0; s < pp_; ++s) {
-      for (int j = 0; j < tp_; ++j) {
-        const sim::GpuFacts& a = cluster.gpu(gpu(d, s, j));
-        const sim::NodeFacts& n = cluster.node(a.node);
-        key.insert(key.end(), {a.local_index, n.gpus, n.nics, used[static_cast<std::size_t>(a.node)]});
+  std::map<std::vector<std::int64_t>, int> simulated;  // a block's placement -> its first simulated replica
+  std::vector<std::int64_t> key;
+  for (int b = 0; b < dp_ / block; ++b) {
+    key.clear();
+    const sim::GpuFacts& first = cluster.gpu(gpu(b * block, 0, 0));
+    for (int d = b * block; d < (b + 1) * block; ++d) {
+      for (int s = 0; s < pp_; ++s) {
+        for (int j = 0; j < tp_; ++j) {
+          const sim::GpuFacts& a = cluster.gpu(gpu(d, s, j));
+          const sim::NodeFacts& n = cluster.node(a.node);
+          key.insert(key.end(), {static_cast<std::int64_t>(a.node) - first.node,
+                                 static_cast<std::int64_t>(a.local_index) - first.local_index, a.local_index, n.gpus,
+                                 n.nics, used[static_cast<std::size_t>(a.node)]});
+        }
       }
     }
-    const auto [it, added] = simulated.emplace(std::move(key), static_cast<int>(live_.size()));
-    if (added) live_.push_back(d);
-    class_of_.push_back(it->second);
+    const auto [it, added] = simulated.emplace(key, static_cast<int>(live_.size()));
+    for (int i = 0; i < block; ++i) {
+      if (added) live_.push_back(b * block + i);
+      class_of_.push_back(it->second + i);
+    }
   }
-  fold_dp_ = static_cast<int>(live_.size()) < dp_;
+  fold_dp_ = by_placement_ = static_cast<int>(live_.size()) < dp_;
   if (!fold_dp_) {
     live_.clear();
     class_of_.clear();
@@ -151,10 +166,13 @@ std::uint32_t HybridLayout::add_dp_subgroup(sim::ExecutionGraph& g, int s, int j
     }
     return out;
   };
-  const int key = shard ? d / size : d % size;
+  const auto key_of = [&](int dd) { return shard ? dd / size : dd % size; };
+  const int key = key_of(real(d));
+  // The simulated replicas in it: with replicas folded by placement, one block of each placement
+  // (a replica group) or d's block (a shard group).
   std::vector<sim::RankId> members;
-  for (const int dd : members_of(key)) {
-    if (dd < live_dp()) members.push_back(rank(dd, s, j));
+  for (int dd = 0; dd < live_dp(); ++dd) {
+    if (key_of(real(dd)) == key) members.push_back(rank(dd, s, j));
   }
   if (!fold_dp_ && !fold_tp_) return g.add_communicator(std::move(members));
   // Folded: every subgroup of this kind (when replicas fold) for every TP rank (when TP folds).
@@ -337,13 +355,13 @@ HybridLayout::RankCommunicators HybridLayout::add_data_parallel_communicators(si
 std::string HybridLayout::describe() const {
   if (!fold_dp_ && !fold_tp_) return "";
   const char* replicas = ep_ == 1      ? "data-parallel replicas"
-                         : unit_ == 1 ? "data-parallel replicas and expert-parallel ranks (alike routing)"
+                         : folds_ep() ? "data-parallel replicas and expert-parallel ranks (alike routing)"
                                       : "expert-parallel groups";
   const std::string what = fold_dp_ && fold_tp_ ? fmt::format("{} and tensor-parallel ranks", replicas)
                            : fold_dp_           ? std::string(replicas)
                                                 : std::string("tensor-parallel ranks");
   const std::string placements =
-      fold_dp_ && live_dp() > unit_ ? fmt::format("; replicas by placement, {} simulated", live_dp()) : std::string();
+      by_placement_ ? fmt::format("; replicas by placement, {} simulated", live_dp()) : std::string();
   return fmt::format("{} of {} ranks simulated ({} folded{})", simulated_ranks(), gpus(), what, placements);
 }
 

@@ -24,12 +24,13 @@
 /// TP folds when every TP group is inside one node; replicas fold when every replica's GPUs
 /// sit on their nodes as the replica standing for them does (the same node and local-index offsets from the
 /// replica's first GPU, so the same stage boundaries cross nodes). On the analytical network
-/// (where jobs never meet) and without experts, context parallelism or hybrid sharding, one
-/// replica is simulated per placement otherwise: where replicas
+/// (where jobs never meet) one replica is simulated per placement otherwise: where replicas
 /// straddle nodes in different ways (16-GPU replicas on 72-GPU racks: those inside a rack, and
 /// those split 8 + 8 across two), the first replica of each placement stands for the others of
-/// it, and the simulated replicas are not consecutive (real(d)). With them, replica d must sit as
-/// replica d mod (its unit) does, or nothing folds. Neither folds
+/// it, and the simulated replicas are not consecutive (real(d)). With experts, context
+/// parallelism or hybrid sharding, whose groups are blocks of consecutive replicas, whole blocks
+/// (of the least common multiple of those groups' sizes) fold so, compared from each block's
+/// first GPU. Neither folds
 /// when the plan says `fold: false` or the GPUs are not all of one model (a straggler would be
 /// one too).
 
@@ -62,7 +63,7 @@ class HybridLayout {
   /// The replica that simulated replica d (< live_dp) is: the first of those it stands for.
   int real(int d) const { return fold_dp_ ? live_[static_cast<std::size_t>(d)] : d; }
   /// Expert-parallel ranks fold into one (ep > 1 with alike ranks).
-  bool folds_ep() const { return fold_dp_ && ep_ > 1 && unit_ == 1; }
+  bool folds_ep() const { return fold_dp_ && ep_ > 1 && unit_ == 1 && !by_placement_; }
   int live_tp() const { return fold_tp_ ? 1 : tp_; }
   bool folds_dp() const { return fold_dp_; }
   bool folds_tp() const { return fold_tp_; }
@@ -168,6 +169,8 @@ class HybridLayout {
   int unit_ = 1;  ///< replicas simulated each when replicas fold: ep, or 1 when EP ranks are alike
   bool fold_dp_ = false;
   bool fold_tp_ = false;
+  /// Replicas fold by placement (fold_replicas): live_ holds whole blocks, not the first unit_.
+  bool by_placement_ = false;
   /// Folded replicas: the replica each simulated one is, and per replica the simulated one
   /// standing for it (empty unless fold_dp_).
   std::vector<int> live_;

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "strategies/hybrid_layout.hpp"
+#include "tests/strategies/moe_fixtures.hpp"
 #include "run/simulation.hpp"
 #include "topologies/cluster_builders.hpp"
 
@@ -160,6 +161,41 @@ TEST_CASE("folding by placement gives the unfolded answer on the analytical netw
   }
 }
 
+TEST_CASE("experts, context-parallel and hybrid-sharding groups fold by placement in whole groups", "[training][fold]") {
+  // Each on the analytical network, with replicas that sit in several ways; their subgroups are
+  // blocks of consecutive replicas, and one block per placement is simulated.
+  SECTION("context parallelism: cp 2 x dp 3 x pp 2 x tp 2 on 24 A100s (two placements of three CP groups)") {
+    // Placed tp-dp-pp: stage 1 starts at GPU 12, so CP groups 0 (GPUs 0-3, 12-15) and 2 (8-11,
+    // 20-23) sit alike and group 1 (4-7, 16-19) its own way.
+    json doc = scenario({{"tp", 2}, {"cp", 2}, {"dp", 3}, {"pp", 2}, {"global_batch", 12}, {"schedule", "1f1b"},
+                         {"partition", "uniform"}, {"network", "analytical"}});
+    doc["cluster"]["gpus"] = 24;
+    same_answer(doc, 8);
+    REQUIRE(run_folded(doc, true).report.folding ==
+            "8 of 24 ranks simulated (data-parallel replicas and tensor-parallel ranks folded; replicas by placement, 4 "
+            "simulated)");
+  }
+  SECTION("hybrid sharding: dp 16 x tp 3 in shard groups of 8 on 48 A100s (TP groups straddle nodes)") {
+    json doc = scenario({{"tp", 3}, {"dp", 16}, {"zero", 1}, {"shard_group", 8}, {"global_batch", 64},
+                         {"network", "analytical"}});
+    doc["cluster"]["gpus"] = 48;
+    same_answer(doc, 24);
+  }
+  SECTION("experts: ep 2 x dp 6 x pp 2 on 24 H100s, balanced and skewed routing (four placements of six EP groups)") {
+    // Placed tp-dp-pp: replica d runs on GPUs d and d + 12, so EP groups 0 and 4, and 1 and 5,
+    // sit alike; the experts' data-parallel groups take one replica of each EP group.
+    for (const char* routing : {"balanced", "zipf"}) {
+      CAPTURE(routing);
+      json doc = test::moe::tiny({{"ep", 2}, {"dp", 6}, {"pp", 2}, {"global_batch", 48}, {"schedule", "1f1b"},
+                                  {"partition", "uniform"}, {"moe_routing", {{"distribution", routing}}}},
+                                 24);
+      same_answer(doc, 16);
+      REQUIRE(run_folded(doc, true).report.folding ==
+              "16 of 24 ranks simulated (expert-parallel groups folded; replicas by placement, 8 simulated)");
+    }
+  }
+}
+
 TEST_CASE("only ranks that sit alike fold", "[training][fold]") {
   strategy::Plan p;
   p.dp = 5;
@@ -207,16 +243,35 @@ TEST_CASE("only ranks that sit alike fold", "[training][fold]") {
     p.network = sim::NetworkKind::flow;
     REQUIRE_FALSE(strategy::HybridLayout(p, 3, c).folds_dp());
   }
-  SECTION("with hybrid sharding, replicas that straddle nodes do not fold") {
-    // Shard groups are keyed by replica index: every replica must sit as replica 0 does.
+  SECTION("with hybrid sharding, replicas that straddle nodes fold by placement in whole shard groups") {
+    // Shard groups are blocks of 8 replicas (24 GPUs, three whole nodes) and replica groups take
+    // one replica of each: the two blocks sit alike, so block 0 stands for block 1, though its
+    // own replicas sit each their own way (replica 2 runs on GPUs 6, 7 and 8).
     p.dp = 16;
     p.zero = 3;
     p.shard_group = 8;
     p.network = sim::NetworkKind::analytical;
     const auto c = topo::resolve_cluster("dgx-a100", 48);
     const strategy::HybridLayout l(p, 3, c);
-    REQUIRE_FALSE(l.folds_dp());
-    REQUIRE(l.simulated_ranks() == 48);
+    REQUIRE(l.folds_dp());
+    REQUIRE(l.live_dp() == 8);
+    for (int d = 0; d < 8; ++d) REQUIRE(l.real(d) == d);
+    REQUIRE(l.describe() == "24 of 48 ranks simulated (data-parallel replicas folded; replicas by placement, 8 simulated)");
+    sim::ExecutionGraph g;
+    l.add_ranks(g);
+    REQUIRE(g.rank_mirrors[l.rank(2, 1, 0)] == std::vector<sim::GpuId>{31});  // replica 10's stage 1
+    // Simulated replica 3's shard group: the eight simulated replicas, standing for both blocks.
+    const auto shard = l.add_dp_subgroup(g, 0, 0, 3, 8, true);
+    REQUIRE(g.communicators[shard].ranks.size() == 8);
+    REQUIRE(g.communicators[shard].groups.size() == 2);
+    REQUIRE(g.communicators[shard].groups[1].front() == 24);  // replica 8, stage 0
+    // Its replica group: replica 3 alone simulated, standing for replicas 3 and 11.
+    const auto replica = l.add_dp_subgroup(g, 0, 0, 3, 8, false);
+    REQUIRE(g.communicators[replica].ranks == std::vector<sim::RankId>{l.rank(3, 0, 0)});
+    REQUIRE(g.communicators[replica].groups == std::vector<std::vector<sim::GpuId>>{{9, 33}});
+    // On the flow network, only replicas that all sit alike fold.
+    p.network = sim::NetworkKind::flow;
+    REQUIRE_FALSE(strategy::HybridLayout(p, 3, c).folds_dp());
   }
   SECTION("TP groups split across nodes keep every TP rank") {
     p.dp = 2;
