@@ -124,19 +124,22 @@ Time CommJobs::alone(std::uint32_t job) {
     // Each group's collective (plan) as if alone on the fabric: its closed form when its own
     // flows never crowd a link, else a run of it on a network of its own, where they share
     // links as on the flow-level network (an all-to-all's flows share each GPU's port). Groups
-    // never meet, folded or not, so alike plans (on links of their own) take the same time and
-    // one of each class runs.
-    std::optional<PlanClasses> classes;
-    bool classified = false;
+    // never meet, folded or not, so alike plans (collectives/plan_classes.hpp), each on links
+    // of its own, take the same time: one of each shape runs, in this job or an earlier one
+    // (the all-to-alls of every EP group and micro-batch that sit alike).
     for (std::size_t i = 0; i < plans.size(); ++i) {
       if (keeps_standalone_rates(std::vector<const CollectivePlan*>{plans[i]}, pools_.capacity, &load_scratch_)) {
         note(standalone_duration(*plans[i], pools_.capacity, false));
         continue;
       }
-      if (!classified && plans.size() > 1) classes = plan_classes(plans, pools_.capacity, {});
-      classified = true;
-      if (classes && classes->copies[i].empty()) continue;  // a member: its representative runs
-      note(plan_alone(j, i));
+      std::vector<std::uint64_t> shape = plan_shape(*plans[i], pools_.capacity);
+      auto it = alone_by_shape_.find(shape);
+      if (it == alone_by_shape_.end()) {
+        it = alone_by_shape_.emplace(std::move(shape), plan_alone(j, i)).first;
+      } else {
+        ++stats_.plans_alone_reused;
+      }
+      note(it->second);
     }
     j.alone = longest.value_or(Time{});
     j.alone_first = shortest.value_or(Time{});

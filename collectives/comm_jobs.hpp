@@ -79,6 +79,8 @@ class CommJobs final : private EventHandler {
     std::uint64_t returned = 0;      ///< flow-by-flow jobs back in closed form once alone again
     std::uint64_t own_runs = 0;      ///< runs of a job's plans on a network of their own
     std::uint64_t plans_copied = 0;  ///< rebuilt plans copied from an alike plan's replay
+    /// Analytical: plans whose time alone an alike plan's run gave (one run per shape).
+    std::uint64_t plans_alone_reused = 0;
     /// Jobs of two or more plans (a folded collective's groups, a folded transfer's mirrors)
     /// whose plans did not all end at the same instant, and the longest time from a job's first
     /// plan's end to its last's. Zero: every folded group ended with its representative, so the
@@ -186,6 +188,8 @@ class CommJobs final : private EventHandler {
   bool closed_form_;
   LinkPools pools_;
   StandaloneLoadScratch load_scratch_;  ///< standalone_load's accumulators, reused
+  /// Analytical: the time alone of each plan shape run so far (plan_shape).
+  std::map<std::vector<std::uint64_t>, Time> alone_by_shape_;
   /// Analytical, links sampled: bytes of the jobs started so far, per pool (credited at the
   /// start, as the analytical network credits a flow's).
   std::vector<double> credited_;

@@ -59,6 +59,10 @@ Shape shape_of(const CollectivePlan& plan, const std::vector<double>& capacity, 
 
 }  // namespace
 
+std::vector<std::uint64_t> plan_shape(const CollectivePlan& plan, const std::vector<double>& capacity) {
+  return shape_of(plan, capacity, {}).key;
+}
+
 std::optional<PlanClasses> plan_classes(const std::vector<const CollectivePlan*>& plans,
                                         const std::vector<double>& capacity, std::span<const LinkId> room) {
   PlanClasses out;

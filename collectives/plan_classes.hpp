@@ -35,6 +35,10 @@ struct PlanClasses {
   std::vector<std::vector<LinkId>> links;
 };
 
+/// A plan's shape alone (every link may bind): equal for two plans that run alike, each on a
+/// network of its own (CommJobs on the analytical network reuses one's time for the other).
+std::vector<std::uint64_t> plan_shape(const CollectivePlan& plan, const std::vector<double>& capacity);
+
 /// The classes of `plans` (links indexing `capacity`; `room`, sorted: the links with room for
 /// all of the job's flows, see above), or none when two plans share a link without room or no
 /// two plans are alike (nothing to gain).

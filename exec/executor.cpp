@@ -92,6 +92,7 @@ class Runner final : public EventHandler {
     result_.jobs_rebuilt = jobs_.stats().rebuilt;
     result_.jobs_returned = jobs_.stats().returned;
     result_.plans_copied = jobs_.stats().plans_copied;
+    result_.plans_alone_reused = jobs_.stats().plans_alone_reused;
     result_.folded_uneven = jobs_.stats().uneven_jobs;
     result_.folded_spread = jobs_.stats().uneven_spread;
     result_.fingerprint = sim_.fingerprint();

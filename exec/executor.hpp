@@ -110,6 +110,8 @@ struct ExecutionResult {
   std::uint64_t jobs_rebuilt = 0;
   std::uint64_t jobs_returned = 0;
   std::uint64_t plans_copied = 0;
+  /// Analytical network: plans whose time alone was an earlier alike plan's (CommJobs::Stats).
+  std::uint64_t plans_alone_reused = 0;
   /// Folded collectives and transfers whose groups or mirrors did not all end at the same
   /// instant, and the longest time from one's first group's end to its last's (CommJobs::Stats).
   /// Zero: the folded run is the unfolded one; otherwise a replica it stands for would have run

@@ -520,6 +520,48 @@ TEST_CASE("on the analytical network an all-to-all takes its time alone on the f
   }
 }
 
+TEST_CASE("on the analytical network alike all-to-alls run once alone, others each", "[collectives]") {
+  // Three all-to-alls of 64 MB on two DGX A100 nodes, at once (no rank is in two of them): A
+  // inside node 0 (GPUs 0-3), B across both nodes (GPUs 6-9), C inside node 1 (GPUs 10-13),
+  // alike A link for link. Each crowds its own NVSwitch ports, so each runs on a network of its own;
+  // C reuses A's time, and B, whose flows cross the NICs, takes its own, longer one. Each ends
+  // when it would in a graph holding it alone.
+  const auto config = test::executor_config();
+  const std::vector<std::vector<sim::GpuId>> groups{{0, 1, 2, 3}, {6, 7, 8, 9}, {10, 11, 12, 13}};
+  const auto graph = [](const std::vector<std::vector<sim::GpuId>>& gs) {
+    sim::ExecutionGraph g;
+    for (sim::RankId r = 0; r < 16; ++r) g.add_rank(r, r);
+    std::vector<sim::NodeId> last(16, 0xffffffffu);
+    std::vector<sim::NodeId> ends;
+    for (const auto& group : gs) {
+      const auto comm = g.add_communicator(std::vector<sim::RankId>(group.begin(), group.end()));
+      for (const sim::GpuId r : group) {
+        Node a = op(OpKind::collective, r, 2);
+        if (last[r] != 0xffffffffu) a.deps = {last[r]};
+        a.op = sim::CollectiveOp::all_to_all;
+        a.communicator = comm;
+        a.bytes = 64e6;
+        last[r] = g.add(a);
+      }
+      ends.push_back(last[group.front()]);
+    }
+    return std::pair{g, ends};
+  };
+  const auto [all, ends] = graph(groups);
+  const auto together = sim::execute(all, two_nodes(), config, sim::NetworkKind::analytical);
+  REQUIRE(together.plans_alone_reused == 1);
+  std::vector<sim::Time> took;
+  for (std::size_t k = 0; k < groups.size(); ++k) {
+    const auto [one, one_end] = graph({groups[k]});
+    const auto alone = sim::execute(one, two_nodes(), config, sim::NetworkKind::analytical);
+    REQUIRE(alone.plans_alone_reused == 0);
+    took.push_back(alone.end[one_end.front()]);
+    REQUIRE(together.end[ends[k]] - together.start[ends[k]] == took.back());
+  }
+  REQUIRE(took[2] == took[0]);
+  REQUIRE(took[1] > took[0]);
+}
+
 TEST_CASE("jobs meet on the links their footprints share, however many footprints there are", "[collectives]") {
   // shared() keeps the pairs of the first footprints in a dense table and the rest in a hash
   // table: 600 jobs, each one flow alone on a link of its own, run in closed form together; then
