@@ -194,6 +194,18 @@ TEST_CASE("experts, context-parallel and hybrid-sharding groups fold by placemen
               "16 of 24 ranks simulated (expert-parallel groups folded; replicas by placement, 8 simulated)");
     }
   }
+  SECTION("experts across TP ranks: ep 4 x dp 3 x pp 2 x tp 2, expert TP 1, on 24 H100s") {
+    // An EP group takes both TP ranks of two replicas (8 GPUs of a stage's 12): blocks of two
+    // replicas, in two placements. TP ranks fold too where the routing is balanced.
+    for (const auto& [routing, simulated] : {std::pair{"balanced", 8}, std::pair{"zipf", 16}}) {
+      CAPTURE(routing);
+      same_answer(test::moe::tiny({{"ep", 4}, {"dp", 3}, {"pp", 2}, {"tp", 2}, {"expert_tp", 1},
+                                   {"sequence_parallel", true}, {"global_batch", 48}, {"schedule", "1f1b"},
+                                   {"partition", "uniform"}, {"moe_routing", {{"distribution", routing}}}},
+                                  24),
+                  simulated);
+    }
+  }
 }
 
 TEST_CASE("only ranks that sit alike fold", "[training][fold]") {
