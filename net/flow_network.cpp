@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include "common/error.hpp"
 
@@ -437,13 +438,21 @@ void FlowNetwork::solve(const std::vector<std::uint32_t>& set) {
     std::push_heap(heap.begin(), heap.end(), LevelAfter{});
   };
   for (const LinkId lid : touched) push(lid);
+  // The caps in a min-heap, taken in increasing (cap, slot) order as a sort would give them:
+  // where links freeze every flow below its cap (a crowd), most are never taken.
   std::vector<std::pair<double, std::uint32_t>>& caps = caps_;  // (cap, slot)
   caps.clear();
   for (const std::uint32_t s : set) {
     if (std::isfinite(flows_[s].max_rate)) caps.emplace_back(flows_[s].max_rate, s);
   }
-  std::sort(caps.begin(), caps.end());
-  std::size_t next_cap = 0;
+  const auto cap_after = std::greater<std::pair<double, std::uint32_t>>{};
+  std::make_heap(caps.begin(), caps.end(), cap_after);
+  const auto pop_cap = [&] {
+    std::pop_heap(caps.begin(), caps.end(), cap_after);
+    const auto c = caps.back();
+    caps.pop_back();
+    return c;
+  };
   std::size_t unfrozen = set.size();
   std::vector<LinkId>& changed = changed_;
   changed.clear();
@@ -487,12 +496,12 @@ void FlowNetwork::solve(const std::vector<std::uint32_t>& set) {
     }
   };
   while (unfrozen > 0) {
-    while (next_cap < caps.size() && flows_[caps[next_cap].second].frozen) ++next_cap;
+    while (!caps.empty() && flows_[caps.front().second].frozen) pop_cap();
     clear_stale();
-    const bool cap_left = next_cap < caps.size();
+    const bool cap_left = !caps.empty();
     if (heap.empty() && !cap_left) break;
-    if (heap.empty() || (cap_left && caps[next_cap].first < heap.front().value)) {
-      const auto [value, slot] = caps[next_cap++];
+    if (heap.empty() || (cap_left && caps.front().first < heap.front().value)) {
+      const auto [value, slot] = pop_cap();
       freeze(flows_[slot], value, -1);
       requeue();
       continue;
