@@ -132,6 +132,16 @@ std::vector<CollectiveEngine::PendingEvent> CollectiveEngine::pending_events(std
   return out;
 }
 
+bool CollectiveEngine::progress_tells_pending(std::uint32_t id) const {
+  const Instance& in = *instances_.at(id);
+  if (in.waiting || in.plan.phases[in.phase].kind == PlannedPhase::Kind::flows) return true;
+  for (std::size_t k = 0; k < in.sent.size(); ++k) {
+    const std::size_t next = (k / in.n) * in.n + (k % in.n + 1) % in.n;
+    if (in.sent[k] - in.busy[k] > in.received[next] + 1) return false;
+  }
+  return true;
+}
+
 void CollectiveEngine::schedule_pending(std::uint32_t id, const std::vector<PendingEvent>& events, Time shift) {
   for (const PendingEvent& e : events) sim_.schedule_at(e.time - shift, self_, e.kind, pack(id, e.local));
 }

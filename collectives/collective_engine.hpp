@@ -70,8 +70,13 @@ class CollectiveEngine final : private EventHandler {
     std::uint32_t local = 0;
   };
   /// The events instance `id` has pending when every event up to now has run (kinds and
-  /// times from its progress: arrivals on their way, the next phase's start).
+  /// times from its progress: arrivals on their way, the next phase's start). Only for an
+  /// instance whose progress tells them (progress_tells_pending).
   std::vector<PendingEvent> pending_events(std::uint32_t id) const;
+  /// Whether instance `id`'s progress tells its pending events: on every ring hop at most one
+  /// finished step is still on its way. A hop whose latency exceeds its steps' transfer time
+  /// can have several, and the progress keeps the send time of the latest alone.
+  bool progress_tells_pending(std::uint32_t id) const;
   /// Schedules `events` for instance `id` here, each `shift` earlier than its time.
   void schedule_pending(std::uint32_t id, const std::vector<PendingEvent>& events, Time shift);
   /// The flows instance `id` has in flight: (local index in its event data, flow id).

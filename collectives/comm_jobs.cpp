@@ -467,6 +467,11 @@ void CommJobs::return_to_closed_form(std::uint32_t slot) {
       first = std::min(first.value_or(*e), *e);
     }
   }
+  // A ring hop with several steps on their way (latency above the steps' transfer time): the
+  // state would not tell their arrivals, so the job stays flow by flow (as end_alone says).
+  for (const std::uint32_t id : a.instances) {
+    if (id != kNone && !engine_.progress_tells_pending(id)) return;
+  }
   auto resume = std::make_unique<Resume>();
   resume->at = sim_.now();
   for (std::uint32_t plan = 0; plan < a.instances.size(); ++plan) {

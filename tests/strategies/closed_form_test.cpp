@@ -85,6 +85,20 @@ TEST_CASE("collectives in closed form give every strategy the flow-by-flow answe
   }
 }
 
+TEST_CASE("a crowded ring with several steps on their way stays flow by flow, with the same answer", "[training]") {
+  // Experts on 96 GB200s (two racks): ZeRO-1's reduce-scatter over 12 replicas x ep 8 runs 72
+  // channels whose flows crowd each GPU's NVLink port, and its small steps take less time than
+  // a hop's latency, so a hop carries several finished steps at once. When the all-to-alls
+  // that crowded it ended, the job's return to closed form took its state, which keeps one
+  // step's send time per hop, and the run stopped ("more than one step on its way on a hop").
+  // Now such a job stays flow by flow, and the run gives the flow-by-flow answer.
+  json doc = scenario({{"ep", 8}, {"dp", 12}, {"zero", 1}, {"global_batch", 192}, {"precision", "bf16"},
+                       {"fused_attention", false}, {"network", "flow"}},
+                      96, {{"hf_config", test::data_path("hf/tiny-mixtral/config.json")}});
+  doc["cluster"]["preset"] = "gb200-nvl72";
+  same_run(doc);
+}
+
 TEST_CASE("a folded run costs the same events from 2 to 256 data-parallel replicas", "[training]") {
   // GPT-3 Medium with TP 8 in each DGX node of selene and ZeRO-1 across the nodes: the graph has
   // one simulated rank, and every collective takes its closed form whatever the replicas its
