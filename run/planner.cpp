@@ -352,8 +352,9 @@ PlanSearch search_document(const std::string& path, const json& doc, const PlanS
   // which are done before it is taken up (a thread waits when a slower one still holds one of
   // them), so that what is pruned depends on i and jobs alone, not on thread timing. The slack of
   // 8 lets the threads pass a long candidate by 8 before they wait; what it costs is a threshold
-  // that sees up to lag fewer results. A candidate whose bound is no better is pruned; the others are compiled,
-  // checked against the memory limit, bounded again by their busiest stream, and simulated.
+  // that sees up to lag fewer results. A candidate whose bound is no better is pruned; the
+  // others are compiled, checked against the memory limit, bounded again by their busiest
+  // stream, and simulated.
   const std::size_t top = static_cast<std::size_t>(std::max(1, options.top));
   const auto prune = [&](PlanRow& row, double threshold) {
     row.status = PlanRow::Status::bound;
