@@ -178,7 +178,7 @@ PlannedPhase flow_phase(const Context& ctx, std::vector<PlannedFlow> flows, Prot
 }
 
 int ring_channels(const Context& ctx, const CommunicatorFacts& facts) {
-  return ctx.nodes.size() == 1 ? 1 : std::max(1, facts.rails);
+  return ctx.nodes.size() == 1 ? 1 : ring_search_channels(facts);
 }
 
 /// The ranks' NCCL-modelled (algorithm, protocol), honouring hints.

@@ -48,6 +48,9 @@ constexpr double kTreeCorrection[kProtos][23] = {
     {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9},
 };
 
+/// NCCL's MAXCHANNELS (include/device.h: 64 in v2.30.7).
+constexpr int kMaxChannels = 64;
+
 /// Speeds NCCL's topology search tries (GB/s), sec. 5 (SE 1051-1067); the tails past the values
 /// quoted in the reference are NCCL's search.cc arrays.
 constexpr std::array kSpeedIntra{40.0, 30.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0};
@@ -142,6 +145,21 @@ CommunicatorFacts communicator_facts(const Fabric& fabric, std::span<const GpuId
   return f;
 }
 
+int ring_search_channels(const CommunicatorFacts& f) {
+  if (f.nodes == 1) return f.nvlink_intra ? std::min(f.nvlink_lanes, 12) : 1;
+  // Several nodes: one channel per NIC (sec. 5 derived "multi-node HDR 8 x 24", "NDR 8 x 48"),
+  // but the search stops once nCh x bw reaches the GPU's total NVLink bandwidth (SE 1198) and a
+  // ring graph has at most MAXCHANNELS / 2 channels (IN 1176-1178): a GB200 rack's 72 NICs give
+  // 16 rings at 48 GB/s, not 72.
+  int ch = std::max(1, f.rails);
+  if (f.nvlink_intra) {
+    const double bw = f.compute_capability >= 90 ? largest_at_most(kSm90SpeedInter, f.nic_bw)
+                                                 : largest_at_most(kSpeedInter, f.nic_bw);
+    ch = std::min(ch, std::max(1, static_cast<int>(std::ceil(f.intra_bw / bw - 1e-9))));
+  }
+  return std::min(ch, kMaxChannels / 2);
+}
+
 NcclGraphs derive_graphs(const CommunicatorFacts& f) {
   const bool sm90 = f.compute_capability >= 90;
   const auto pick_intra = [&](double limit) {
@@ -155,28 +173,31 @@ NcclGraphs derive_graphs(const CommunicatorFacts& f) {
     // One node. The reference's derived graphs are DGX A100 12 x 20, DGX H100 12 x 30 and an
     // 8-lane H800 8 x 20 (nccl-model.md sec. 5, #892): all are min(lanes, 12) channels at the
     // largest listed speed those channels fit in the GPU's NVLink bandwidth.
-    const int ch = f.nvlink_intra ? std::min(f.nvlink_lanes, 12) : 1;
+    const int ch = ring_search_channels(f);
     const double bw = pick_intra(f.intra_bw / ch);
     g.ring = NcclGraph{ch, bw, bw};
   } else {
-    // Several nodes: one channel per NIC at the NIC's listed speed (HDR 25 -> 24, NDR 50 -> 48;
-    // sec. 5 derived "multi-node HDR 8 x 24", "NDR 8 x 48"), within the node's bandwidth.
-    const int ch = std::max(1, f.rails);
+    // Several nodes: channels at the NIC's listed speed (HDR 25 -> 24, NDR 50 -> 48), within the
+    // node's bandwidth.
+    const int ch = ring_search_channels(f);
     double bw = pick_inter(f.nic_bw);
     // Without NVLink the NICs share the GPUs' PCIe bandwidth.
     if (!f.nvlink_intra && ch * bw > f.intra_bw) bw = pick_inter(f.intra_bw / ch);
     g.ring = NcclGraph{ch, bw, bw};
   }
   // DupChannels (SE 1036-1049): at >= 25 GB/s double the channels at half the bandwidth, except
-  // on compute capability > 80 with < 50 GB/s and more than 4 channels.
+  // on compute capability > 80 with < 50 GB/s and more than 4 channels; never past the graph's
+  // MAXCHANNELS / 2.
   if (g.ring.bw_intra >= 25.0 &&
       !(f.compute_capability > 80 && g.ring.bw_intra < 50.0 && g.ring.channels > 4)) {
-    g.ring.channels *= 2;
-    g.ring.bw_intra /= 2;
-    g.ring.bw_inter /= 2;
+    const int dup = std::min(2 * g.ring.channels, kMaxChannels / 2);
+    const int split = (dup + g.ring.channels - 1) / g.ring.channels;
+    g.ring.channels = dup;
+    g.ring.bw_intra /= split;
+    g.ring.bw_inter /= split;
   }
   g.tree = g.ring;  // tree takes ring's channel count (IN 1184-1186)
-  g.runtime_channels = std::min(32, 2 * g.ring.channels);  // CO 460; MAXCHANNELS 32
+  g.runtime_channels = std::min(kMaxChannels, 2 * g.ring.channels);  // CO 460
   if (f.nodes > 1 && sm90 && g.ring.bw_intra > 45.0 && g.runtime_channels < 16) {
     g.runtime_channels *= 2;  // CO 480-483
   }

@@ -53,6 +53,10 @@ struct NcclGraphs {
 };
 NcclGraphs derive_graphs(const CommunicatorFacts& facts);
 
+/// The distinct rings NCCL's topology search finds for a communicator (before DupChannels
+/// copies them): the ring and tree plans run one per search channel.
+int ring_search_channels(const CommunicatorFacts& facts);
+
 class NcclTuner {
  public:
   explicit NcclTuner(const CommunicatorFacts& facts);

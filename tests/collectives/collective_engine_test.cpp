@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -207,6 +208,41 @@ TEST_CASE("a ring leaving a node from a GPU off the channel's NIC goes over NVLi
   const auto near = sim::measure_collective(cluster, cfg, sim::NetworkKind::flow, beside);
   REQUIRE(near.plan.channels == 2);
   REQUIRE(alone.time.seconds() == Approx(near.time.seconds()).epsilon(0.01));
+}
+
+TEST_CASE("rings across GB200 racks are as many as NCCL's search finds, not one per NIC", "[collectives]") {
+  // Two NVL72 racks: 72 NICs each, but NCCL's ring search stops once channels x 48 GB/s reach a
+  // GPU's NVLink total (18 x 40.1 GB/s: 16 channels) and never passes MAXCHANNELS / 2 = 32
+  // (nccl-model.md sec. 5). Sixteen rings, each crossing between the racks on NICs of its own;
+  // their flows fit the GPUs' NVLink ports, so both networks give the same time.
+  const auto cluster = topo::resolve_cluster("gb200-nvl72", 144);
+  const auto cfg = calibrated();
+  auto r = request(CollectiveOp::reduce_scatter, 144, 64e6);
+  r.algorithm = Algorithm::ring;
+  r.protocol = sim::Protocol::simple;
+  const auto plan = sim::plan_collective(cluster, cfg, r);
+  REQUIRE(plan.nodes == 2);
+  REQUIRE(plan.channels == 16);
+  std::set<sim::LinkId> nic_links;
+  int crossings = 0;
+  for (const auto& phase : plan.phases) {
+    REQUIRE(phase.rings.size() == 16);
+    for (const auto& ring : phase.rings) {
+      REQUIRE(ring.order.size() == 144);
+      for (const auto& hop : ring.hops) {
+        const auto ib = std::find_if(hop.begin(), hop.end(), [&](sim::LinkId l) {
+          return cluster.link(l).cls == sim::LinkClass::infiniband;
+        });
+        if (ib == hop.end()) continue;
+        ++crossings;
+        nic_links.insert(*ib);
+      }
+    }
+  }
+  REQUIRE(crossings == 32);
+  REQUIRE(nic_links.size() == 32);
+  const auto flow = sim::measure_collective(cluster, cfg, sim::NetworkKind::flow, r);
+  REQUIRE(sim::measure_collective(cluster, cfg, sim::NetworkKind::analytical, r).time == flow.time);
 }
 
 TEST_CASE("all-to-all across two DGX nodes reaches about twice a NIC's bandwidth", "[collectives]") {

@@ -68,6 +68,38 @@ TEST_CASE("NCCL graphs match the reference's derived graphs", "[sim]") {
   REQUIRE(g800.ring.bw_intra == 20.0);
 }
 
+TEST_CASE("NCCL's ring search stops at the GPU's NVLink total and at MAXCHANNELS / 2", "[sim]") {
+  // Two GB200 NVL72 racks: 72 NICs per rack, NDR 50 -> 48 GB/s per channel. The search stops at
+  // the first channel count whose 48 GB/s each reach 18 x 40.1 = 721.8 GB/s (SE 1198): 16, not
+  // 72; at 48 GB/s on compute capability > 80 there is no DupChannels; run-time channels 2 x 16.
+  const CommunicatorFacts gb200{144, 2, 72, 100, true, true, 18, 18 * 40.1, 72, 50, CpuVendor::other};
+  REQUIRE(ring_search_channels(gb200) == 16);
+  const auto g = derive_graphs(gb200);
+  REQUIRE(g.ring.channels == 16);
+  REQUIRE(g.ring.bw_inter == 48.0);
+  REQUIRE(g.tree.channels == 16);
+  REQUIRE(g.runtime_channels == 32);
+  // The NVLink total does not bind a DGX node: 8 NICs give 8 rings (A100: 10 x 24 >= 240;
+  // H100: 8 x 48 >= 370.8), as the derived graphs above say.
+  REQUIRE(ring_search_channels(nodes(kA100, 4)) == 8);
+  REQUIRE(ring_search_channels(nodes(kH100, 4)) == 8);
+  // A node whose NVLink total would take 61 channels at 48 GB/s, with 64 NICs: capped at 32
+  // (IN 1176-1178), and 64 run-time channels (MAXCHANNELS, CO 460).
+  CommunicatorFacts wide = gb200;
+  wide.nvlink_lanes = 72;
+  wide.intra_bw = 72 * 40.1;
+  wide.rails = 64;
+  REQUIRE(ring_search_channels(wide) == 32);
+  REQUIRE(derive_graphs(wide).runtime_channels == 64);
+  // Without NVLink between the GPUs the NICs set the rings, as before.
+  CommunicatorFacts pcie = nodes(kA100, 2);
+  pcie.nvlink_intra = false;
+  pcie.nvlink_lanes = 0;
+  pcie.intra_bw = 24.0;
+  pcie.rails = 4;
+  REQUIRE(ring_search_channels(pcie) == 4);
+}
+
 TEST_CASE("NCCL latency floors and plateaus match the reference", "[sim]") {
   // sec. 9 floors: 1-node AR ring LL 6.6 + 14 x 0.6 = 15.0 us; 4-node tree LL
   // 6.8 + 2(7 x 0.6 + 2 x 5) = 35.2 us.
