@@ -68,6 +68,15 @@ double largest_at_most(const std::array<double, N>& speeds, double limit) {
   return speeds.back();
 }
 
+/// The largest speed the search tries inside a node (intra) or with a network (inter) that is at
+/// most `limit`, by compute capability.
+double intra_speed(int cc, double limit) {
+  return cc >= 90 ? largest_at_most(kSm90SpeedIntra, limit) : largest_at_most(kSpeedIntra, limit);
+}
+double inter_speed(int cc, double limit) {
+  return cc >= 90 ? largest_at_most(kSm90SpeedInter, limit) : largest_at_most(kSpeedInter, limit);
+}
+
 /// NCCL's per-lane NVLink speed by compute capability, sec. 5 (TH 19-24).
 double nvlink_lane_speed(int cc) {
   if (cc >= 100) return 40.1;
@@ -153,8 +162,7 @@ int ring_search_channels(const CommunicatorFacts& f) {
   // 16 rings at 48 GB/s, not 72.
   int ch = std::max(1, f.rails);
   if (f.nvlink_intra) {
-    const double bw = f.compute_capability >= 90 ? largest_at_most(kSm90SpeedInter, f.nic_bw)
-                                                 : largest_at_most(kSpeedInter, f.nic_bw);
+    const double bw = inter_speed(f.compute_capability, f.nic_bw);
     ch = std::min(ch, std::max(1, static_cast<int>(std::ceil(f.intra_bw / bw - 1e-9))));
   }
   return std::min(ch, kMaxChannels / 2);
@@ -162,12 +170,8 @@ int ring_search_channels(const CommunicatorFacts& f) {
 
 NcclGraphs derive_graphs(const CommunicatorFacts& f) {
   const bool sm90 = f.compute_capability >= 90;
-  const auto pick_intra = [&](double limit) {
-    return sm90 ? largest_at_most(kSm90SpeedIntra, limit) : largest_at_most(kSpeedIntra, limit);
-  };
-  const auto pick_inter = [&](double limit) {
-    return sm90 ? largest_at_most(kSm90SpeedInter, limit) : largest_at_most(kSpeedInter, limit);
-  };
+  const auto pick_intra = [&](double limit) { return intra_speed(f.compute_capability, limit); };
+  const auto pick_inter = [&](double limit) { return inter_speed(f.compute_capability, limit); };
   NcclGraphs g;
   if (f.nodes == 1) {
     // One node. The reference's derived graphs are DGX A100 12 x 20, DGX H100 12 x 30 and an
