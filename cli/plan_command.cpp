@@ -84,9 +84,16 @@ std::string table(const strategy::PlanSearch& s, int top, const std::string& sce
   }
   out += fmt::format("\n{} plans: {} fit ({} shown), {} simulated, {} compiled (memory and stream bound checked)\n",
                      s.rows.size(), counts["best"] + counts["fits"], shown, s.simulated, s.compiled);
+  std::map<strategy::PlanRow::Bound, int> by;
+  for (const auto& r : s.rows) {
+    if (r.status == strategy::PlanRow::Status::bound) ++by[r.bound_by];
+  }
   out += fmt::format("left out: {} invalid, {} over the memory limit, {} out of memory when simulated, {} pruned by "
-                     "their lower bound\n",
-                     counts["invalid"], counts["over memory"], counts["out of memory"], counts["pruned by bound"]);
+                     "their lower bound ({} {}, {} {}, {} {})\n",
+                     counts["invalid"], counts["over memory"], counts["out of memory"], counts["pruned by bound"],
+                     by[strategy::PlanRow::Bound::flops], to_string(strategy::PlanRow::Bound::flops),
+                     by[strategy::PlanRow::Bound::stream], to_string(strategy::PlanRow::Bound::stream),
+                     by[strategy::PlanRow::Bound::path], to_string(strategy::PlanRow::Bound::path));
   for (const auto& [family, n] : reasons) {
     std::string example;
     for (const auto& r : s.rows) {

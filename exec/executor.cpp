@@ -655,10 +655,8 @@ class Runner final : public EventHandler {
   ExecutionResult result_;
 };
 
-}  // namespace
-
-ExecutionResult execute(const ExecutionGraph& graph, const Fabric& fabric, const CollectiveConfig& config,
-                        NetworkKind network, const ExecutorOptions& options) {
+/// Factors must be finite and >= 0 and per-rank settings sized to the graph's ranks.
+void check_options(const ExecutionGraph& graph, const ExecutorOptions& options) {
   const auto check = [](double factor, std::string_view what) {
     if (!(factor >= 0.0) || !std::isfinite(factor)) {
       throw ConfigError(fmt::format("{}: expected a factor >= 0, found {}", what, factor));
@@ -682,7 +680,19 @@ ExecutionResult execute(const ExecutionGraph& graph, const Fabric& fabric, const
             fmt::format("rank {}'s comm_compute_slowdown of {} kernels", r, to_string(static_cast<OpType>(t))));
     }
   }
-  GraphIndex index = check_graph(graph, fabric);
+}
+
+}  // namespace
+
+ExecutionResult execute(const ExecutionGraph& graph, const Fabric& fabric, const CollectiveConfig& config,
+                        NetworkKind network, const ExecutorOptions& options) {
+  check_options(graph, options);
+  return execute(graph, check_graph(graph, fabric), fabric, config, network, options);
+}
+
+ExecutionResult execute(const ExecutionGraph& graph, GraphIndex index, const Fabric& fabric,
+                        const CollectiveConfig& config, NetworkKind network, const ExecutorOptions& options) {
+  check_options(graph, options);
   Runner runner(graph, index, fabric, config, network, options);
   ExecutionResult result = runner.run();
   static_assert(kNoInstance == 0xffffffffu, "GraphIndex::comm_of marks other nodes 0xffffffff");

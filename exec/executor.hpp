@@ -14,6 +14,7 @@
 
 #include "collectives/collective_config.hpp"
 #include "exec/execution_graph.hpp"
+#include "exec/graph_check.hpp"
 #include "exec/op_signature.hpp"
 #include "net/network_model.hpp"
 
@@ -127,5 +128,8 @@ struct ExecutionResult {
 ExecutionResult execute(const ExecutionGraph& graph, const Fabric& fabric,
                         const CollectiveConfig& config, NetworkKind network,
                         const ExecutorOptions& options = {});
+/// The same, for a graph already checked: `index` is what check_graph(graph, fabric) returned.
+ExecutionResult execute(const ExecutionGraph& graph, GraphIndex index, const Fabric& fabric,
+                        const CollectiveConfig& config, NetworkKind network, const ExecutorOptions& options = {});
 
 }  // namespace foresight::sim

@@ -12,6 +12,8 @@
 
 #include "common/error.hpp"
 #include "common/json_reader.hpp"
+#include "exec/graph_check.hpp"
+#include "exec/path_bound.hpp"
 #include "models/compute_model.hpp"
 #include "strategies/memory_model.hpp"
 #include "strategies/pipeline.hpp"
@@ -91,6 +93,61 @@ double plan_memory_floor(const Model& model, const Plan& plan) {
   return pipeline_rank_memory(tp_rank_params(model, plan.tp, 0, 0, plan.ep, plan.etp()) / plan.pp, plan, 0.0, 0,
                               tp_rank_expert_params(model, plan.tp, 0, 0, plan.ep, plan.etp()) / plan.pp)
       .total();
+}
+
+sim::GpuLineRates line_rates(const topo::Cluster& cluster) {
+  sim::GpuLineRates rates;
+  for (std::size_t g = 0; g < cluster.gpu_count(); ++g) {
+    const topo::DeviceId device = cluster.gpu_device(static_cast<sim::GpuId>(g));
+    sim::Bandwidth out, in;
+    for (const sim::LinkId l : cluster.out_links(device)) out = out + cluster.link(l).capacity;
+    for (const sim::LinkId l : cluster.in_links(device)) in = in + cluster.link(l).capacity;
+    rates.egress.push_back(out);
+    rates.ingress.push_back(in);
+    rates.node.push_back(cluster.device(device).node);
+  }
+  rates.node_egress.resize(cluster.node_count());
+  rates.node_ingress.resize(cluster.node_count());
+  for (sim::LinkId l = 0; l < cluster.link_count(); ++l) {
+    const topo::LinkEnds ends = cluster.link_ends(l);
+    const int from = cluster.device(ends.from).node;
+    const int to = cluster.device(ends.to).node;
+    if (from == to) continue;
+    const sim::Bandwidth c = cluster.link(l).capacity;
+    if (from >= 0) rates.node_egress[static_cast<std::size_t>(from)] = rates.node_egress[static_cast<std::size_t>(from)] + c;
+    if (to >= 0) rates.node_ingress[static_cast<std::size_t>(to)] = rates.node_ingress[static_cast<std::size_t>(to)] + c;
+  }
+  return rates;
+}
+
+std::vector<double> path_bounds(const CompiledGraph& c, const sim::GraphIndex& index, const Plan& plan,
+                                const sim::GpuLineRates& rates, std::span<const sim::RankId> ranks) {
+  const int steps = static_cast<int>(c.step_end.size());
+  std::vector<double> out(ranks.size(), 0.0);
+  if (steps == 0 || ranks.empty()) return out;
+  const SteadyWindow window = steady_window(plan, steps);
+  std::vector<std::pair<sim::NodeId, sim::NodeId>> pairs;
+  for (const sim::RankId rank : ranks) {
+    const sim::NodeId from = steps > 1 ? c.step_end[static_cast<std::size_t>(window.first)][rank] : sim::kRunStart;
+    pairs.emplace_back(from, c.step_end.back()[rank]);
+  }
+  const auto bounds = sim::path_lower_bounds(c.graph, index, rates, pairs);
+  for (std::size_t k = 0; k < bounds.size(); ++k) {
+    if (bounds[k]) out[k] = bounds[k]->seconds() / window.count;
+  }
+  return out;
+}
+
+std::string_view to_string(PlanRow::Bound b) {
+  switch (b) {
+    case PlanRow::Bound::flops:
+      return "FLOPs at peak";
+    case PlanRow::Bound::stream:
+      return "busiest stream";
+    case PlanRow::Bound::path:
+      return "chain of ops in order";
+  }
+  return "?";
 }
 
 std::string_view to_string(PlanRow::Status s) {
@@ -300,6 +357,7 @@ PlanSearch search_document(const std::string& path, const json& doc, const PlanS
   const std::size_t jobs = options.jobs > 0 ? static_cast<std::size_t>(options.jobs) : hw;
   const ComputeModel compute(cluster.gpu_model(0), inputs.profiles);
   const int cc = cluster.gpu_model(0).compute_capability;
+  const sim::GpuLineRates rates = line_rates(cluster);
   double largest_memory = 0.0;
   for (std::size_t g = 0; g < cluster.gpu_count(); ++g) {
     largest_memory = std::max(largest_memory, cluster.gpu_model(static_cast<sim::GpuId>(g)).memory.as_double());
@@ -358,7 +416,8 @@ PlanSearch search_document(const std::string& path, const json& doc, const PlanS
   const std::size_t top = static_cast<std::size_t>(std::max(1, options.top));
   const auto prune = [&](PlanRow& row, double threshold) {
     row.status = PlanRow::Status::bound;
-    row.reason = fmt::format("lower bound {:.4g} s, no better than the {}th best {:.4g} s", row.bound_s, top, threshold);
+    row.reason = fmt::format("lower bound {:.4g} s ({}), no better than the {}th best {:.4g} s", row.bound_s,
+                             to_string(row.bound_by), top, threshold);
   };
   const std::size_t count = candidates.size();
   const std::size_t lag = jobs > 1 ? jobs - 1 + 8 : 0;
@@ -377,6 +436,19 @@ PlanSearch search_document(const std::string& path, const json& doc, const PlanS
     if (times.size() < top) return std::numeric_limits<double>::infinity();
     std::nth_element(times.begin(), times.begin() + static_cast<std::ptrdiff_t>(top - 1), times.end());
     return times[top - 1];
+  };
+  // The third bound, once a threshold exists: rank 0's chain (a pipeline's first stage, which
+  // waits for the whole pipeline's fill and drain). The graph's check it needs is kept for the
+  // simulation.
+  const auto path_prunes = [&](SimulationOutput& compiled, const Plan& plan, PlanRow& row, double threshold) {
+    compiled.index = sim::check_graph(compiled.compiled.graph, cluster);
+    const sim::RankId first = 0;
+    const double path = path_bounds(compiled.compiled, *compiled.index, plan, rates, {&first, 1}).front();
+    if (path > row.bound_s) {
+      row.bound_s = path;
+      row.bound_by = PlanRow::Bound::path;
+    }
+    return row.bound_s >= threshold;
   };
   auto worker = [&] {
     for (;;) {
@@ -406,13 +478,17 @@ PlanSearch search_document(const std::string& path, const json& doc, const PlanS
             }
           }
           const double limit = c.row.capacity * (1.0 - options.memory_margin);
-          c.row.bound_s = std::max(c.row.bound_s, stream_bound(compiled.compiled.graph, c.scenario.plan));
+          const double stream = stream_bound(compiled.compiled.graph, c.scenario.plan);
+          if (stream > c.row.bound_s) {
+            c.row.bound_s = stream;
+            c.row.bound_by = PlanRow::Bound::stream;
+          }
           if (c.row.peak_bytes > limit) {
             c.row.status = PlanRow::Status::memory;
             c.row.reason = fmt::format("peak {:.1f} GiB above {:.1f} GiB ({:.0f}% of {:.0f} GiB)",
                                        c.row.peak_bytes / (1 << 30), limit / (1 << 30),
                                        100.0 * (1.0 - options.memory_margin), c.row.capacity / (1 << 30));
-          } else if (c.row.bound_s >= threshold) {
+          } else if (c.row.bound_s >= threshold || (std::isfinite(threshold) && path_prunes(compiled, c.scenario.plan, c.row, threshold))) {
             prune(c.row, threshold);
           } else {
             const SimulationOutput out = simulate_compiled(std::move(compiled), c.scenario, shared);

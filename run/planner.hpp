@@ -11,9 +11,11 @@
 
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "exec/path_bound.hpp"
 #include "run/scenario.hpp"
 #include "run/simulation.hpp"
 
@@ -49,6 +51,17 @@ PlanSpace default_plan_space(const Model& model, const topo::Cluster& cluster);
 /// The planner leaves out plans whose floor passes the memory limit uncompiled.
 double plan_memory_floor(const Model& model, const Plan& plan);
 
+/// Per GPU of `cluster`, the line rate of every link leaving it and entering it.
+sim::GpuLineRates line_rates(const topo::Cluster& cluster);
+
+/// The planner's third lower bound, from a compiled graph and its check (`index`) alone
+/// (exec/path_bound.hpp): for each of `ranks`, the longest chain of ops that must run one after
+/// another from the start to the end of the window its report measures (steady_window), per
+/// step; 0 where no chain links them. A rank's bound is at most its simulated iteration, so any
+/// rank's bounds the report's (the slowest rank's). The planner takes rank 0's.
+std::vector<double> path_bounds(const CompiledGraph& compiled, const sim::GraphIndex& index, const Plan& plan,
+                                const sim::GpuLineRates& rates, std::span<const sim::RankId> ranks);
+
 struct PlanOptions {
   double memory_margin = 0.1;  ///< fraction of each GPU's memory a plan must leave free
   int top = 10;
@@ -63,6 +76,10 @@ struct PlanRow {
   Status status = Status::invalid;
   std::string reason;   ///< invalid: the reader's message; memory: the peak against the limit
   double bound_s = 0.0; ///< lower bound on the iteration time
+  /// Which bound bound_s is: the FLOPs at peak (before compiling), the busiest stream's kernels,
+  /// or the longest chain of ops in order (path_bounds, once a threshold exists).
+  enum class Bound : std::uint8_t { flops, stream, path };
+  Bound bound_by = Bound::flops;
   double iteration_s = 0.0;
   double run_s = 0.0;   ///< the scenario's whole workload (steps, tokens or epochs) at iteration_s
   double tokens_per_s = 0.0;
@@ -76,6 +93,7 @@ struct PlanRow {
   std::vector<std::string> sets() const;
 };
 std::string_view to_string(PlanRow::Status s);
+std::string_view to_string(PlanRow::Bound b);
 
 struct PlanSearch {
   std::vector<PlanRow> rows;  ///< every candidate: the best first, then fits by time, then the rest

@@ -178,6 +178,14 @@ bool settled(const CompiledGraph& c, const sim::ExecutionResult& r) {
 
 }  // namespace
 
+SteadyWindow steady_window(const Plan& plan, int steps) {
+  // A pipeline fills and settles over several steps: it is measured over its second half.
+  int skip = plan.pp > 1 && steps > 2 ? steps / 2 : 0;
+  // DataLoader workers deliver their batches in bursts of one per worker (each worker's k-th
+  // batch at once when the loader cannot keep up): measured over the last burst's steps.
+  if (plan.input_workers > 0 && steps - 1 - skip > plan.input_workers) skip = steps - 1 - plan.input_workers;
+  return {skip, std::max(1, steps - 1 - skip)};
+}
 
 namespace {
 
@@ -229,14 +237,10 @@ void report_timing(const SimulationOutput& out, const Plan& plan, const ComputeM
   const int steps = static_cast<int>(ends.size());
   const auto& graph = out.compiled.graph;
   std::vector<RankWindow> windows;
+  const SteadyWindow steady = steady_window(plan, steps);
   for (sim::RankId rank = 0; rank < graph.ranks(); ++rank) {
-    // A pipeline fills and settles over several steps: it is measured over its second half.
-    int skip = plan.pp > 1 && steps > 2 ? steps / 2 : 0;
-    // DataLoader workers deliver their batches in bursts of one per worker (each worker's k-th
-    // batch at once when the loader cannot keep up): measured over the last burst's steps.
-    if (plan.input_workers > 0 && steps - 1 - skip > plan.input_workers) skip = steps - 1 - plan.input_workers;
-    const sim::Time from = steps > 1 ? out.result.end[ends[static_cast<std::size_t>(skip)][rank]] : sim::Time::zero();
-    windows.push_back(RankWindow{from, out.result.end[ends.back()[rank]], std::max(1, steps - 1 - skip)});
+    const sim::Time from = steps > 1 ? out.result.end[ends[static_cast<std::size_t>(steady.first)][rank]] : sim::Time::zero();
+    windows.push_back(RankWindow{from, out.result.end[ends.back()[rank]], steady.count});
   }
   r.per_rank = breakdown(graph, out.result, windows);
   for (sim::RankId rank = 0; rank < graph.ranks(); ++rank) {
@@ -484,7 +488,12 @@ SimulationOutput simulate_compiled(SimulationOutput out, const Scenario& scenari
     // A mixed cluster: each rank slows under communication as its own GPU model does.
     options.comm_compute_slowdown_by_rank = plan_comm_slowdowns_by_rank(plan, cluster, out.compiled.graph);
     options.comm_waits_for_by_rank = plan_comm_waits_by_rank(plan, cluster, out.compiled.graph);
-    out.result = sim::execute(out.compiled.graph, cluster, inputs.collectives, plan.network, options);
+    if (out.index) {
+      out.result = sim::execute(out.compiled.graph, std::move(*out.index), cluster, inputs.collectives, plan.network, options);
+      out.index.reset();
+    } else {
+      out.result = sim::execute(out.compiled.graph, cluster, inputs.collectives, plan.network, options);
+    }
   };
   run();
   if (plan.settle && !settled(out.compiled, out.result)) {

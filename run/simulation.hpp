@@ -5,6 +5,7 @@
 
 #include <array>
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <vector>
 
@@ -51,6 +52,9 @@ struct SimulationOutput {
   CompiledGraph compiled;
   sim::ExecutionResult result;
   std::vector<sim::LinkId> sampled_links;
+  /// The compiled graph's check (sim::check_graph on the cluster), when whoever compiled it has
+  /// it already (the planner's path bound): simulate_compiled then does not check it again.
+  std::optional<sim::GraphIndex> index;
 };
 
 /// The slowdown per kernel family while a rank communicates that `plan` simulates on `gpu`:
@@ -66,6 +70,16 @@ std::vector<std::array<double, sim::kOpTypeCount>> plan_comm_slowdowns_by_rank(c
                                                                             const sim::ExecutionGraph& graph);
 std::vector<std::array<bool, sim::kOpTypeCount>> plan_comm_waits_by_rank(const Plan& plan, const topo::Cluster& cluster,
                                                                       const sim::ExecutionGraph& graph);
+
+/// The steps a report measures its iteration over, of a run of `steps` simulated steps: each
+/// rank's window from the end of step `first` (0 with one step: from the run's start) to the end
+/// of the last, `count` steps long. A pipeline fills and settles over several steps and is measured
+/// over their second half; DataLoader workers deliver batches in bursts, measured over the last.
+struct SteadyWindow {
+  int first = 0;
+  int count = 1;
+};
+SteadyWindow steady_window(const Plan& plan, int steps);
 
 /// Builds the model, the cluster and the execution graph of `scenario` without simulating it,
 /// with each simulated rank's peak memory in report.memory (a lower bound for MoE models, whose

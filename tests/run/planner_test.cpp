@@ -103,6 +103,45 @@ TEST_CASE("plans are pruned only when their lower bound cannot enter the best", 
   REQUIRE(search.simulated <= full.simulated);
 }
 
+TEST_CASE("the chain of ops in order bounds what it prunes and what it lets through", "[planner]") {
+  // With a threshold from the first candidate on (top 1, one thread), every compiled candidate
+  // that passes its FLOPs and stream bounds gets the path bound: for the simulated ones it is
+  // at most their time, and some are pruned by it alone, with the same best as a full search.
+  const std::string path = test::data_path("scenarios/plan_gpt2.json");
+  strategy::PlanOptions one;
+  one.top = 1;
+  one.jobs = 1;
+  const auto search = strategy::search_plans(path, {}, small_space(), one, inputs());
+  strategy::PlanOptions all;
+  all.top = 100;
+  const auto full = strategy::search_plans(path, {}, small_space(), all, inputs());
+  REQUIRE(search.rows.front().label == full.rows.front().label);
+  REQUIRE(search.rows.front().iteration_s == full.rows.front().iteration_s);
+  int by_path = 0, simulated_with_path = 0;
+  for (const auto& row : search.rows) {
+    INFO(row.label << ": " << row.reason);
+    if (row.status == Status::best || row.status == Status::fits) {
+      REQUIRE(row.bound_s <= row.iteration_s);
+      simulated_with_path += row.bound_by == strategy::PlanRow::Bound::path;
+    }
+    if (row.status == Status::bound && row.bound_by == strategy::PlanRow::Bound::path) {
+      ++by_path;
+      REQUIRE(row.bound_s >= search.rows.front().iteration_s);
+      REQUIRE(row.reason.find("chain of ops in order") != std::string::npos);
+      // Simulated, it is indeed no faster than the best.
+      bool found = false;
+      for (const auto& f : full.rows) {
+        if (f.label != row.label) continue;
+        found = true;
+        REQUIRE(f.iteration_s >= row.bound_s);
+      }
+      REQUIRE(found);
+    }
+  }
+  REQUIRE(by_path > 0);
+  REQUIRE(simulated_with_path > 0);
+}
+
 TEST_CASE("on several threads, what is pruned depends on the candidates' order alone, not on timing",
           "[planner]") {
   // Candidate i is weighed against the candidates before i - (jobs + 7), whichever thread ends
