@@ -124,15 +124,15 @@ std::string expert_tp(const nlohmann::json& plan) {
 
 std::string csv(const strategy::PlanSearch& s) {
   std::string out = "status,tp,pp,dp,virtual_stages,micro_batch,recompute,zero,sequence_parallel,ep,expert_tp,bound_s,"
-                    "iteration_s,tokens_per_s,samples_per_s,mfu,peak_bytes,usd_run,kwh_run,reason\n";
+                    "bound_by,iteration_s,tokens_per_s,samples_per_s,mfu,peak_bytes,usd_run,kwh_run,reason\n";
   for (const auto& r : s.rows) {
     auto field = [&](const char* k) { return r.plan.contains(k) ? (r.plan[k].is_string() ? r.plan[k].get<std::string>() : r.plan[k].dump()) : ""; };
     std::string reason = r.reason;
     for (char& c : reason) c = c == '"' ? '\'' : c;
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{:.6g},{:.9g},{:.9g},{:.9g},{:.6g},{:.6g},{},{},\"{}\"\n",
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{:.6g},{},{:.9g},{:.9g},{:.9g},{:.6g},{:.6g},{},{},\"{}\"\n",
                        to_string(r.status), field("tp"), field("pp"), field("dp"), field("virtual_stages"),
                        field("micro_batch"), field("recompute"), field("zero"), field("sequence_parallel"), field("ep"),
-                       expert_tp(r.plan), r.bound_s,
+                       expert_tp(r.plan), r.bound_s, to_string(r.bound_by),
                        r.iteration_s, r.tokens_per_s, r.samples_per_s, r.mfu, r.peak_bytes,
                        r.usd_run >= 0 ? fmt::format("{:.9g}", r.usd_run) : "",
                        r.kwh_run >= 0 ? fmt::format("{:.9g}", r.kwh_run) : "", reason);

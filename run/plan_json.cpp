@@ -14,7 +14,8 @@ nlohmann::json plan_search_json(const PlanSearch& s) {
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& r : s.rows) {
     rows.push_back({{"status", std::string(to_string(r.status))}, {"plan", r.plan}, {"label", r.label},
-                    {"reason", r.reason}, {"bound_s", r.bound_s}, {"iteration_s", r.iteration_s},
+                    {"reason", r.reason}, {"bound_s", r.bound_s}, {"bound_by", std::string(to_string(r.bound_by))},
+                    {"iteration_s", r.iteration_s},
                     {"tokens_per_s", r.tokens_per_s}, {"samples_per_s", r.samples_per_s}, {"mfu", r.mfu},
                     {"peak_bytes", r.peak_bytes}, {"set", r.sets()}, {"usd_run", or_null(r.usd_run)},
                     {"kwh_run", or_null(r.kwh_run)}});

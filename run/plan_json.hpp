@@ -10,9 +10,10 @@
 
 namespace foresight::strategy {
 
-/// {"plans": [{status, plan, label, reason, bound_s, iteration_s, tokens_per_s, samples_per_s, mfu,
-/// peak_bytes, set, usd_run, kwh_run}], "simulated", "compiled"}; usd_run and kwh_run null when
-/// unknown. Times in seconds, peak_bytes in bytes.
+/// {"plans": [{status, plan, label, reason, bound_s, bound_by, iteration_s, tokens_per_s,
+/// samples_per_s, mfu, peak_bytes, set, usd_run, kwh_run}], "simulated", "compiled"}; usd_run and
+/// kwh_run null when unknown; bound_by names the bound bound_s is (to_string(PlanRow::Bound)).
+/// Times in seconds, peak_bytes in bytes.
 nlohmann::json plan_search_json(const PlanSearch& s);
 
 /// {"options": [{cluster, gpus, gpu, price_basis, pareto, within_budget, plans, simulated, reason,
