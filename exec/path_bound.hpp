@@ -8,16 +8,17 @@
 /// a collective (or a send with its receive) starts once every member has reached it and all of
 /// them end together. Each op then lasts at least: a kernel or host op its duration (communication
 /// only slows kernels), a measured collective its measured time, and any other communication the
-/// bytes that must leave or enter one GPU over the line rate of all that GPU's links (egress and
+/// bytes that must leave or enter one GPU over the rate of all that GPU's links (egress and
 /// ingress): (n - 1) / n of the payload for all-reduce, all-gather, reduce-scatter and
 /// all-to-all, the payload for broadcast, reduce and point-to-point, an all-to-allv's busiest
 /// row or column; and for a group over several servers, the bytes that must leave or enter one
-/// server over the line rate of its links to the outside (an all-reduce's whole payload each
+/// server over the rate of its links to the outside (an all-reduce's whole payload each
 /// way, whichever algorithm: each element's sum is made on one side of the cut and needed on
 /// both; the shards a reduce-scatter or an all-gather moves across; an all-to-all's traffic
-/// between the server's members and the others). Everything else the executor models (launch queues, interpreter locks, kernels
-/// holding SMs, contention, protocols, latencies) only delays, so the longest such chain is never
-/// longer than the simulated time. The planner (run/planner.cpp) prunes with it.
+/// between the server's members and the others). Everything else the executor models (launch
+/// queues, interpreter locks, kernels holding SMs, contention, protocols, latencies) only
+/// delays, so the longest such chain is never longer than the simulated time. The planner
+/// (run/planner.cpp) prunes with it.
 
 #include <optional>
 #include <span>
@@ -30,8 +31,10 @@
 
 namespace foresight::sim {
 
-/// Line rates of the links leaving and entering each GPU (by GpuId) and each server (by node
-/// index: its links to devices outside it), and each GPU's server.
+/// The rates of the links leaving and entering each GPU (by GpuId) and each server (by node
+/// index: its links to devices outside it), and each GPU's server. The planner gives line rate x
+/// class efficiency, what the network models move (net/link_efficiency.hpp); any rate at least
+/// that keeps the bound a bound.
 struct GpuLineRates {
   std::vector<Bandwidth> egress;
   std::vector<Bandwidth> ingress;

@@ -95,13 +95,14 @@ double plan_memory_floor(const Model& model, const Plan& plan) {
       .total();
 }
 
-sim::GpuLineRates line_rates(const topo::Cluster& cluster) {
+sim::GpuLineRates line_rates(const topo::Cluster& cluster, const sim::LinkEfficiency& efficiency) {
   sim::GpuLineRates rates;
+  const auto rate = [&](sim::LinkId l) { return cluster.link(l).capacity * efficiency.of(cluster.link(l).cls); };
   for (std::size_t g = 0; g < cluster.gpu_count(); ++g) {
     const topo::DeviceId device = cluster.gpu_device(static_cast<sim::GpuId>(g));
     sim::Bandwidth out, in;
-    for (const sim::LinkId l : cluster.out_links(device)) out = out + cluster.link(l).capacity;
-    for (const sim::LinkId l : cluster.in_links(device)) in = in + cluster.link(l).capacity;
+    for (const sim::LinkId l : cluster.out_links(device)) out = out + rate(l);
+    for (const sim::LinkId l : cluster.in_links(device)) in = in + rate(l);
     rates.egress.push_back(out);
     rates.ingress.push_back(in);
     rates.node.push_back(cluster.device(device).node);
@@ -113,7 +114,7 @@ sim::GpuLineRates line_rates(const topo::Cluster& cluster) {
     const int from = cluster.device(ends.from).node;
     const int to = cluster.device(ends.to).node;
     if (from == to) continue;
-    const sim::Bandwidth c = cluster.link(l).capacity;
+    const sim::Bandwidth c = rate(l);
     if (from >= 0) rates.node_egress[static_cast<std::size_t>(from)] = rates.node_egress[static_cast<std::size_t>(from)] + c;
     if (to >= 0) rates.node_ingress[static_cast<std::size_t>(to)] = rates.node_ingress[static_cast<std::size_t>(to)] + c;
   }
@@ -357,7 +358,7 @@ PlanSearch search_document(const std::string& path, const json& doc, const PlanS
   const std::size_t jobs = options.jobs > 0 ? static_cast<std::size_t>(options.jobs) : hw;
   const ComputeModel compute(cluster.gpu_model(0), inputs.profiles);
   const int cc = cluster.gpu_model(0).compute_capability;
-  const sim::GpuLineRates rates = line_rates(cluster);
+  const sim::GpuLineRates rates = line_rates(cluster, inputs.collectives.links);
   double largest_memory = 0.0;
   for (std::size_t g = 0; g < cluster.gpu_count(); ++g) {
     largest_memory = std::max(largest_memory, cluster.gpu_model(static_cast<sim::GpuId>(g)).memory.as_double());

@@ -51,8 +51,9 @@ PlanSpace default_plan_space(const Model& model, const topo::Cluster& cluster);
 /// The planner leaves out plans whose floor passes the memory limit uncompiled.
 double plan_memory_floor(const Model& model, const Plan& plan);
 
-/// Per GPU of `cluster`, the line rate of every link leaving it and entering it.
-sim::GpuLineRates line_rates(const topo::Cluster& cluster);
+/// Per GPU and per server of `cluster`, the rate of every link leaving it and entering it: line
+/// rate x its class's `efficiency`, as both network models move data (net/link_efficiency.hpp).
+sim::GpuLineRates line_rates(const topo::Cluster& cluster, const sim::LinkEfficiency& efficiency);
 
 /// The planner's third lower bound, from a compiled graph and its check (`index`) alone
 /// (exec/path_bound.hpp): for each of `ranks`, the longest chain of ops that must run one after

@@ -27,7 +27,7 @@ TEST_CASE("a rank's chain of ops in order is no longer than its simulated iterat
     INFO(scenario << (sets.empty() ? "" : " with " + c.at("set").dump()));
     const auto scn = strategy::load_scenario(test::source_path(scenario), sets);
     const auto out = strategy::simulate_scenario(scn, inputs);
-    const auto rates = strategy::line_rates(*out.cluster);
+    const auto rates = strategy::line_rates(*out.cluster, inputs.collectives.links);
     std::vector<sim::RankId> ranks(out.compiled.graph.ranks());
     for (std::size_t r = 0; r < ranks.size(); ++r) ranks[r] = static_cast<sim::RankId>(r);
     const auto bounds = strategy::path_bounds(out.compiled, sim::check_graph(out.compiled.graph, *out.cluster), scn.plan, rates, ranks);
@@ -40,7 +40,7 @@ TEST_CASE("a rank's chain of ops in order is no longer than its simulated iterat
     ratios.push_back(most / out.report.iteration_time_s);
     CHECK(most > 0.0);
   }
-  // And it is close: on the median case within 15% of the simulated iteration (measured 0.93:
+  // And it is close: on the median case within 15% of the simulated iteration (measured 0.94:
   // data-loader-bound runs are the loosest, as loader workers' limits are not in the chain).
   std::sort(ratios.begin(), ratios.end());
   REQUIRE(ratios[ratios.size() / 2] >= 0.85);
