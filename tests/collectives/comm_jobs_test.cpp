@@ -12,6 +12,7 @@
 #include "net/flow_network.hpp"
 #include "collectives/plan_timing.hpp"
 #include "tests/collectives/fixture.hpp"
+#include "tests/exec/graph_fixture.hpp"
 #include "topologies/cluster_builders.hpp"
 
 using namespace foresight;
@@ -184,14 +185,7 @@ const topo::Cluster& two_nodes() {
   return c;
 }
 
-Node op(OpKind kind, sim::RankId rank, sim::StreamId stream, std::vector<sim::NodeId> deps = {}) {
-  Node n;
-  n.kind = kind;
-  n.rank = rank;
-  n.stream = stream;
-  n.deps = std::move(deps);
-  return n;
-}
+using test::op;
 
 /// Ranks on GPUs 0 and 8 (one per node): an all-reduce of `a_bytes` on stream 2 at once, and,
 /// after `delay` of compute, an all-reduce of `b_bytes` on stream 3 over `b_gpus` (the same two

@@ -5,6 +5,7 @@
 #include "common/error.hpp"
 #include "exec/executor.hpp"
 #include "tests/collectives/fixture.hpp"
+#include "tests/exec/graph_fixture.hpp"
 #include "topologies/cluster_builders.hpp"
 
 using namespace foresight;
@@ -19,14 +20,7 @@ const topo::Cluster& two_nodes() {
   return c;
 }
 
-Node op(OpKind kind, sim::RankId rank, sim::StreamId stream, std::vector<sim::NodeId> deps = {}) {
-  Node n;
-  n.kind = kind;
-  n.rank = rank;
-  n.stream = stream;
-  n.deps = std::move(deps);
-  return n;
-}
+using test::op;
 
 /// Data-parallel groups {j, j + 4, j + 8, j + 12} of a 16-GPU job: every rank computes for
 /// `work`, then all-reduces `bytes` over its group, twice. Full: 16 ranks. Folded: rank 0 alone,

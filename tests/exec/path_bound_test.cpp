@@ -5,6 +5,7 @@
 
 #include "exec/path_bound.hpp"
 #include "tests/collectives/fixture.hpp"
+#include "tests/exec/graph_fixture.hpp"
 
 using namespace foresight;
 using namespace foresight::sim::literals;
@@ -13,14 +14,7 @@ using sim::OpKind;
 
 namespace {
 
-Node op(OpKind kind, sim::RankId rank, sim::StreamId stream, std::vector<sim::NodeId> deps = {}) {
-  Node n;
-  n.kind = kind;
-  n.rank = rank;
-  n.stream = stream;
-  n.deps = std::move(deps);
-  return n;
-}
+using test::op;
 
 /// Two GPUs that send at 100 GB/s and receive at 50 GB/s, on one server (or two, each with
 /// 10 GB/s to the outside).
