@@ -3,11 +3,11 @@
 /// combination of tensor, pipeline, expert and data parallelism, virtual stages, micro-batch,
 /// recompute, ZeRO stage and sequence parallelism in a search space; each checked by the scenario reader
 /// (the frameworks' divisibility rules), then taken in order of its FLOPs lower bound: compiled,
-/// checked against the GPUs' memory less a margin, bounded again by its busiest stream, and
-/// simulated, until no plan left can enter the best `top` (its lower bound is no faster than the
-/// top-th best found). On N > 1 threads a candidate is weighed against the candidates before it
-/// but the N + 7 just before it, all done before it starts: what is pruned never depends on
-/// thread timing.
+/// checked against the GPUs' memory less a margin, bounded again by its busiest stream and by the
+/// longest chain of ops that must run in order (path_bounds), and simulated, until no plan left
+/// can enter the best `top` (its lower bound is no faster than the top-th best found). On N > 1
+/// threads a candidate is weighed against the candidates before it but the N + 7 just before it,
+/// all done before it starts: what is pruned never depends on thread timing.
 
 #include <functional>
 #include <nlohmann/json.hpp>
