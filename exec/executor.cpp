@@ -682,22 +682,28 @@ void check_options(const ExecutionGraph& graph, const ExecutorOptions& options) 
   }
 }
 
-}  // namespace
-
-ExecutionResult execute(const ExecutionGraph& graph, const Fabric& fabric, const CollectiveConfig& config,
-                        NetworkKind network, const ExecutorOptions& options) {
-  check_options(graph, options);
-  return execute(graph, check_graph(graph, fabric), fabric, config, network, options);
-}
-
-ExecutionResult execute(const ExecutionGraph& graph, GraphIndex index, const Fabric& fabric,
-                        const CollectiveConfig& config, NetworkKind network, const ExecutorOptions& options) {
-  check_options(graph, options);
+/// Replays a graph whose options and index are checked.
+ExecutionResult run_checked(const ExecutionGraph& graph, GraphIndex index, const Fabric& fabric,
+                            const CollectiveConfig& config, NetworkKind network, const ExecutorOptions& options) {
   Runner runner(graph, index, fabric, config, network, options);
   ExecutionResult result = runner.run();
   static_assert(kNoInstance == 0xffffffffu, "GraphIndex::comm_of marks other nodes 0xffffffff");
   result.comm_instance = std::move(index.comm_of);
   return result;
+}
+
+}  // namespace
+
+ExecutionResult execute(const ExecutionGraph& graph, const Fabric& fabric, const CollectiveConfig& config,
+                        NetworkKind network, const ExecutorOptions& options) {
+  check_options(graph, options);
+  return run_checked(graph, check_graph(graph, fabric), fabric, config, network, options);
+}
+
+ExecutionResult execute(const ExecutionGraph& graph, GraphIndex index, const Fabric& fabric,
+                        const CollectiveConfig& config, NetworkKind network, const ExecutorOptions& options) {
+  check_options(graph, options);
+  return run_checked(graph, std::move(index), fabric, config, network, options);
 }
 
 }  // namespace foresight::sim
