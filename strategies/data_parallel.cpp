@@ -197,7 +197,7 @@ CompiledGraph compile_data_parallel(const Model& model, const Plan& plan, const 
   // TP rank j of replica d runs on GPU d x tp + j: TP groups are consecutive GPUs, inside a node
   // when tp divides the node's GPUs (Megatron's tp-dp order). Identical ranks fold.
   auto routing = moe_routing(model, plan);
-  const HybridLayout layout(plan, 1, cluster, routing && routing->ranks_alike());
+  const HybridLayout layout(plan, 1, cluster, routing && routing->ranks_alike(), false);
   layout.add_ranks(g);
   out.folding = layout.describe();
   out.ep_folded = layout.folds_ep();

@@ -3,14 +3,135 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <array>
+#include <bit>
 #include <numeric>
 #include <string_view>
 
 #include "common/error.hpp"
 
 namespace foresight::strategy {
+namespace {
 
-HybridLayout::HybridLayout(const Plan& plan, int pp, const topo::Cluster& cluster, bool ep_ranks_alike)
+/// What the placement of a block of replicas depends on, on the analytical network, where each
+/// transfer and collective costs what it would alone: whether a node's GPUs are interchangeable
+/// for traffic among them, and what a point-to-point route meets. Worked out once per node and
+/// per link pool.
+class PlacementFacts {
+ public:
+  explicit PlacementFacts(const topo::Cluster& cluster)
+      : cluster_(cluster), interchangeable_(cluster.node_count(), -1), inside_(cluster.node_count()) {}
+
+  /// Whether traffic among the GPUs of `node` goes alike whichever of them it joins: the node has
+  /// an NVSwitch; its GPUs have no link to one another and each has the same links (to and from
+  /// the same kinds of devices, at the same rates, latencies and classes); and the route from its
+  /// first GPU to each other one, and back, meets links of the same rates, latencies and classes.
+  /// An NVSwitch node (DGX A100, DGX H100, a GB200 NVL72 rack) qualifies; one whose GPUs are
+  /// joined directly (DGX-1's hybrid cube-mesh) or through PCIe trees does not. `gpu` is any of
+  /// its GPUs.
+  bool interchangeable(int node, sim::GpuId gpu) {
+    signed char& known = interchangeable_[static_cast<std::size_t>(node)];
+    if (known < 0) known = check(node, gpu - static_cast<sim::GpuId>(cluster_.gpu(gpu).local_index)) ? 1 : 0;
+    return known == 1;
+  }
+  /// Appends what traffic inside an interchangeable node meets: a GPU's links and the route
+  /// between two of its GPUs, both ways (nodes of one shape but other NVLink rates differ).
+  void inside(int node, std::vector<std::int64_t>& key) const {
+    const std::vector<std::int64_t>& own = inside_[static_cast<std::size_t>(node)];
+    key.insert(key.end(), own.begin(), own.end());
+  }
+
+  /// Appends what a point-to-point transfer from `a` to `b` meets alone: per link of its route
+  /// (sim::detail::p2p_path: a send between two GPUs takes the plain route), its rate, latency
+  /// and class, and its link pool's place along the route, link count and total rate (a network
+  /// model shares a pool's capacity, net/link_pools.hpp). Equal for two pairs whose transfers
+  /// take the same time.
+  void route(sim::GpuId a, sim::GpuId b, std::vector<std::int64_t>& key) {
+    if (pool_links_.empty()) {
+      pool_links_.assign(cluster_.link_count(), 0);
+      pool_rate_.assign(cluster_.link_count(), 0.0);
+      for (sim::LinkId l = 0; l < cluster_.link_count(); ++l) {
+        const std::uint32_t pool = cluster_.link_pool(l);
+        ++pool_links_[pool];
+        pool_rate_[pool] += cluster_.link(l).capacity.bytes_per_second();
+      }
+    }
+    path_.clear();
+    cluster_.route(a, b, -1, -1, 0, path_);
+    pools_.clear();
+    key.push_back(static_cast<std::int64_t>(path_.size()));
+    for (const sim::LinkId l : path_) {
+      const sim::LinkInfo& info = cluster_.link(l);
+      const std::uint32_t pool = cluster_.link_pool(l);
+      const auto place = std::find(pools_.begin(), pools_.end(), pool) - pools_.begin();
+      if (place == static_cast<std::ptrdiff_t>(pools_.size())) pools_.push_back(pool);
+      key.insert(key.end(), {std::bit_cast<std::int64_t>(info.capacity.bytes_per_second()), info.latency.ps(),
+                             static_cast<std::int64_t>(info.cls), place, pool_links_[pool],
+                             std::bit_cast<std::int64_t>(pool_rate_[pool])});
+    }
+  }
+
+ private:
+  using LinkKey = std::array<std::int64_t, 5>;
+  LinkKey link_key(sim::LinkId l, topo::DeviceId other, bool in) const {
+    const sim::LinkInfo& info = cluster_.link(l);
+    return LinkKey{static_cast<std::int64_t>(cluster_.device(other).kind),
+                   std::bit_cast<std::int64_t>(info.capacity.bytes_per_second()), info.latency.ps(),
+                   static_cast<std::int64_t>(info.cls), in ? 1 : 0};
+  }
+  std::vector<LinkKey> links_of(sim::GpuId g) const {
+    std::vector<LinkKey> keys;
+    const topo::DeviceId d = cluster_.gpu_device(g);
+    for (const sim::LinkId l : cluster_.out_links(d)) keys.push_back(link_key(l, cluster_.link_ends(l).to, false));
+    for (const sim::LinkId l : cluster_.in_links(d)) keys.push_back(link_key(l, cluster_.link_ends(l).from, true));
+    std::sort(keys.begin(), keys.end());
+    return keys;
+  }
+  std::vector<LinkKey> route_of(sim::GpuId a, sim::GpuId b) const {
+    std::vector<sim::LinkId> path;
+    cluster_.route(a, b, -1, -1, 0, path);
+    std::vector<LinkKey> keys;
+    for (const sim::LinkId l : path) keys.push_back(link_key(l, cluster_.link_ends(l).to, false));
+    return keys;
+  }
+  bool check(int node, sim::GpuId first) {
+    const sim::NodeFacts& n = cluster_.node(node);
+    std::vector<std::int64_t>& signature = inside_[static_cast<std::size_t>(node)];
+    const auto append = [&](const std::vector<LinkKey>& keys) {
+      signature.push_back(static_cast<std::int64_t>(keys.size()));
+      for (const LinkKey& k : keys) signature.insert(signature.end(), k.begin(), k.end());
+    };
+    signature = {n.gpus};
+    const std::vector<LinkKey> own = links_of(first);
+    append(own);
+    if (n.gpus == 1) return true;
+    if (!n.nvswitch) return false;
+    const auto gpu_kind = static_cast<std::int64_t>(topo::DeviceKind::gpu);
+    if (std::any_of(own.begin(), own.end(), [&](const LinkKey& k) { return k[0] == gpu_kind; })) return false;
+    const std::vector<LinkKey> there = route_of(first, first + 1);
+    const std::vector<LinkKey> back = route_of(first + 1, first);
+    for (int i = 1; i < n.gpus; ++i) {
+      const sim::GpuId g = first + static_cast<sim::GpuId>(i);
+      if (links_of(g) != own || route_of(first, g) != there || route_of(g, first) != back) return false;
+    }
+    append(there);
+    append(back);
+    return true;
+  }
+
+  const topo::Cluster& cluster_;
+  std::vector<signed char> interchangeable_;  ///< per node: unknown (-1), no, yes
+  std::vector<std::vector<std::int64_t>> inside_;  ///< per node checked: what inside() appends
+  std::vector<std::int64_t> pool_links_;      ///< per pool: its links
+  std::vector<double> pool_rate_;             ///< per pool: their total line rate
+  std::vector<sim::LinkId> path_;
+  std::vector<std::uint32_t> pools_;
+};
+
+}  // namespace
+
+HybridLayout::HybridLayout(const Plan& plan, int pp, const topo::Cluster& cluster, bool ep_ranks_alike,
+                           bool stage_groups)
     : dp_(plan.replicas()),
       pp_(pp),
       tp_(std::max(1, plan.tp)),
@@ -43,10 +164,10 @@ HybridLayout::HybridLayout(const Plan& plan, int pp, const topo::Cluster& cluste
       }
     }
   }
-  if (dp_ > unit_) fold_replicas(plan, cluster);
+  if (dp_ > unit_) fold_replicas(plan, cluster, stage_groups);
 }
 
-void HybridLayout::fold_replicas(const Plan& plan, const topo::Cluster& cluster) {
+void HybridLayout::fold_replicas(const Plan& plan, const topo::Cluster& cluster, bool stage_groups) {
   // Where replica d's GPUs sit, relative to its first GPU: the node and local-index offset of
   // each (stage, TP rank).
   std::vector<std::int64_t> placement;
@@ -92,23 +213,74 @@ void HybridLayout::fold_replicas(const Plan& plan, const topo::Cluster& cluster)
   // Blocks sit alike when their GPUs have the same node offsets and the same local indices from
   // the block's first GPU (so the placement is the first one's moved by whole nodes, and so are
   // the replicas sharing its nodes), on nodes of the same size holding as many of the plan's GPUs
-  // (a partly used last node differs). 16-GPU replicas on 72-GPU racks: 9 placements repeat
-  // every two racks, and the replicas on the last rack have their own.
+  // (a partly used last node differs); or, below, by their shape and routes.
   std::vector<int> used(cluster.node_count(), 0);
   for (int g = 0; g < gpus(); ++g) ++used[static_cast<std::size_t>(cluster.gpu(static_cast<sim::GpuId>(g)).node)];
+  PlacementFacts facts(cluster);
   std::map<std::vector<std::int64_t>, int> simulated;  // a block's placement -> its first simulated replica
   std::vector<std::int64_t> key;
+  std::vector<int> nodes;  // a block's nodes, in order of first GPU
   for (int b = 0; b < dp_ / block; ++b) {
     key.clear();
-    const sim::GpuFacts& first = cluster.gpu(gpu(b * block, 0, 0));
-    for (int d = b * block; d < (b + 1) * block; ++d) {
+    const int d0 = b * block;
+    const sim::GpuFacts& first = cluster.gpu(gpu(d0, 0, 0));
+    // Where every stage's GPUs of the block share a node whose GPUs are interchangeable, the
+    // groups inside the block (EP, TP, context-parallel and shard groups are a stage's) cost
+    // the same wherever in their nodes they sit, and so does a transfer between stages whose
+    // route meets the same links: the key is then the block's shape (which GPUs share a node,
+    // their offsets in it, how full each node is) and the routes between its stages, not its
+    // nodes and local indices. 16-GPU replicas on 72-GPU racks: those inside a rack sit alike,
+    // those split 8 + 8 across two, and those on a partly used last rack. A collective joining a
+    // replica's first and last stages across nodes (stage_groups: a tied embedding's) keeps the
+    // exact placement.
+    bool shaped = true;
+    for (int s = 0; s < pp_ && shaped; ++s) {
+      const int node = cluster.gpu(gpu(d0, s, 0)).node;
+      for (int d = d0; d < d0 + block && shaped; ++d) {
+        for (int j = 0; j < tp_ && shaped; ++j) shaped = cluster.gpu(gpu(d, s, j)).node == node;
+      }
+      shaped = shaped && facts.interchangeable(node, gpu(d0, s, 0));
+    }
+    shaped = shaped && !(stage_groups && pp_ > 1 && cluster.gpu(gpu(d0, 0, 0)).node != cluster.gpu(gpu(d0, pp_ - 1, 0)).node);
+    key.push_back(shaped ? 1 : 0);
+    nodes.clear();
+    std::vector<int> node_first_local;
+    for (int d = d0; d < d0 + block; ++d) {
       for (int s = 0; s < pp_; ++s) {
         for (int j = 0; j < tp_; ++j) {
           const sim::GpuFacts& a = cluster.gpu(gpu(d, s, j));
           const sim::NodeFacts& n = cluster.node(a.node);
-          key.insert(key.end(), {static_cast<std::int64_t>(a.node) - first.node,
-                                 static_cast<std::int64_t>(a.local_index) - first.local_index, a.local_index, n.gpus,
-                                 n.nics, used[static_cast<std::size_t>(a.node)]});
+          const std::int64_t load = used[static_cast<std::size_t>(a.node)];
+          if (!shaped) {
+            key.insert(key.end(), {static_cast<std::int64_t>(a.node) - first.node,
+                                   static_cast<std::int64_t>(a.local_index) - first.local_index, a.local_index, n.gpus,
+                                   n.nics, load});
+            continue;
+          }
+          auto at = std::find(nodes.begin(), nodes.end(), a.node);
+          if (at == nodes.end()) {
+            nodes.push_back(a.node);
+            node_first_local.push_back(a.local_index);
+            at = nodes.end() - 1;
+          }
+          const auto k = static_cast<std::size_t>(at - nodes.begin());
+          key.insert(key.end(), {static_cast<std::int64_t>(k), a.local_index - node_first_local[k], n.gpus, n.nics, load});
+        }
+      }
+    }
+    if (shaped) {
+      for (const int node : nodes) facts.inside(node, key);
+    }
+    if (shaped && pp_ > 1) {
+      // The transfers between stages, both ways (the last stage's to the first too: interleaved).
+      for (int d = d0; d < d0 + block; ++d) {
+        for (int s = 0; s < pp_; ++s) {
+          for (int j = 0; j < tp_; ++j) {
+            const sim::GpuId here = gpu(d, s, j);
+            const sim::GpuId next = gpu(d, (s + 1) % pp_, j);
+            facts.route(here, next, key);
+            facts.route(next, here, key);
+          }
         }
       }
     }

@@ -27,7 +27,10 @@
 /// (where jobs never meet) one replica is simulated per placement otherwise: where replicas
 /// straddle nodes in different ways (16-GPU replicas on 72-GPU racks: those inside a rack, and
 /// those split 8 + 8 across two), the first replica of each placement stands for the others of
-/// it, and the simulated replicas are not consecutive (real(d)). With experts, context
+/// it, and the simulated replicas are not consecutive (real(d)). Where each stage's GPUs of a
+/// replica share a node whose GPUs are interchangeable (an NVSwitch node), where in the node
+/// and which node do not matter: replicas of the same shape whose transfers between stages meet
+/// the same links sit alike (fold_replicas). With experts, context
 /// parallelism or hybrid sharding, whose groups are blocks of consecutive replicas, whole blocks
 /// (of the least common multiple of those groups' sizes) fold so, compared from each block's
 /// first GPU. Neither folds
@@ -51,7 +54,10 @@ class HybridLayout {
  public:
   /// `pp` stages per replica (1 without a pipeline); plan.dp and plan.tp from the plan;
   /// `ep_ranks_alike`: every EP rank runs the same expert kernels (MoeRouting::ranks_alike).
-  HybridLayout(const Plan& plan, int pp, const topo::Cluster& cluster, bool ep_ranks_alike = false);
+  /// `stage_groups`: a collective joins each replica's first and last stages (a tied
+  /// embedding's group), which folding by placement must keep where it is.
+  HybridLayout(const Plan& plan, int pp, const topo::Cluster& cluster, bool ep_ranks_alike = false,
+               bool stage_groups = true);
 
   int dp() const { return dp_; }
   int pp() const { return pp_; }
@@ -160,7 +166,7 @@ class HybridLayout {
   /// The simulated replica that stands for replica d.
   int represented_by(int d) const { return fold_dp_ ? class_of_[static_cast<std::size_t>(d)] : d; }
   /// Sets fold_dp_, live_ and class_of_ (the constructor, once the strides are known).
-  void fold_replicas(const Plan& plan, const topo::Cluster& cluster);
+  void fold_replicas(const Plan& plan, const topo::Cluster& cluster, bool stage_groups);
 
   int ep_ = 1;
   int etp_ = 1;                ///< expert TP (plan.etp())

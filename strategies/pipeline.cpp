@@ -445,9 +445,20 @@ CompiledGraph compile_pipeline(const Model& model, const Plan& plan, const topo:
   // TP rank j of stage s of replica d runs on GPU (d x pp + s) x tp + j: TP innermost (inside a
   // node), then the pipeline, then data parallelism (Megatron's placement). Identical ranks fold.
   auto routing = moe_routing(model, plan);
-  const HybridLayout layout(plan, p, cluster, routing && routing->ranks_alike());
   const int cc = cluster.gpu(0).compute_capability;
   const auto chunks = partition_model(model, plan, compute, cc);
+  // The embedding group per (replica, TP rank): the last stage's copy of a tied word embedding
+  // and the first stage's embedding, whose gradients are all-reduced between them.
+  double tied_params = 0.0;
+  if (p > 1) {
+    std::vector<std::pair<std::size_t, std::size_t>> last_stage;
+    for (int c = 0; c < plan.virtual_stages; ++c) {
+      const auto& ch = chunks[static_cast<std::size_t>(c * p + p - 1)];
+      last_stage.emplace_back(ch.first, ch.last);
+    }
+    tied_params = tp_tied_copy_params(model, tp, last_stage);
+  }
+  const HybridLayout layout(plan, p, cluster, routing && routing->ranks_alike(), tied_params > 0.0);
   CompiledGraph out;
   begin_compile(out, options);
   sim::ExecutionGraph& g = out.graph;
@@ -481,21 +492,10 @@ CompiledGraph compile_pipeline(const Model& model, const Plan& plan, const topo:
       }
     }
   }
-  // The embedding group per (replica, TP rank): the last stage's copy of a tied word embedding
-  // and the first stage's embedding, whose gradients are all-reduced between them.
-  double tied_params = 0.0;
   std::vector<std::uint32_t> embedding_comm;
-  if (p > 1) {
-    std::vector<std::pair<std::size_t, std::size_t>> last_stage;
-    for (int c = 0; c < plan.virtual_stages; ++c) {
-      const auto& ch = chunks[static_cast<std::size_t>(c * p + p - 1)];
-      last_stage.emplace_back(ch.first, ch.last);
-    }
-    tied_params = tp_tied_copy_params(model, tp, last_stage);
-    if (tied_params > 0.0) {
-      for (int d = 0; d < layout.live_dp(); ++d) {
-        for (int j = 0; j < layout.live_tp(); ++j) embedding_comm.push_back(layout.add_embedding_communicator(g, d, j));
-      }
+  if (tied_params > 0.0) {
+    for (int d = 0; d < layout.live_dp(); ++d) {
+      for (int j = 0; j < layout.live_tp(); ++j) embedding_comm.push_back(layout.add_embedding_communicator(g, d, j));
     }
   }
   for (int s = 0; s < p; ++s) out.stage_ranks.push_back(layout.rank(0, s, 0));

@@ -113,22 +113,26 @@ TEST_CASE("folding data-parallel replicas and TP ranks gives the unfolded answer
                             {"partition", "uniform"}, {"placement", "tp-dp-pp"}, {"network", network}}),
                   2);
     }
-    SECTION(std::string("dp 12 x pp 3 x tp 2 on 72 GPUs, replicas straddling nodes (four placements), ") + network) {
+    SECTION(std::string("dp 12 x pp 3 x tp 2 on 72 GPUs, replicas straddling nodes (three placements), ") + network) {
       json doc = scenario({{"dp", 12}, {"pp", 3}, {"tp", 2}, {"global_batch", 48}, {"schedule", "1f1b"},
                            {"partition", "uniform"}, {"zero", 1}, {"network", network}});
       doc["cluster"]["gpus"] = 72;
       // By placement on the analytical network only; on the flow network only the TP ranks fold.
-      same_answer(doc, std::string(network) == "analytical" ? 12 : 36);
+      // 6-GPU replicas repeat every four (three nodes): replicas 4k and 4k + 3 sit inside a node
+      // (at GPUs 0-5 and 2-7 of it: alike, the node's GPUs being interchangeable), 4k + 1 and
+      // 4k + 2 straddle two nodes, each its own way.
+      same_answer(doc, std::string(network) == "analytical" ? 9 : 36);
     }
-    SECTION(std::string("dp 20 x pp 4 x tp 4 on 320 GB200s, 16-GPU replicas on 72-GPU racks (eleven placements), ") +
+    SECTION(std::string("dp 20 x pp 4 x tp 4 on 320 GB200s, 16-GPU replicas on 72-GPU racks (three placements), ") +
             network) {
-      // Nine placements repeat every two racks; the fifth rack holds 32 GPUs, so replicas 18 and
-      // 19 are simulated too.
+      // Nine placements repeat every two racks: eight inside a rack, alike wherever in it, and
+      // one split 8 + 8 across two; the fifth rack holds only 32 GPUs, so its replicas 18 and 19
+      // are a placement of their own.
       json doc = scenario({{"dp", 20}, {"pp", 4}, {"tp", 4}, {"global_batch", 160}, {"schedule", "interleaved"},
                            {"virtual_stages", 3}, {"partition", "uniform"}, {"sequence_parallel", true},
                            {"network", network}});
       doc["cluster"] = {{"preset", "gb200-nvl72"}, {"gpus", 320}};
-      same_answer(doc, std::string(network) == "analytical" ? 44 : 80);
+      same_answer(doc, std::string(network) == "analytical" ? 12 : 80);
     }
     SECTION(std::string("dp 4 x pp 4, interleaved, data-parallel groups across both nodes, ") + network) {
       same_answer(scenario({{"dp", 4}, {"pp", 4}, {"global_batch", 32}, {"schedule", "interleaved"},
@@ -144,11 +148,13 @@ TEST_CASE("folding by placement gives the unfolded answer on the analytical netw
     const char* why;
   };
   for (const Layout& l : {
-           // 3-GPU replicas on 8-GPU nodes repeat every 8 replicas (three nodes); node 7 holds 4
-           // GPUs, so replicas 18 and 19 sit apart from replicas 2 and 3: 10 placements.
-           Layout{60, 1, 3, 20, 30, "3-GPU replicas, a half-used last node"},
-           // 6-GPU replicas repeat every 4 (three nodes), TP pairs inside a node: 4 placements.
-           Layout{96, 2, 3, 16, 12, "6-GPU replicas on twelve nodes"},
+           // 3-GPU replicas on 8-GPU nodes repeat every 8 replicas (three nodes): six inside a
+           // node, alike, and two straddling (GPUs 6, 7 | 0 and 7 | 0, 1). Node 7 holds 4 GPUs, so
+           // replicas 18 (straddling into it) and 19 (inside it) sit apart: 5 placements.
+           Layout{60, 1, 3, 20, 15, "3-GPU replicas, a half-used last node"},
+           // 6-GPU replicas repeat every 4 (three nodes), TP pairs inside a node: the two inside a
+           // node sit alike, the two straddling each their own way: 3 placements.
+           Layout{96, 2, 3, 16, 9, "6-GPU replicas on twelve nodes"},
            // 12-GPU replicas repeat every 2 (three nodes): 2 placements.
            Layout{72, 4, 3, 6, 6, "12-GPU replicas on nine nodes"},
        }) {
@@ -181,23 +187,50 @@ TEST_CASE("experts, context-parallel and hybrid-sharding groups fold by placemen
     doc["cluster"]["gpus"] = 48;
     same_answer(doc, 24);
   }
-  SECTION("experts: ep 2 x dp 6 x pp 2 on 24 H100s, balanced and skewed routing (four placements of six EP groups)") {
-    // Placed tp-dp-pp: replica d runs on GPUs d and d + 12, so EP groups 0 and 4, and 1 and 5,
-    // sit alike; the experts' data-parallel groups take one replica of each EP group.
+  SECTION("experts: ep 2 x dp 6 x pp 2 on 24 H100s, balanced and skewed routing (one placement of six EP groups)") {
+    // Placed tp-dp-pp: replica d runs on GPUs d and d + 12, so each EP group's two GPUs of a
+    // stage share a node, and every group's transfers between stages cross the same kinds of
+    // links (from a node's GPU i to GPU i + 4 of another): one block of two replicas stands for
+    // all six. The experts' data-parallel groups take one replica of each EP group.
     for (const char* routing : {"balanced", "zipf"}) {
       CAPTURE(routing);
       json doc = test::moe::tiny({{"ep", 2}, {"dp", 6}, {"pp", 2}, {"global_batch", 48}, {"schedule", "1f1b"},
                                   {"partition", "uniform"}, {"moe_routing", {{"distribution", routing}}}},
                                  24);
-      same_answer(doc, 16);
+      same_answer(doc, 4);
       REQUIRE(run_folded(doc, true).report.folding ==
-              "16 of 24 ranks simulated (expert-parallel groups folded; replicas by placement, 8 simulated)");
+              "4 of 24 ranks simulated (expert-parallel groups folded; replicas by placement, 2 simulated)");
     }
+  }
+  SECTION("experts: ep 2 x dp 9 x pp 2 on 36 H100s (two placements of nine EP groups)") {
+    // Placed tp-dp-pp: stage 1 starts at GPU 18, so EP group k's stages sit on GPUs 2k, 2k + 1
+    // and 2k + 18, 2k + 19: each stage's pair inside a node, every pair two GPUs along from the
+    // last. Group 8's second stage is on node 4, which holds only four of the plan's GPUs: it
+    // is a placement of its own, and groups 0-7 are one.
+    for (const char* routing : {"balanced", "zipf"}) {
+      CAPTURE(routing);
+      json doc = test::moe::tiny({{"ep", 2}, {"dp", 9}, {"pp", 2}, {"global_batch", 72}, {"schedule", "1f1b"},
+                                  {"partition", "uniform"}, {"moe_routing", {{"distribution", routing}}}},
+                                 36);
+      same_answer(doc, 8);
+    }
+  }
+  SECTION("experts: ep 8 x dp 5 x pp 4 on 160 GB200s (EP groups inside racks, stages across them)") {
+    // Placed tp-dp-pp, stage s holds GPUs 40s to 40s + 39: EP group k's stages sit on 8 GPUs of
+    // one rack each, on racks 0, 0, 1, 1 (groups 0-2), 0, 0, 1, 2 (group 3) or 0, 1, 1, 2 (group
+    // 4; the third rack holds 16 of the plan's GPUs). Where in a rack does not matter (groups 0-2
+    // cross between racks from other NICs and leaf switches, of the same kinds); which racks
+    // does: three placements.
+    json doc = test::moe::tiny({{"ep", 8}, {"dp", 5}, {"pp", 4}, {"global_batch", 80}, {"schedule", "1f1b"},
+                                {"partition", "uniform"}},
+                               160);
+    doc["cluster"]["preset"] = "gb200-nvl72";
+    same_answer(doc, 96);
   }
   SECTION("experts across TP ranks: ep 4 x dp 3 x pp 2 x tp 2, expert TP 1, on 24 H100s") {
     // An EP group takes both TP ranks of two replicas (8 GPUs of a stage's 12): blocks of two
     // replicas, in two placements. TP ranks fold too where the routing is balanced.
-    for (const auto& [routing, simulated] : {std::pair{"balanced", 8}, std::pair{"zipf", 16}}) {
+    for (const auto& [routing, simulated] : {std::pair{"balanced", 4}, std::pair{"zipf", 8}}) {
       CAPTURE(routing);
       same_answer(test::moe::tiny({{"ep", 4}, {"dp", 3}, {"pp", 2}, {"tp", 2}, {"expert_tp", 1},
                                    {"sequence_parallel", true}, {"global_batch", 48}, {"schedule", "1f1b"},
@@ -221,39 +254,52 @@ TEST_CASE("only ranks that sit alike fold", "[training][fold]") {
     REQUIRE(l.describe().empty());
   }
   SECTION("replicas that straddle nodes fold by placement") {
-    // pp 3 on 8-GPU nodes: replica d starts at GPU 3d, so replicas d and d + 8 sit alike (24 GPUs
-    // are three whole nodes) and replicas 0-7 sit each its own way (replica 2 runs on GPUs 6, 7
-    // and 8). 36 GPUs leave node 4 half used: replicas 10 (GPUs 30-32) and 11 (33-35) are
-    // simulated too, as nothing else shares a half-used node.
+    // pp 3 on 8-GPU nodes: replica d starts at GPU 3d. Replicas inside one node (0, 1, 3, 4, 6,
+    // 7, 8, 9) sit alike wherever in it, its GPUs being interchangeable behind the NVSwitch;
+    // replicas 2 (GPUs 6, 7 | 8) and 5 (15 | 16, 17) straddle two nodes, each its own way. 36
+    // GPUs leave node 4 half used: replicas 10 (GPUs 30, 31 | 32) and 11 (33-35) are simulated
+    // too, as nothing else shares a half-used node.
     p.dp = 12;
     p.network = sim::NetworkKind::analytical;
     const auto c = topo::resolve_cluster("dgx-a100", 36);
     const strategy::HybridLayout l(p, 3, c);
     REQUIRE(l.folds_dp());
-    REQUIRE(l.live_dp() == 10);
-    for (int d = 0; d < 8; ++d) REQUIRE(l.real(d) == d);
-    REQUIRE(l.real(8) == 10);
-    REQUIRE(l.real(9) == 11);
-    REQUIRE(l.simulated_ranks() == 30);
-    REQUIRE(l.describe() == "30 of 36 ranks simulated (data-parallel replicas folded; replicas by placement, 10 simulated)");
+    REQUIRE(l.live_dp() == 5);
+    const std::vector<int> live{0, 2, 5, 10, 11};
+    for (int d = 0; d < 5; ++d) REQUIRE(l.real(d) == live[static_cast<std::size_t>(d)]);
+    REQUIRE(l.simulated_ranks() == 15);
+    REQUIRE(l.describe() == "15 of 36 ranks simulated (data-parallel replicas folded; replicas by placement, 5 simulated)");
     sim::ExecutionGraph g;
     l.add_ranks(g);
-    REQUIRE(g.rank_gpu[24] == 30);  // simulated replica 8, stage 0: replica 10's GPU
-    // Replica 0 stands for replica 8 (GPUs 24-26); replicas 2 and 10 for nothing else.
-    REQUIRE(g.rank_mirrors[0] == std::vector<sim::GpuId>{24});
-    REQUIRE(g.rank_mirrors[2] == std::vector<sim::GpuId>{26});
-    REQUIRE(g.rank_mirrors[6].empty());
-    REQUIRE(g.rank_mirrors[24].empty());
-    // Stage 1's data-parallel group: the ten simulated replicas, standing for all twelve.
+    REQUIRE(g.rank_gpu[9] == 30);  // simulated replica 3, stage 0: replica 10's GPU
+    // Replica 0 stands for the other seven inside a node (their first stages' GPUs); replicas 2
+    // and 10 for nothing else.
+    REQUIRE(g.rank_mirrors[0] == std::vector<sim::GpuId>{3, 9, 12, 18, 21, 24, 27});
+    REQUIRE(g.rank_mirrors[2] == std::vector<sim::GpuId>{5, 11, 14, 20, 23, 26, 29});
+    REQUIRE(g.rank_mirrors[3].empty());
+    REQUIRE(g.rank_mirrors[9].empty());
+    // Stage 1's data-parallel group: the five simulated replicas, standing for all twelve.
     const auto dp = l.add_dp_communicator(g, 1, 0);
-    REQUIRE(g.communicators[dp].ranks.size() == 10);
-    REQUIRE(g.communicators[dp].ranks[8] == 25);
+    REQUIRE(g.communicators[dp].ranks.size() == 5);
+    REQUIRE(g.communicators[dp].ranks[3] == 10);
     std::vector<sim::GpuId> stage1;
     for (int d = 0; d < 12; ++d) stage1.push_back(static_cast<sim::GpuId>(3 * d + 1));
     REQUIRE(g.communicators[dp].groups == std::vector<std::vector<sim::GpuId>>{stage1});
     // On the flow network replicas that straddle nodes differently are all simulated.
     p.network = sim::NetworkKind::flow;
     REQUIRE_FALSE(strategy::HybridLayout(p, 3, c).folds_dp());
+  }
+  SECTION("replicas inside nodes whose GPUs are not interchangeable keep their local indices") {
+    // The same plan on PCIe servers (GPUs in pairs under PCIe switches, no NVSwitch): a replica
+    // inside a node sits alike only with those at the same local indices, so replicas 0 and 8
+    // (GPUs 0-2 and 24-26) fold and replica 1 (3-5) does not: 10 placements, as before.
+    p.dp = 12;
+    p.network = sim::NetworkKind::analytical;
+    const auto c = topo::resolve_cluster("pcie-8gpu", 36);
+    const strategy::HybridLayout l(p, 3, c);
+    REQUIRE(l.folds_dp());
+    REQUIRE(l.live_dp() == 10);
+    REQUIRE(l.real(1) == 1);
   }
   SECTION("with hybrid sharding, replicas that straddle nodes fold by placement in whole shard groups") {
     // Shard groups are blocks of 8 replicas (24 GPUs, three whole nodes) and replica groups take
