@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <map>
 #include <numeric>
 #include <string_view>
 
@@ -128,6 +129,31 @@ class PlacementFacts {
   std::vector<std::uint32_t> pools_;
 };
 
+/// Per node of the cluster that holds one of the first `gpus` GPUs: an id shared by nodes of the
+/// same kind (GPUs, NVSwitch and NVLink SHARP, NICs and their rate, CPU vendor, and the first
+/// GPU's links into the NVSwitch), -1 for the others. A topology file may mix kinds of nodes
+/// around one GPU model; replicas on nodes of other kinds never sit alike.
+std::vector<int> node_kinds(const topo::Cluster& cluster, int gpus) {
+  std::vector<int> kind(cluster.node_count(), -1);
+  std::map<std::vector<std::int64_t>, int> kinds;
+  for (sim::GpuId g = 0; g < static_cast<sim::GpuId>(gpus); ++g) {
+    const sim::GpuFacts& gpu = cluster.gpu(g);
+    int& k = kind[static_cast<std::size_t>(gpu.node)];
+    if (k >= 0) continue;
+    const sim::NodeFacts& n = cluster.node(gpu.node);
+    std::vector<std::int64_t> key{n.gpus, n.nvswitch ? 1 : 0, n.nvls ? 1 : 0, n.nics,
+                                  std::bit_cast<std::int64_t>(n.nic.bytes_per_second()), static_cast<std::int64_t>(n.cpu)};
+    if (const auto links = cluster.nvswitch_links(g)) {
+      for (const sim::LinkId l : {links->first, links->second}) {
+        key.insert(key.end(), {std::bit_cast<std::int64_t>(cluster.link(l).capacity.bytes_per_second()),
+                               cluster.link(l).latency.ps()});
+      }
+    }
+    k = kinds.emplace(std::move(key), static_cast<int>(kinds.size())).first->second;
+  }
+  return kind;
+}
+
 }  // namespace
 
 HybridLayout::HybridLayout(const Plan& plan, int pp, const topo::Cluster& cluster, bool ep_ranks_alike,
@@ -171,6 +197,7 @@ void HybridLayout::fold_replicas(const Plan& plan, const topo::Cluster& cluster,
   // Where replica d's GPUs sit, relative to its first GPU: the node and local-index offset of
   // each (stage, TP rank).
   std::vector<std::int64_t> placement;
+  const std::vector<int> kind = node_kinds(cluster, gpus());
   const auto relative = [&](int d) {
     placement.clear();
     const sim::GpuFacts& first = cluster.gpu(gpu(d, 0, 0));
@@ -179,6 +206,7 @@ void HybridLayout::fold_replicas(const Plan& plan, const topo::Cluster& cluster,
         const sim::GpuFacts& a = cluster.gpu(gpu(d, s, j));
         placement.push_back(static_cast<std::int64_t>(a.node) - static_cast<std::int64_t>(first.node));
         placement.push_back(static_cast<std::int64_t>(a.local_index) - static_cast<std::int64_t>(first.local_index));
+        placement.push_back(kind[static_cast<std::size_t>(a.node)]);
       }
     }
     return placement;
@@ -254,7 +282,7 @@ void HybridLayout::fold_replicas(const Plan& plan, const topo::Cluster& cluster,
           if (!shaped) {
             key.insert(key.end(), {static_cast<std::int64_t>(a.node) - first.node,
                                    static_cast<std::int64_t>(a.local_index) - first.local_index, a.local_index, n.gpus,
-                                   n.nics, load});
+                                   n.nics, load, kind[static_cast<std::size_t>(a.node)]});
             continue;
           }
           auto at = std::find(nodes.begin(), nodes.end(), a.node);
@@ -264,7 +292,8 @@ void HybridLayout::fold_replicas(const Plan& plan, const topo::Cluster& cluster,
             at = nodes.end() - 1;
           }
           const auto k = static_cast<std::size_t>(at - nodes.begin());
-          key.insert(key.end(), {static_cast<std::int64_t>(k), a.local_index - node_first_local[k], n.gpus, n.nics, load});
+          key.insert(key.end(), {static_cast<std::int64_t>(k), a.local_index - node_first_local[k], n.gpus, n.nics, load,
+                                 kind[static_cast<std::size_t>(a.node)]});
         }
       }
     }

@@ -1,6 +1,7 @@
 // Rank folding (docs/architecture.md, "Identical ranks"): simulating replica 0 and TP rank 0 of each stage
 // for every identical rank gives the unfolded run's answer, and folds only what is identical.
 #include <catch2/catch.hpp>
+#include <fmt/core.h>
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
@@ -9,6 +10,7 @@
 #include "tests/strategies/moe_fixtures.hpp"
 #include "run/simulation.hpp"
 #include "topologies/cluster_builders.hpp"
+#include "topologies/topology_json.hpp"
 
 using namespace foresight;
 using nlohmann::json;
@@ -300,6 +302,46 @@ TEST_CASE("only ranks that sit alike fold", "[training][fold]") {
     REQUIRE(l.folds_dp());
     REQUIRE(l.live_dp() == 10);
     REQUIRE(l.real(1) == 1);
+  }
+  SECTION("replicas inside NVSwitch nodes of other NVLink rates sit apart") {
+    // Two 4-GPU nodes of one GPU model behind an NVSwitch each, node 1's NVLink at `rate1`:
+    // replicas of pp 2 (GPUs 2d, 2d + 1) sit inside a node, alike wherever in it; on nodes of
+    // other rates they do not sit alike.
+    const auto two_nodes = [](const char* rate1) {
+      json devices = json::array();
+      json links = json::array();
+      devices.push_back({{"id", "leaf0"}, {"kind", "ib_leaf"}});
+      for (int n = 0; n < 2; ++n) {
+        const std::string p = fmt::format("n{}.", n);
+        devices.push_back({{"id", p + "cpu0"}, {"kind", "cpu"}, {"node", n}, {"vendor", "amd"}});
+        devices.push_back({{"id", p + "nvswitch"}, {"kind", "nvswitch"}, {"node", n}});
+        devices.push_back({{"id", p + "pcie0"}, {"kind", "pcie_switch"}, {"node", n}});
+        devices.push_back({{"id", p + "nic0"}, {"kind", "nic"}, {"node", n}, {"rail", 0}, {"port_rate", "200 Gb/s"}});
+        const auto link = [&](const std::string& a, const std::string& b, const char* bw, const char* cls) {
+          links.push_back({{"from", a}, {"to", b}, {"bandwidth", bw}, {"latency", "150 ns"}, {"class", cls},
+                           {"duplex", true}});
+        };
+        for (int g = 0; g < 4; ++g) {
+          const std::string gpu = fmt::format("{}gpu{}", p, g);
+          devices.push_back({{"id", gpu}, {"kind", "gpu"}, {"node", n}, {"local_index", g}, {"model", "A100-SXM4-80GB"}});
+          link(gpu, p + "nvswitch", n == 0 ? "300 GB/s" : rate1, "nvlink");
+          link(gpu, p + "pcie0", "31.5 GB/s", "pcie");
+        }
+        link(p + "nic0", p + "pcie0", "31.5 GB/s", "pcie");
+        link(p + "pcie0", p + "cpu0", "31.5 GB/s", "pcie");
+        link(p + "nic0", "leaf0", "200 Gb/s", "infiniband");
+      }
+      return topo::load_topology(json{{"name", "two-nvswitch-nodes"}, {"devices", devices}, {"links", links}}, "test");
+    };
+    p.dp = 4;
+    p.network = sim::NetworkKind::analytical;
+    const strategy::HybridLayout same(p, 2, two_nodes("300 GB/s"));
+    REQUIRE(same.folds_dp());
+    REQUIRE(same.live_dp() == 1);
+    const strategy::HybridLayout other(p, 2, two_nodes("150 GB/s"));
+    REQUIRE(other.folds_dp());
+    REQUIRE(other.live_dp() == 2);
+    REQUIRE(other.real(1) == 2);
   }
   SECTION("with hybrid sharding, replicas that straddle nodes fold by placement in whole shard groups") {
     // Shard groups are blocks of 8 replicas (24 GPUs, three whole nodes) and replica groups take
