@@ -189,32 +189,32 @@ TEST_CASE("experts, context-parallel and hybrid-sharding groups fold by placemen
     doc["cluster"]["gpus"] = 48;
     same_answer(doc, 24);
   }
-  SECTION("experts: ep 2 x dp 6 x pp 2 on 24 H100s, balanced and skewed routing (one placement of six EP groups)") {
-    // Placed tp-dp-pp: replica d runs on GPUs d and d + 12, so each EP group's two GPUs of a
-    // stage share a node, and every group's transfers between stages cross the same kinds of
-    // links (from a node's GPU i to GPU i + 4 of another): one block of two replicas stands for
-    // all six. The experts' data-parallel groups take one replica of each EP group.
-    for (const char* routing : {"balanced", "zipf"}) {
-      CAPTURE(routing);
-      json doc = test::moe::tiny({{"ep", 2}, {"dp", 6}, {"pp", 2}, {"global_batch", 48}, {"schedule", "1f1b"},
-                                  {"partition", "uniform"}, {"moe_routing", {{"distribution", routing}}}},
-                                 24);
-      same_answer(doc, 4);
-      REQUIRE(run_folded(doc, true).report.folding ==
-              "4 of 24 ranks simulated (expert-parallel groups folded; replicas by placement, 2 simulated)");
-    }
-  }
-  SECTION("experts: ep 2 x dp 9 x pp 2 on 36 H100s (two placements of nine EP groups)") {
-    // Placed tp-dp-pp: stage 1 starts at GPU 18, so EP group k's stages sit on GPUs 2k, 2k + 1
-    // and 2k + 18, 2k + 19: each stage's pair inside a node, every pair two GPUs along from the
-    // last. Group 8's second stage is on node 4, which holds only four of the plan's GPUs: it
-    // is a placement of its own, and groups 0-7 are one.
-    for (const char* routing : {"balanced", "zipf"}) {
-      CAPTURE(routing);
-      json doc = test::moe::tiny({{"ep", 2}, {"dp", 9}, {"pp", 2}, {"global_batch", 72}, {"schedule", "1f1b"},
-                                  {"partition", "uniform"}, {"moe_routing", {{"distribution", routing}}}},
-                                 36);
-      same_answer(doc, 8);
+  SECTION("experts: ep 2 on H100s placed tp-dp-pp, balanced and skewed routing, one EP group per placement") {
+    struct Layout {
+      int dp, gpus, simulated;
+      const char* why;
+    };
+    for (const Layout& l : {
+             // Replica d runs on GPUs d and d + 12, so each EP group's two GPUs of a stage share a
+             // node, and every group's transfers between stages cross the same kinds of links
+             // (from a node's GPU i to GPU i + 4 of another): one block of two replicas stands for
+             // all six.
+             Layout{6, 24, 4, "ep 2 x dp 6 x pp 2 on 24 H100s: one placement of six EP groups"},
+             // Stage 1 starts at GPU 18, so EP group k's stages sit on GPUs 2k, 2k + 1 and 2k + 18,
+             // 2k + 19: each stage's pair inside a node. Group 8's second stage is on node 4,
+             // which holds only four of the plan's GPUs: a placement of its own; groups 0-7 are one.
+             Layout{9, 36, 8, "ep 2 x dp 9 x pp 2 on 36 H100s: two placements of nine EP groups"},
+         }) {
+      for (const char* routing : {"balanced", "zipf"}) {
+        CAPTURE(l.why, routing);
+        json doc = test::moe::tiny({{"ep", 2}, {"dp", l.dp}, {"pp", 2}, {"global_batch", 8 * l.dp}, {"schedule", "1f1b"},
+                                    {"partition", "uniform"}, {"moe_routing", {{"distribution", routing}}}},
+                                   l.gpus);
+        same_answer(doc, l.simulated);
+        REQUIRE(run_folded(doc, true).report.folding ==
+                fmt::format("{} of {} ranks simulated (expert-parallel groups folded; replicas by placement, {} simulated)",
+                            l.simulated, l.gpus, l.simulated / 2));
+      }
     }
   }
   SECTION("experts: ep 8 x dp 5 x pp 4 on 160 GB200s (EP groups inside racks, stages across them)") {
@@ -230,8 +230,9 @@ TEST_CASE("experts, context-parallel and hybrid-sharding groups fold by placemen
     same_answer(doc, 96);
   }
   SECTION("experts across TP ranks: ep 4 x dp 3 x pp 2 x tp 2, expert TP 1, on 24 H100s") {
-    // An EP group takes both TP ranks of two replicas (8 GPUs of a stage's 12): blocks of two
-    // replicas, in two placements. TP ranks fold too where the routing is balanced.
+    // An EP group takes both TP ranks of two replicas (4 GPUs of a stage's 12, inside a node):
+    // blocks of two replicas, all in one placement. TP ranks fold too where the routing is
+    // balanced.
     for (const auto& [routing, simulated] : {std::pair{"balanced", 4}, std::pair{"zipf", 8}}) {
       CAPTURE(routing);
       same_answer(test::moe::tiny({{"ep", 4}, {"dp", 3}, {"pp", 2}, {"tp", 2}, {"expert_tp", 1},
@@ -287,21 +288,16 @@ TEST_CASE("only ranks that sit alike fold", "[training][fold]") {
     std::vector<sim::GpuId> stage1;
     for (int d = 0; d < 12; ++d) stage1.push_back(static_cast<sim::GpuId>(3 * d + 1));
     REQUIRE(g.communicators[dp].groups == std::vector<std::vector<sim::GpuId>>{stage1});
+    // The same plan on PCIe servers (GPUs in pairs under PCIe switches, no NVSwitch): a replica
+    // inside a node sits alike only with those at the same local indices, so replicas 0 and 8
+    // (GPUs 0-2 and 24-26) fold and replica 1 (3-5) does not: 10 placements.
+    const strategy::HybridLayout pcie(p, 3, topo::resolve_cluster("pcie-8gpu", 36));
+    REQUIRE(pcie.folds_dp());
+    REQUIRE(pcie.live_dp() == 10);
+    REQUIRE(pcie.real(1) == 1);
     // On the flow network replicas that straddle nodes differently are all simulated.
     p.network = sim::NetworkKind::flow;
     REQUIRE_FALSE(strategy::HybridLayout(p, 3, c).folds_dp());
-  }
-  SECTION("replicas inside nodes whose GPUs are not interchangeable keep their local indices") {
-    // The same plan on PCIe servers (GPUs in pairs under PCIe switches, no NVSwitch): a replica
-    // inside a node sits alike only with those at the same local indices, so replicas 0 and 8
-    // (GPUs 0-2 and 24-26) fold and replica 1 (3-5) does not: 10 placements, as before.
-    p.dp = 12;
-    p.network = sim::NetworkKind::analytical;
-    const auto c = topo::resolve_cluster("pcie-8gpu", 36);
-    const strategy::HybridLayout l(p, 3, c);
-    REQUIRE(l.folds_dp());
-    REQUIRE(l.live_dp() == 10);
-    REQUIRE(l.real(1) == 1);
   }
   SECTION("replicas inside NVSwitch nodes of other NVLink rates sit apart") {
     // Two 4-GPU nodes of one GPU model behind an NVSwitch each, node 1's NVLink at `rate1`:
