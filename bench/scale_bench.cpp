@@ -130,9 +130,14 @@ std::vector<Row> rows(bool sweep) {
                    simulate(fmt::format("bench/scenarios/{}.json", k.file), net)});
     }
   }
-  // Folding by placement against every rank simulated (the same answer).
+  // Folding by placement against every rank simulated (the same answer); with experts on the
+  // analytical network alone (the flow network simulates every replica's flows there).
   r.push_back({"Llama-2 70B TP2 PP8x2 DP32 on GB200 racks, analytical, unfolded", 512,
                simulate("bench/scenarios/llama2-70b-512-gb200.json", "analytical", {"--set", "plan.fold=false"})});
+  r.push_back({"Mixtral 8x7B EP8 PP4x2 DP16 on GB200 racks, analytical", 512,
+               simulate("bench/scenarios/mixtral-8x7b-512-gb200.json", "analytical")});
+  r.push_back({"Mixtral 8x7B EP8 PP4x2 DP16 on GB200 racks, analytical, unfolded", 512,
+               simulate("bench/scenarios/mixtral-8x7b-512-gb200.json", "analytical", {"--set", "plan.fold=false"})});
   // DP growth at fixed TP x PP = 2 x 2 (GPT-2 large, dgx-a100 fat tree): DP 1 -> 4096.
   for (int dp : {1, 64, 4096}) {
     for (const char* net : {"analytical", "flow"}) {
