@@ -14,6 +14,25 @@
 namespace foresight::strategy {
 namespace {
 
+/// A link as placement keys compare it: the kind of device at its other end, its rate, latency
+/// and class, and its direction from the GPU's side.
+using LinkKey = std::array<std::int64_t, 5>;
+LinkKey link_key(const topo::Cluster& cluster, sim::LinkId l, topo::DeviceId other, bool in) {
+  const sim::LinkInfo& info = cluster.link(l);
+  return LinkKey{static_cast<std::int64_t>(cluster.device(other).kind),
+                 std::bit_cast<std::int64_t>(info.capacity.bytes_per_second()), info.latency.ps(),
+                 static_cast<std::int64_t>(info.cls), in ? 1 : 0};
+}
+/// GPU g's links out and in, sorted.
+std::vector<LinkKey> gpu_links(const topo::Cluster& cluster, sim::GpuId g) {
+  std::vector<LinkKey> keys;
+  const topo::DeviceId d = cluster.gpu_device(g);
+  for (const sim::LinkId l : cluster.out_links(d)) keys.push_back(link_key(cluster, l, cluster.link_ends(l).to, false));
+  for (const sim::LinkId l : cluster.in_links(d)) keys.push_back(link_key(cluster, l, cluster.link_ends(l).from, true));
+  std::sort(keys.begin(), keys.end());
+  return keys;
+}
+
 /// What the placement of a block of replicas depends on, on the analytical network, where each
 /// transfer and collective costs what it would alone: whether a node's GPUs are interchangeable
 /// for traffic among them, and what a point-to-point route meets. Worked out once per node and
@@ -21,7 +40,7 @@ namespace {
 class PlacementFacts {
  public:
   explicit PlacementFacts(const topo::Cluster& cluster)
-      : cluster_(cluster), interchangeable_(cluster.node_count(), -1), inside_(cluster.node_count()) {}
+      : cluster_(cluster), interchangeable_(cluster.node_count(), -1) {}
 
   /// Whether traffic among the GPUs of `node` goes alike whichever of them it joins: the node has
   /// an NVSwitch; its GPUs have no link to one another and each has the same links (to and from
@@ -35,13 +54,6 @@ class PlacementFacts {
     if (known < 0) known = check(node, gpu - static_cast<sim::GpuId>(cluster_.gpu(gpu).local_index)) ? 1 : 0;
     return known == 1;
   }
-  /// Appends what traffic inside an interchangeable node meets: a GPU's links and the route
-  /// between two of its GPUs, both ways (nodes of one shape but other NVLink rates differ).
-  void inside(int node, std::vector<std::int64_t>& key) const {
-    const std::vector<std::int64_t>& own = inside_[static_cast<std::size_t>(node)];
-    key.insert(key.end(), own.begin(), own.end());
-  }
-
   /// Appends what a point-to-point transfer from `a` to `b` meets alone: per link of its route
   /// (sim::detail::p2p_path: a send between two GPUs takes the plain route), its rate, latency
   /// and class, and its link pool's place along the route, link count and total rate (a network
@@ -73,56 +85,31 @@ class PlacementFacts {
   }
 
  private:
-  using LinkKey = std::array<std::int64_t, 5>;
-  LinkKey link_key(sim::LinkId l, topo::DeviceId other, bool in) const {
-    const sim::LinkInfo& info = cluster_.link(l);
-    return LinkKey{static_cast<std::int64_t>(cluster_.device(other).kind),
-                   std::bit_cast<std::int64_t>(info.capacity.bytes_per_second()), info.latency.ps(),
-                   static_cast<std::int64_t>(info.cls), in ? 1 : 0};
-  }
-  std::vector<LinkKey> links_of(sim::GpuId g) const {
-    std::vector<LinkKey> keys;
-    const topo::DeviceId d = cluster_.gpu_device(g);
-    for (const sim::LinkId l : cluster_.out_links(d)) keys.push_back(link_key(l, cluster_.link_ends(l).to, false));
-    for (const sim::LinkId l : cluster_.in_links(d)) keys.push_back(link_key(l, cluster_.link_ends(l).from, true));
-    std::sort(keys.begin(), keys.end());
-    return keys;
-  }
   std::vector<LinkKey> route_of(sim::GpuId a, sim::GpuId b) const {
     std::vector<sim::LinkId> path;
     cluster_.route(a, b, -1, -1, 0, path);
     std::vector<LinkKey> keys;
-    for (const sim::LinkId l : path) keys.push_back(link_key(l, cluster_.link_ends(l).to, false));
+    for (const sim::LinkId l : path) keys.push_back(link_key(cluster_, l, cluster_.link_ends(l).to, false));
     return keys;
   }
-  bool check(int node, sim::GpuId first) {
+  bool check(int node, sim::GpuId first) const {
     const sim::NodeFacts& n = cluster_.node(node);
-    std::vector<std::int64_t>& signature = inside_[static_cast<std::size_t>(node)];
-    const auto append = [&](const std::vector<LinkKey>& keys) {
-      signature.push_back(static_cast<std::int64_t>(keys.size()));
-      for (const LinkKey& k : keys) signature.insert(signature.end(), k.begin(), k.end());
-    };
-    signature = {n.gpus};
-    const std::vector<LinkKey> own = links_of(first);
-    append(own);
     if (n.gpus == 1) return true;
     if (!n.nvswitch) return false;
+    const std::vector<LinkKey> own = gpu_links(cluster_, first);
     const auto gpu_kind = static_cast<std::int64_t>(topo::DeviceKind::gpu);
     if (std::any_of(own.begin(), own.end(), [&](const LinkKey& k) { return k[0] == gpu_kind; })) return false;
     const std::vector<LinkKey> there = route_of(first, first + 1);
     const std::vector<LinkKey> back = route_of(first + 1, first);
     for (int i = 1; i < n.gpus; ++i) {
       const sim::GpuId g = first + static_cast<sim::GpuId>(i);
-      if (links_of(g) != own || route_of(first, g) != there || route_of(g, first) != back) return false;
+      if (gpu_links(cluster_, g) != own || route_of(first, g) != there || route_of(g, first) != back) return false;
     }
-    append(there);
-    append(back);
     return true;
   }
 
   const topo::Cluster& cluster_;
   std::vector<signed char> interchangeable_;  ///< per node: unknown (-1), no, yes
-  std::vector<std::vector<std::int64_t>> inside_;  ///< per node checked: what inside() appends
   std::vector<std::int64_t> pool_links_;      ///< per pool: its links
   std::vector<double> pool_rate_;             ///< per pool: their total line rate
   std::vector<sim::LinkId> path_;
@@ -130,8 +117,8 @@ class PlacementFacts {
 };
 
 /// Per node of the cluster that holds one of the first `gpus` GPUs: an id shared by nodes of the
-/// same kind (GPUs, NVSwitch and NVLink SHARP, NICs and their rate, CPU vendor, and the first
-/// GPU's links into the NVSwitch), -1 for the others. A topology file may mix kinds of nodes
+/// same kind (GPUs, NVSwitch and NVLink SHARP, NICs and their rate, CPU vendor, and its first
+/// GPU's links), -1 for the others. A topology file may mix kinds of nodes
 /// around one GPU model; replicas on nodes of other kinds never sit alike.
 std::vector<int> node_kinds(const topo::Cluster& cluster, int gpus) {
   std::vector<int> kind(cluster.node_count(), -1);
@@ -143,12 +130,7 @@ std::vector<int> node_kinds(const topo::Cluster& cluster, int gpus) {
     const sim::NodeFacts& n = cluster.node(gpu.node);
     std::vector<std::int64_t> key{n.gpus, n.nvswitch ? 1 : 0, n.nvls ? 1 : 0, n.nics,
                                   std::bit_cast<std::int64_t>(n.nic.bytes_per_second()), static_cast<std::int64_t>(n.cpu)};
-    if (const auto links = cluster.nvswitch_links(g)) {
-      for (const sim::LinkId l : {links->first, links->second}) {
-        key.insert(key.end(), {std::bit_cast<std::int64_t>(cluster.link(l).capacity.bytes_per_second()),
-                               cluster.link(l).latency.ps()});
-      }
-    }
+    for (const LinkKey& l : gpu_links(cluster, g)) key.insert(key.end(), l.begin(), l.end());
     k = kinds.emplace(std::move(key), static_cast<int>(kinds.size())).first->second;
   }
   return kind;
@@ -296,9 +278,6 @@ void HybridLayout::fold_replicas(const Plan& plan, const topo::Cluster& cluster,
                                  kind[static_cast<std::size_t>(a.node)]});
         }
       }
-    }
-    if (shaped) {
-      for (const int node : nodes) facts.inside(node, key);
     }
     if (shaped && pp_ > 1) {
       // The transfers between stages, both ways (the last stage's to the first too: interleaved).
