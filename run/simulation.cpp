@@ -466,6 +466,10 @@ SimulationOutput simulate_scenario(const Scenario& scenario, const SimulationInp
 }
 
 SimulationOutput simulate_compiled(SimulationOutput out, const Scenario& scenario, const SimulationInputs& inputs) {
+  if (out.compiled.bounds_only) {
+    throw sim::InternalError("simulate: a graph folded as if every placement were alike (plan.fold_as_alike) bounds a "
+                             "plan but does not simulate it");
+  }
   out.report = Report{};  // the memory is reported after the run, with the MoE loads it depends on
   Plan plan = scenario.plan;
   const topo::Cluster& cluster = *out.cluster;

@@ -90,7 +90,7 @@ SimulationOutput compile_scenario(const Scenario& scenario, const SimulationInpu
 /// cluster has fewer, ModelError for an unknown model.
 SimulationOutput simulate_scenario(const Scenario& scenario, const SimulationInputs& inputs);
 /// Simulates what compile_scenario(scenario, inputs) returned: simulate_scenario without compiling
-/// twice.
+/// twice. InternalError for a graph compiled for bounds only (plan.fold_as_alike).
 SimulationOutput simulate_compiled(SimulationOutput compiled, const Scenario& scenario, const SimulationInputs& inputs);
 
 }  // namespace foresight::strategy

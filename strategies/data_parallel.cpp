@@ -201,6 +201,7 @@ CompiledGraph compile_data_parallel(const Model& model, const Plan& plan, const 
   layout.add_ranks(g);
   out.folding = layout.describe();
   out.ep_folded = layout.folds_ep();
+  out.bounds_only = layout.bounds_only();
   out.rank_coords = layout.coords<CompiledGraph::Coords>();
   std::vector<sim::RankId> ranks;
   for (sim::RankId r = 0; r < g.ranks(); ++r) ranks.push_back(r);

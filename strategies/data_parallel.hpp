@@ -42,6 +42,8 @@ struct CompiledGraph {
   std::string folding;
   /// One simulated EP rank stands for its whole EP group (alike routing).
   bool ep_folded = false;
+  /// Folded as if every placement were the first (plan.fold_as_alike): for bounds, never run.
+  bool bounds_only = false;
   /// Kernels were coalesced. False when not asked, or when the builder read the end of a kernel
   /// that others had joined, and the graph was built again one node per kernel (twice the work).
   bool coalesced = false;

@@ -200,7 +200,9 @@ void HybridLayout::fold_replicas(const Plan& plan, const topo::Cluster& cluster,
     for (int d = 0; d < unit_; ++d) firsts.push_back(relative(d));
     for (int d = unit_; d < dp_ && alike; ++d) alike = relative(d) == firsts[static_cast<std::size_t>(d % unit_)];
   }
-  if (alike) {
+  // The planner's bound (plan.fold_as_alike) takes one block's ranks whatever the placements.
+  bounds_only_ = !alike && plan.fold_as_alike;
+  if (alike || bounds_only_) {
     fold_dp_ = true;
     for (int d = 0; d < unit_; ++d) live_.push_back(d);
     for (int d = 0; d < dp_; ++d) class_of_.push_back(d % unit_);
@@ -541,7 +543,9 @@ std::string HybridLayout::describe() const {
                            : fold_dp_           ? std::string(replicas)
                                                 : std::string("tensor-parallel ranks");
   const std::string placements =
-      by_placement_ ? fmt::format("; replicas by placement, {} simulated", live_dp()) : std::string();
+      by_placement_  ? fmt::format("; replicas by placement, {} simulated", live_dp())
+      : bounds_only_ ? std::string("; every placement as the first, to bound it")
+                     : std::string();
   return fmt::format("{} of {} ranks simulated ({} folded{})", simulated_ranks(), gpus(), what, placements);
 }
 

@@ -35,7 +35,8 @@
 /// (of the least common multiple of those groups' sizes) fold so, compared from each block's
 /// first GPU. Neither folds
 /// when the plan says `fold: false` or the GPUs are not all of one model (a straggler would be
-/// one too).
+/// one too). The planner's bound (plan.fold_as_alike) folds every block into the first whatever
+/// the placements: a graph to bound a plan on (bounds_only), never to simulate.
 
 #include <cstdint>
 #include <map>
@@ -72,6 +73,9 @@ class HybridLayout {
   bool folds_ep() const { return fold_dp_ && ep_ > 1 && unit_ == 1 && !by_placement_; }
   int live_tp() const { return fold_tp_ ? 1 : tp_; }
   bool folds_dp() const { return fold_dp_; }
+  /// Replicas fold as if alike though they are not (plan.fold_as_alike): the graph bounds the
+  /// plan (its ranks' programs, memory and own groups are real) but must not be simulated.
+  bool bounds_only() const { return bounds_only_; }
   bool folds_tp() const { return fold_tp_; }
   int gpus() const { return dp_ * pp_ * tp_; }
   int simulated_ranks() const { return live_dp() * pp_ * live_tp(); }
@@ -177,6 +181,7 @@ class HybridLayout {
   bool fold_tp_ = false;
   /// Replicas fold by placement (fold_replicas): live_ holds whole blocks, not the first unit_.
   bool by_placement_ = false;
+  bool bounds_only_ = false;  ///< folded as if alike (plan.fold_as_alike) where they are not
   /// Folded replicas: the replica each simulated one is, and per replica the simulated one
   /// standing for it (empty unless fold_dp_).
   std::vector<int> live_;

@@ -466,6 +466,7 @@ CompiledGraph compile_pipeline(const Model& model, const Plan& plan, const topo:
   g.stream_names = training_stream_names();
   out.folding = layout.describe();
   out.ep_folded = layout.folds_ep();
+  out.bounds_only = layout.bounds_only();
   out.rank_coords = layout.coords<CompiledGraph::Coords>();
   // A host thread per rank. One process per stage (per_stage), or one per replica whose worker
   // threads, one per device, share its GIL (single_process, torchgpipe).

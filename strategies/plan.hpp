@@ -315,6 +315,11 @@ struct Plan {
   /// identical ones (docs/architecture.md, "Identical ranks"; strategies/hybrid_layout.hpp): the same
   /// answer for a fraction of the work. Off by choice, and by itself on mixed GPU models.
   bool fold = true;
+  /// Not a scenario key: the planner's cheap bound (run/planner.cpp). Replicas fold as if every
+  /// block sat as the first one does, whatever their placement, so the graph holds one block's
+  /// ranks (HybridLayout::bounds_only). Its ranks' programs, memory and own groups are the real
+  /// ones, but its folded groups claim placements alike that are not: it bounds, never simulates.
+  bool fold_as_alike = false;
   /// Rank placement, innermost first: "tp-pp-dp" (the default: TP groups inside a node, then the
   /// pipeline, then data parallelism) or any other order of tp, pp and dp, e.g. "tp-dp-pp"
   /// (Megatron-Core's order, data-parallel groups before pipeline stages).

@@ -298,6 +298,29 @@ TEST_CASE("only ranks that sit alike fold", "[training][fold]") {
     // On the flow network replicas that straddle nodes differently are all simulated.
     p.network = sim::NetworkKind::flow;
     REQUIRE_FALSE(strategy::HybridLayout(p, 3, c).folds_dp());
+    // The planner's bound (plan.fold_as_alike) takes replica 0 for all twelve, on either network:
+    // one replica's ranks, standing for every group as if all sat alike, to bound and not to run.
+    for (const auto network : {sim::NetworkKind::flow, sim::NetworkKind::analytical}) {
+      p.network = network;
+      p.fold_as_alike = true;
+      const strategy::HybridLayout bound(p, 3, c);
+      REQUIRE(bound.bounds_only());
+      REQUIRE(bound.folds_dp());
+      REQUIRE(bound.live_dp() == 1);
+      REQUIRE(bound.simulated_ranks() == 3);
+      REQUIRE(bound.describe() == "3 of 36 ranks simulated (data-parallel replicas folded; every placement as the first, to bound it)");
+      sim::ExecutionGraph g;
+      bound.add_ranks(g);
+      REQUIRE(g.rank_mirrors[0].size() == 11);
+      const auto dp = bound.add_dp_communicator(g, 1, 0);
+      REQUIRE(g.communicators[dp].ranks.size() == 1);
+      REQUIRE(g.communicators[dp].groups.front() == stage1);  // rank 0's own group, as in the whole graph
+    }
+    // Where every replica sits alike the flag changes nothing: the graph is the plan's own.
+    p.dp = 4;  // pp 4: replicas on GPUs 0-3, 4-7, 8-11, 12-15
+    const strategy::HybridLayout alike(p, 4, topo::resolve_cluster("dgx-a100", 16));
+    REQUIRE(alike.folds_dp());
+    REQUIRE_FALSE(alike.bounds_only());
   }
   SECTION("replicas inside NVSwitch nodes of other NVLink rates sit apart") {
     // Two 4-GPU nodes of one GPU model behind an NVSwitch each, node 1's NVLink at `rate1`:
