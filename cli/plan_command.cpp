@@ -82,8 +82,9 @@ std::string table(const strategy::PlanSearch& s, int top, const std::string& sce
       ++reasons[family(r.reason)];
     }
   }
-  out += fmt::format("\n{} plans: {} fit ({} shown), {} simulated, {} compiled (memory and stream bound checked)\n",
-                     s.rows.size(), counts["best"] + counts["fits"], shown, s.simulated, s.compiled);
+  out += fmt::format("\n{} plans: {} fit ({} shown), {} simulated, {} compiled (memory and stream bound checked; {} first "
+                     "as one block of replicas for all their placements)\n",
+                     s.rows.size(), counts["best"] + counts["fits"], shown, s.simulated, s.compiled, s.one_block);
   std::map<strategy::PlanRow::Bound, int> by;
   for (const auto& r : s.rows) {
     if (r.status == strategy::PlanRow::Status::bound) ++by[r.bound_by];

@@ -3,8 +3,11 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
+#include <map>
+#include <tuple>
 
 #include "common/error.hpp"
 #include "common/large_vector.hpp"
@@ -70,9 +73,20 @@ Orders orders_of(const ExecutionGraph& g, const GraphIndex& index, const GpuLine
   const std::size_t instances = collectives + index.transfers.size();
   o.members.resize(instances);
   o.lasts.resize(instances);
+  // A collective's bound follows from its communicator, op, bytes, root and send matrix: the
+  // instances a pipeline repeats for every micro-batch are bounded once.
+  std::map<std::tuple<std::uint32_t, int, std::uint64_t, int, std::uint32_t>, Time> known;
   for (std::uint32_t c = 0; c < instances; ++c) {
     o.members[c] = c < collectives ? static_cast<std::uint32_t>(index.members(c).size()) : 2;
-    o.lasts[c] = comm_lower_bound(g, index, rates, c);
+    if (c >= collectives || g.nodes[index.members(c).front()].duration > Time::zero()) {  // a transfer, or measured
+      o.lasts[c] = comm_lower_bound(g, index, rates, c);
+      continue;
+    }
+    const Node& n = g.nodes[index.members(c).front()];
+    const auto [it, added] = known.try_emplace(
+        {n.communicator, static_cast<int>(n.op), std::bit_cast<std::uint64_t>(n.bytes), n.root, n.matrix}, Time{});
+    if (added) it->second = comm_lower_bound(g, index, rates, c);
+    o.lasts[c] = it->second;
   }
   return o;
 }

@@ -20,7 +20,7 @@ nlohmann::json plan_search_json(const PlanSearch& s) {
                     {"peak_bytes", r.peak_bytes}, {"set", r.sets()}, {"usd_run", or_null(r.usd_run)},
                     {"kwh_run", or_null(r.kwh_run)}});
   }
-  return {{"plans", rows}, {"simulated", s.simulated}, {"compiled", s.compiled}};
+  return {{"plans", rows}, {"simulated", s.simulated}, {"compiled", s.compiled}, {"one_block", s.one_block}};
 }
 
 nlohmann::json hardware_json(const std::vector<HardwareRow>& rows) {

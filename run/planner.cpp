@@ -6,7 +6,6 @@
 #include <cmath>
 #include <condition_variable>
 #include <limits>
-#include <map>
 #include <mutex>
 #include <thread>
 
@@ -63,19 +62,29 @@ double lower_bound(const Model& model, const Plan& plan, const ComputeModel& com
 /// forward and backward passes, not the step's own work such as the optimizer's) stretched by
 /// (pp - 1) / (micro-batches x virtual stages), as the FLOPs bound is.
 double stream_bound(const sim::ExecutionGraph& g, const Plan& plan) {
-  std::map<std::pair<sim::RankId, sim::StreamId>, std::int64_t> busy;
-  std::map<std::pair<sim::RankId, sim::StreamId>, std::int64_t> micro_busy;
+  // Per rank and stream: its kernels' time, and their time in micro-batches (-1: none there).
+  std::vector<std::vector<std::int64_t>> busy(g.ranks());
+  std::vector<std::vector<std::int64_t>> micro_busy(g.ranks());
   for (const sim::Node& n : g.nodes) {
     if (n.kind != sim::OpKind::compute) continue;
-    busy[{n.rank, n.stream}] += n.duration.ps();
-    if (n.micro_batch >= 0) micro_busy[{n.rank, n.stream}] += n.duration.ps();
+    std::vector<std::int64_t>& b = busy[n.rank];
+    std::vector<std::int64_t>& m = micro_busy[n.rank];
+    if (b.size() <= n.stream) {
+      b.resize(n.stream + 1, 0);
+      m.resize(n.stream + 1, -1);
+    }
+    b[n.stream] += n.duration.ps();
+    if (n.micro_batch >= 0) m[n.stream] = std::max<std::int64_t>(m[n.stream], 0) + n.duration.ps();
   }
   std::int64_t most = 0;
-  for (const auto& [key, ps] : busy) most = std::max(most, ps);
-  std::map<sim::RankId, std::int64_t> rank_busiest;
-  for (const auto& [key, ps] : micro_busy) rank_busiest[key.first] = std::max(rank_busiest[key.first], ps);
+  for (const auto& streams : busy) {
+    for (const std::int64_t ps : streams) most = std::max(most, ps);
+  }
   std::int64_t least = most;
-  for (const auto& [rank, ps] : rank_busiest) least = std::min(least, ps);
+  for (const auto& streams : micro_busy) {
+    const std::int64_t busiest = streams.empty() ? -1 : *std::max_element(streams.begin(), streams.end());
+    if (busiest >= 0) least = std::min(least, busiest);  // a rank with micro-batch kernels
+  }
   const double steps = std::max(1, plan.steps);
   const double bubble = plan.pp > 1 ? (plan.pp - 1.0) / (plan.grad_accum * std::max(1, plan.virtual_stages)) : 0.0;
   return std::max(sim::Time::from_ps(most).seconds(), sim::Time::from_ps(least).seconds() * (1.0 + bubble)) / steps;
@@ -423,6 +432,7 @@ PlanSearch search_document(const std::string& path, const json& doc, const PlanS
   const std::size_t count = candidates.size();
   const std::size_t lag = jobs > 1 ? jobs - 1 + 8 : 0;
   std::vector<char> compiled_ones(count, 0);
+  std::vector<char> one_block(count, 0);
   std::vector<char> done(count, 0);
   std::size_t next = 0;
   std::size_t done_before = 0;  // candidates [0, done_before) are done
@@ -451,6 +461,27 @@ PlanSearch search_document(const std::string& path, const json& doc, const PlanS
     }
     return row.bound_s >= threshold;
   };
+  // A candidate is first compiled with replicas folded as if every block sat as the first
+  // (plan.fold_as_alike): where placements differ (blocks straddling racks in other ways) that
+  // graph holds one block's ranks instead of one per placement. Its memory and busiest stream
+  // are the plan's (ranks' programs do not depend on where they sit), and rank 0's chain in it
+  // is no longer than in the whole graph (the same ops and own groups, fewer members to wait
+  // for at collectives across blocks): a bound for a fraction of the compile. Only a candidate
+  // that bound does not prune is compiled whole, bounded by its whole chain, and simulated.
+  const auto compile_for_bounds = [&](Scenario& scenario) {
+    struct Reset {
+      Plan& plan;
+      ~Reset() { plan.fold_as_alike = false; }
+    } reset{scenario.plan};
+    scenario.plan.fold_as_alike = true;
+    return compile_scenario(scenario, shared);
+  };
+  // One block's graph did not prune the candidate: it is compiled whole and bounded again by
+  // rank 0's whole chain (which waits for every placement), then simulated.
+  const auto whole_prunes = [&](SimulationOutput& compiled, Candidate& c, double threshold) {
+    compiled = compile_scenario(c.scenario, shared);
+    return std::isfinite(threshold) && path_prunes(compiled, c.scenario.plan, c.row, threshold);
+  };
   auto worker = [&] {
     for (;;) {
       std::size_t i = 0;
@@ -471,7 +502,10 @@ PlanSearch search_document(const std::string& path, const json& doc, const PlanS
       } else {
         compiled_ones[i] = 1;
         try {
-          SimulationOutput compiled = compile_scenario(c.scenario, shared);
+          // Before there is a best to beat only memory can leave it out, the same on either graph.
+          SimulationOutput compiled =
+              std::isfinite(threshold) ? compile_for_bounds(c.scenario) : compile_scenario(c.scenario, shared);
+          one_block[i] = compiled.compiled.bounds_only ? 1 : 0;
           for (const RankMemory& m : compiled.report.memory) {
             if (m.bytes.total() > c.row.peak_bytes) {
               c.row.peak_bytes = m.bytes.total();
@@ -490,6 +524,8 @@ PlanSearch search_document(const std::string& path, const json& doc, const PlanS
                                        c.row.peak_bytes / (1 << 30), limit / (1 << 30),
                                        100.0 * (1.0 - options.memory_margin), c.row.capacity / (1 << 30));
           } else if (c.row.bound_s >= threshold || (std::isfinite(threshold) && path_prunes(compiled, c.scenario.plan, c.row, threshold))) {
+            prune(c.row, threshold);
+          } else if (compiled.compiled.bounds_only && whole_prunes(compiled, c, threshold)) {
             prune(c.row, threshold);
           } else {
             const SimulationOutput out = simulate_compiled(std::move(compiled), c.scenario, shared);
@@ -529,6 +565,7 @@ PlanSearch search_document(const std::string& path, const json& doc, const PlanS
   for (std::size_t i = 0; i < count; ++i) {
     Candidate& c = candidates[i];
     if (compiled_ones[i]) ++search.compiled;
+    if (one_block[i]) ++search.one_block;
     if (c.row.status == PlanRow::Status::fits || c.row.status == PlanRow::Status::oom) ++search.simulated;
     if (c.row.status == PlanRow::Status::fits) {
       fitting.push_back(std::move(c.row));

@@ -100,6 +100,10 @@ struct PlanSearch {
   std::vector<PlanRow> rows;  ///< every candidate: the best first, then fits by time, then the rest
   int simulated = 0;
   int compiled = 0;  ///< compiled for their memory and stream bound (the others: pruned before)
+  /// Of those, compiled first as one block of replicas standing for every placement
+  /// (plan.fold_as_alike), their placements differing: bounded on that graph, and compiled whole
+  /// only when it did not prune them.
+  int one_block = 0;
 };
 
 /// Searches `space` for `path` (with `overrides` applied first); a dimension left empty takes

@@ -5,17 +5,21 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <limits>
 #include <map>
 #include <utility>
 
+#include "exec/graph_check.hpp"
 #include "run/calibration.hpp"
+#include "run/simulation.hpp"
 #include "models/model_zoo.hpp"
 #include "run/planner.hpp"
 #include "tests/test_paths.hpp"
 #include "topologies/cluster_builders.hpp"
 
 using namespace foresight;
+using nlohmann::json;
 using Status = strategy::PlanRow::Status;
 
 namespace {
@@ -285,4 +289,85 @@ TEST_CASE("for a model with experts the planner searches ep too, with ZeRO-1 sha
   // A dense model's space has ep 1 only, and its labels do not name it.
   const auto dense = strategy::default_plan_space(strategy::build_model("gpt2"), topo::resolve_cluster("dgx-a100", 8));
   REQUIRE(dense.ep == std::vector<int>{1});
+}
+
+TEST_CASE("a candidate whose replicas sit in several ways is bounded on one block of them first", "[planner]") {
+  // GPT-3 Small on 36 GPUs of DGX A100 nodes, pp 3: twelve 3-GPU replicas in five placements
+  // (tests/strategies/folding_test.cpp). One replica standing for all (plan.fold_as_alike) gives
+  // the plan's memory and a chain of ops no longer than the whole graph's, on a fifth of the ranks.
+  json doc = {{"model", {{"name", "gpt3-125m"}, {"seq_len", 512}}},
+              {"cluster", {{"preset", "dgx-a100"}, {"gpus", 36}}},
+              {"plan",
+               {{"tp", 1}, {"pp", 3}, {"dp", 12}, {"micro_batch", 1}, {"global_batch", 72}, {"precision", "amp_bf16"},
+                {"optimizer", "adam"}, {"steps", 2}, {"fused_attention", true}, {"network", "analytical"},
+                {"partition", "uniform"}}},
+              {"workload", {{"steps", 1}}}};
+  auto scenario = strategy::parse_scenario(doc, "bounds.json");
+  const auto whole = strategy::compile_scenario(scenario, inputs());
+  scenario.plan.fold_as_alike = true;
+  const auto block = strategy::compile_scenario(scenario, inputs());
+  scenario.plan.fold_as_alike = false;
+  REQUIRE_FALSE(whole.compiled.bounds_only);
+  REQUIRE(block.compiled.bounds_only);
+  REQUIRE(whole.compiled.graph.ranks() == 15);
+  REQUIRE(block.compiled.graph.ranks() == 3);
+  // The same peak memory, stage by stage (GPU g runs stage g mod 3).
+  const auto peaks = [](const strategy::SimulationOutput& out) {
+    std::map<int, double> by_stage;
+    for (const auto& m : out.report.memory) {
+      double& p = by_stage[m.gpu % 3];
+      p = std::max(p, m.bytes.total());
+    }
+    return by_stage;
+  };
+  REQUIRE(peaks(block) == peaks(whole));
+  // Rank 0's chain: the same ops and own groups, fewer members to wait for across replicas.
+  const auto rates = strategy::line_rates(*whole.cluster, inputs().collectives.links);
+  const sim::RankId first = 0;
+  const auto chain = [&](const strategy::SimulationOutput& out) {
+    return strategy::path_bounds(out.compiled, sim::check_graph(out.compiled.graph, *out.cluster), scenario.plan, rates,
+                                 {&first, 1})
+        .front();
+  };
+  const double block_chain = chain(block);
+  REQUIRE(block_chain > 0.0);
+  REQUIRE(block_chain <= chain(whole));
+  const auto run = strategy::simulate_compiled(whole, scenario, inputs());
+  REQUIRE(block_chain <= run.report.iteration_time_s);
+  // It bounds and is never simulated.
+  REQUIRE_THROWS_AS(strategy::simulate_compiled(block, scenario, inputs()), sim::InternalError);
+
+  // The search: pp 3 candidates are bounded on one replica first; the best and every plan's time
+  // are those of a search that simulates them all (top 100: no threshold, nothing pruned), and
+  // what it prunes is no faster than its bound.
+  strategy::PlanSpace space;
+  space.tp = {1};
+  space.pp = {1, 3};
+  space.virtual_stages = {1};
+  space.micro_batch = {1, 2};
+  space.recompute = {"none", "full"};
+  space.zero = {0};
+  space.sequence_parallel = {false};
+  strategy::PlanOptions one;
+  one.top = 1;
+  one.jobs = 1;
+  const auto search = strategy::search_document("bounds.json", doc, space, one, inputs());
+  strategy::PlanOptions all;
+  all.top = 100;
+  const auto full = strategy::search_document("bounds.json", doc, space, all, inputs());
+  REQUIRE(full.simulated == 8);
+  REQUIRE(full.one_block == 0);  // no best to beat: only memory could leave one out, compiled whole
+  // With a best to beat from the first candidate on (a pp 1 one, the lowest FLOPs bound), each
+  // pp 3 one is bounded on one replica's graph, then (its bounds being loose here) on the whole
+  // graph, and simulated; pp 1's 1-GPU replicas all sit alike.
+  REQUIRE(search.one_block == 4);
+  REQUIRE(search.rows.front().label == full.rows.front().label);
+  REQUIRE(search.rows.front().iteration_s == full.rows.front().iteration_s);
+  for (const auto& row : search.rows) {
+    INFO(row.label << ": " << row.reason);
+    const auto f = std::find_if(full.rows.begin(), full.rows.end(), [&](const auto& r) { return r.label == row.label; });
+    REQUIRE(f != full.rows.end());
+    if (row.status == Status::best || row.status == Status::fits) REQUIRE(row.iteration_s == f->iteration_s);
+    if (row.status == Status::bound) REQUIRE(row.bound_s <= f->iteration_s);
+  }
 }
